@@ -1,0 +1,85 @@
+//! Cancellation by tag: a blocking call that carries `tag` can be cancelled from any other thread
+//! with `mcplug_cancel(tag)`. The registry is process-wide, because a tag is what the host knows.
+
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+pub struct CancelSignal {
+    fired: AtomicBool,
+    notify: Notify,
+}
+
+impl CancelSignal {
+    pub fn is_fired(&self) -> bool {
+        self.fired.load(Ordering::Acquire)
+    }
+    /// Resolves once the signal fires (at once if it already has).
+    pub async fn fired(&self) {
+        loop {
+            let notified = self.notify.notified();
+            if self.is_fired() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+static REGISTRY: Lazy<Mutex<HashMap<String, Vec<(u64, Arc<CancelSignal>)>>>> = Lazy::new(Default::default);
+static NEXT: AtomicU64 = AtomicU64::new(1);
+
+/// Registered while a tagged call runs; unregisters itself when dropped.
+pub struct CancelGuard {
+    tag: String,
+    key: u64,
+    pub signal: Arc<CancelSignal>,
+}
+
+pub fn register(tag: &str) -> CancelGuard {
+    let signal = Arc::new(CancelSignal { fired: AtomicBool::new(false), notify: Notify::new() });
+    let key = NEXT.fetch_add(1, Ordering::Relaxed);
+    REGISTRY.lock().entry(tag.to_string()).or_default().push((key, signal.clone()));
+    CancelGuard { tag: tag.to_string(), key, signal }
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        let mut reg = REGISTRY.lock();
+        if let Some(list) = reg.get_mut(&self.tag) {
+            list.retain(|(k, _)| *k != self.key);
+            if list.is_empty() {
+                reg.remove(&self.tag);
+            }
+        }
+    }
+}
+
+/// Cancels every in-flight call carrying `tag`. Returns how many were found.
+pub fn cancel(tag: &str) -> usize {
+    let signals: Vec<Arc<CancelSignal>> =
+        REGISTRY.lock().get(tag).map(|l| l.iter().map(|(_, s)| s.clone()).collect()).unwrap_or_default();
+    for s in &signals {
+        s.fired.store(true, Ordering::Release);
+        s.notify.notify_waiters();
+    }
+    signals.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cancel_reaches_registered_calls_only() {
+        let g = register("unit-tag-1");
+        assert_eq!(cancel("unit-tag-unknown"), 0);
+        assert_eq!(cancel("unit-tag-1"), 1);
+        assert!(g.signal.is_fired());
+        drop(g);
+        assert_eq!(cancel("unit-tag-1"), 0, "a finished call is forgotten");
+    }
+}

@@ -1,0 +1,382 @@
+//! Connection options and per-call options, parsed from the host's JSON with errors that name
+//! the offending field.
+
+use crate::error::{Error, Result};
+use crate::protocol::era;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// A timeout as the host can give it: absent = the default, `null` = no limit, N > 0 = N ms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    Default,
+    Unbounded,
+    After(Duration),
+}
+
+impl Limit {
+    /// Resolves against a default that is itself `Some(limit)` or `None` (unbounded).
+    pub fn or(self, default: Option<Duration>) -> Option<Duration> {
+        match self {
+            Limit::Default => default,
+            Limit::Unbounded => None,
+            Limit::After(d) => Some(d),
+        }
+    }
+}
+
+fn parse_limit(obj: &Map<String, Value>, key: &str) -> Result<Limit> {
+    match obj.get(key) {
+        None => Ok(Limit::Default),
+        Some(Value::Null) => Ok(Limit::Unbounded),
+        Some(v) => match v.as_u64() {
+            Some(ms) if ms > 0 => Ok(Limit::After(Duration::from_millis(ms))),
+            _ => Err(Error::invalid(format!(
+                "option `{key}` must be a positive number of milliseconds, or null for no limit (got {v})"
+            ))),
+        },
+    }
+}
+
+fn parse_bool(obj: &Map<String, Value>, key: &str) -> Result<Option<bool>> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(v) => Err(Error::invalid(format!("option `{key}` must be true or false (got {v})"))),
+    }
+}
+
+fn parse_usize(obj: &Map<String, Value>, key: &str) -> Result<Option<usize>> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_u64() {
+            Some(n) if n > 0 => Ok(Some(n as usize)),
+            _ => Err(Error::invalid(format!("option `{key}` must be a positive integer (got {v})"))),
+        },
+    }
+}
+
+fn as_object<'a>(value: &'a Value, what: &str) -> Result<&'a Map<String, Value>> {
+    value.as_object().ok_or_else(|| Error::invalid(format!("{what} must be a JSON object (got {value})")))
+}
+
+/// Options of one connection (`options_json` of `mcplug_client_connect`).
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    pub connect_timeout: Option<Duration>,
+    pub request_timeout: Option<Duration>,
+    pub tool_timeout: Option<Duration>,
+    /// How long a server's request waits for the host's answer before the server gets an error.
+    pub host_request_timeout: Duration,
+    pub client_info: Value,
+    /// What the client declares, exactly as the host gave it (plus `roots` when roots are given).
+    pub capabilities: Value,
+    /// Roots answered automatically to `roots/list`, when the host gives them.
+    pub roots: Option<Value>,
+    /// Versions the client may negotiate, newest first.
+    pub modern_versions: Vec<String>,
+    pub legacy_versions: Vec<String>,
+    pub max_message_bytes: usize,
+    pub max_events: usize,
+    pub shutdown_grace: Duration,
+}
+
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// The `server/discover` probe waits at most this long (and never more than half the connect
+/// budget) before the server is taken for a legacy one.
+pub const MAX_PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            connect_timeout: Some(DEFAULT_CONNECT_TIMEOUT),
+            request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
+            tool_timeout: None,
+            host_request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            client_info: json!({"name": "mcplug", "version": crate::VERSION}),
+            capabilities: json!({}),
+            roots: None,
+            modern_versions: era::MODERN_VERSIONS.iter().map(|s| s.to_string()).collect(),
+            legacy_versions: era::LEGACY_VERSIONS.iter().map(|s| s.to_string()).collect(),
+            max_message_bytes: 32 << 20,
+            max_events: 10_000,
+            shutdown_grace: Duration::from_millis(500),
+        }
+    }
+}
+
+impl ConnectOptions {
+    pub fn parse(value: Option<&Value>) -> Result<Self> {
+        let mut o = ConnectOptions::default();
+        let Some(value) = value else { return Ok(o) };
+        if value.is_null() {
+            return Ok(o);
+        }
+        let obj = as_object(value, "options_json")?;
+        o.connect_timeout = parse_limit(obj, "connect_timeout_ms")?.or(o.connect_timeout);
+        o.request_timeout = parse_limit(obj, "request_timeout_ms")?.or(o.request_timeout);
+        o.tool_timeout = parse_limit(obj, "tool_timeout_ms")?.or(o.tool_timeout);
+        if let Some(d) = parse_limit(obj, "host_request_timeout_ms")?.or(Some(o.host_request_timeout)) {
+            o.host_request_timeout = d;
+        } else {
+            return Err(Error::invalid("option `host_request_timeout_ms` cannot be unbounded: a server's request must always get an answer"));
+        }
+        if let Some(info) = obj.get("client_info") {
+            let m = as_object(info, "option `client_info`")?;
+            if !m.get("name").is_some_and(Value::is_string) || !m.get("version").is_some_and(Value::is_string) {
+                return Err(Error::invalid("option `client_info` needs string fields `name` and `version`"));
+            }
+            o.client_info = info.clone();
+        }
+        if let Some(caps) = obj.get("capabilities") {
+            as_object(caps, "option `capabilities`")?;
+            o.capabilities = caps.clone();
+        }
+        if let Some(roots) = obj.get("roots") {
+            let list = roots.as_array().ok_or_else(|| Error::invalid("option `roots` must be an array of {uri, name}"))?;
+            for (i, r) in list.iter().enumerate() {
+                if !r.get("uri").is_some_and(Value::is_string) {
+                    return Err(Error::invalid(format!("option `roots[{i}]` needs a string `uri`")));
+                }
+            }
+            o.roots = Some(roots.clone());
+            let caps = o.capabilities.as_object_mut().expect("checked above");
+            caps.entry("roots").or_insert_with(|| json!({"listChanged": true}));
+        }
+        if let Some(versions) = obj.get("protocol_versions") {
+            let list = versions
+                .as_array()
+                .filter(|l| !l.is_empty())
+                .ok_or_else(|| Error::invalid("option `protocol_versions` must be a non-empty array of version strings"))?;
+            let mut modern = Vec::new();
+            let mut legacy = Vec::new();
+            for v in list {
+                let s = v.as_str().unwrap_or_default();
+                if era::is_modern(s) {
+                    modern.push(s.to_string());
+                } else if era::is_known(s) {
+                    legacy.push(s.to_string());
+                } else {
+                    return Err(Error::invalid(format!(
+                        "option `protocol_versions` names {v}, which this client does not speak (it speaks {} and {})",
+                        era::MODERN_VERSIONS.join(", "),
+                        era::LEGACY_VERSIONS.join(", ")
+                    )));
+                }
+            }
+            // Newest first, whatever order the host used.
+            modern.sort_by(|a, b| b.cmp(a));
+            legacy.sort_by(|a, b| b.cmp(a));
+            o.modern_versions = modern;
+            o.legacy_versions = legacy;
+        }
+        if let Some(n) = parse_usize(obj, "max_message_bytes")? {
+            o.max_message_bytes = n;
+        }
+        if let Some(n) = parse_usize(obj, "max_events")? {
+            o.max_events = n;
+        }
+        if let Limit::After(d) = parse_limit(obj, "shutdown_grace_ms")? {
+            o.shutdown_grace = d;
+        }
+        Ok(o)
+    }
+
+    /// Whether the host declared a capability (a key of `capabilities`).
+    pub fn declares(&self, capability: &str) -> bool {
+        self.capabilities.get(capability).is_some_and(|v| !v.is_null())
+    }
+}
+
+/// Options of one blocking call (`options_json` of list/call/request).
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    pub timeout: Limit,
+    pub tag: Option<String>,
+    /// Ask the server for progress notifications (a progress token is attached).
+    pub progress: bool,
+    /// Each progress notification restarts the timeout.
+    pub reset_timeout_on_progress: bool,
+    /// With `reset_timeout_on_progress`: the limit that progress can never extend past.
+    pub max_total_timeout: Option<Duration>,
+    /// For list requests: return this one page instead of following every page.
+    pub cursor: Option<String>,
+    /// For the generic request: follow `nextCursor` and concatenate the pages.
+    pub all_pages: bool,
+}
+
+impl Default for Limit {
+    fn default() -> Self {
+        Limit::Default
+    }
+}
+
+impl CallOptions {
+    pub fn parse(value: Option<&Value>) -> Result<Self> {
+        let mut o = CallOptions::default();
+        let Some(value) = value else { return Ok(o) };
+        if value.is_null() {
+            return Ok(o);
+        }
+        let obj = as_object(value, "options_json")?;
+        o.timeout = parse_limit(obj, "timeout_ms")?;
+        match obj.get("tag") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) if !s.is_empty() => o.tag = Some(s.clone()),
+            Some(v) => return Err(Error::invalid(format!("option `tag` must be a non-empty string (got {v})"))),
+        }
+        o.progress = parse_bool(obj, "progress")?.unwrap_or(false);
+        o.reset_timeout_on_progress = parse_bool(obj, "reset_timeout_on_progress")?.unwrap_or(false);
+        o.max_total_timeout = parse_limit(obj, "max_total_timeout_ms")?.or(None);
+        match obj.get("cursor") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) => o.cursor = Some(s.clone()),
+            Some(v) => return Err(Error::invalid(format!("option `cursor` must be a string (got {v})"))),
+        }
+        o.all_pages = parse_bool(obj, "all_pages")?.unwrap_or(false);
+        Ok(o)
+    }
+}
+
+/// Which transport a server entry asks for, parsed from the Claude Code format.
+#[derive(Debug, Clone)]
+pub enum ServerSpec {
+    Stdio { name: Option<String>, config: crate::transport::stdio::StdioConfig },
+}
+
+impl ServerSpec {
+    pub fn parse(value: &Value) -> Result<Self> {
+        let obj = as_object(value, "server_json")?;
+        let name = match obj.get("name") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(v) => return Err(Error::invalid(format!("server field `name` must be a string (got {v})"))),
+        };
+        let kind = match obj.get("type") {
+            None | Some(Value::Null) => "stdio",
+            Some(Value::String(s)) => s.as_str(),
+            Some(v) => return Err(Error::invalid(format!("server field `type` must be a string (got {v})"))),
+        };
+        match kind {
+            "stdio" => {}
+            "http" | "streamable-http" | "sse" | "sse-ide" | "ws" | "ws-ide" | "sdk" => {
+                return Err(Error::not_implemented(format!(
+                    "transport type {kind:?} is not implemented in this version of mcplug (stdio is)"
+                )))
+            }
+            other => {
+                return Err(Error::invalid(format!(
+                    "server field `type` is {other:?}; expected one of stdio, http, sse, ws, sdk"
+                )))
+            }
+        }
+        if obj.contains_key("url") && !obj.contains_key("command") {
+            return Err(Error::invalid("server has a `url` but no `type`: give `type` (\"http\", \"sse\" or \"ws\")"));
+        }
+        let command = match obj.get("command") {
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            Some(v) => return Err(Error::invalid(format!("server field `command` must be a non-empty string (got {v})"))),
+            None => return Err(Error::invalid("a stdio server needs a `command`")),
+        };
+        let args = match obj.get("args") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    a.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| Error::invalid(format!("server field `args[{i}]` must be a string (got {a})")))
+                })
+                .collect::<Result<_>>()?,
+            Some(v) => return Err(Error::invalid(format!("server field `args` must be an array of strings (got {v})"))),
+        };
+        let env = match obj.get("env") {
+            None | Some(Value::Null) => BTreeMap::new(),
+            Some(Value::Object(m)) => m
+                .iter()
+                .map(|(k, v)| {
+                    v.as_str()
+                        .map(|s| (k.clone(), s.to_string()))
+                        .ok_or_else(|| Error::invalid(format!("server field `env.{k}` must be a string (got {v})")))
+                })
+                .collect::<Result<_>>()?,
+            Some(v) => return Err(Error::invalid(format!("server field `env` must be an object of strings (got {v})"))),
+        };
+        let cwd = match obj.get("cwd") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(v) => return Err(Error::invalid(format!("server field `cwd` must be a string (got {v})"))),
+        };
+        Ok(ServerSpec::Stdio { name, config: crate::transport::stdio::StdioConfig { command, args, env, cwd } })
+    }
+
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            ServerSpec::Stdio { name, .. } => name.as_deref(),
+        }
+    }
+
+    /// The identity used to cache the era of this server (its command line).
+    pub fn signature(&self) -> String {
+        match self {
+            ServerSpec::Stdio { config, .. } => {
+                let mut argv = vec![config.command.clone()];
+                argv.extend(config.args.iter().cloned());
+                format!("stdio:{}", serde_json::to_string(&argv).unwrap_or_default())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_parse_and_name_the_field() {
+        let o = CallOptions::parse(Some(&json!({"timeout_ms": 50, "tag": "t"}))).unwrap();
+        assert_eq!(o.timeout, Limit::After(Duration::from_millis(50)));
+        assert_eq!(CallOptions::parse(Some(&json!({"timeout_ms": null}))).unwrap().timeout, Limit::Unbounded);
+        let e = CallOptions::parse(Some(&json!({"timeout_ms": -1}))).unwrap_err();
+        assert!(e.message.contains("timeout_ms"), "{e}");
+        let e = CallOptions::parse(Some(&json!({"tag": 3}))).unwrap_err();
+        assert!(e.message.contains("tag"), "{e}");
+        let e = ConnectOptions::parse(Some(&json!({"protocol_versions": ["1999-01-01"]}))).unwrap_err();
+        assert!(e.message.contains("1999-01-01"), "{e}");
+    }
+
+    #[test]
+    fn defaults_are_the_layered_timeouts() {
+        let o = ConnectOptions::parse(None).unwrap();
+        assert_eq!(o.connect_timeout, Some(Duration::from_secs(30)));
+        assert_eq!(o.request_timeout, Some(Duration::from_secs(60)));
+        assert_eq!(o.tool_timeout, None);
+        let o = ConnectOptions::parse(Some(&json!({"tool_timeout_ms": 1000, "request_timeout_ms": null}))).unwrap();
+        assert_eq!(o.tool_timeout, Some(Duration::from_secs(1)));
+        assert_eq!(o.request_timeout, None);
+    }
+
+    #[test]
+    fn roots_imply_the_roots_capability() {
+        let o = ConnectOptions::parse(Some(&json!({"roots": [{"uri": "file:///tmp", "name": "tmp"}]}))).unwrap();
+        assert!(o.declares("roots"));
+        assert!(ConnectOptions::parse(Some(&json!({"roots": [{"name": "x"}]}))).is_err());
+    }
+
+    #[test]
+    fn server_spec_errors_name_the_field() {
+        assert!(ServerSpec::parse(&json!({"args": []})).unwrap_err().message.contains("command"));
+        assert!(ServerSpec::parse(&json!({"command": "x", "args": [1]})).unwrap_err().message.contains("args[0]"));
+        assert!(ServerSpec::parse(&json!({"command": "x", "env": {"A": 1}})).unwrap_err().message.contains("env.A"));
+        assert_eq!(
+            ServerSpec::parse(&json!({"type": "http", "url": "http://x"})).unwrap_err().kind,
+            crate::error::ErrorKind::NotImplemented
+        );
+        assert!(ServerSpec::parse(&json!({"type": "carrier-pigeon"})).unwrap_err().message.contains("carrier-pigeon"));
+        let s = ServerSpec::parse(&json!({"command": "npx", "args": ["-y", "x"]})).unwrap();
+        assert_eq!(s.signature(), r#"stdio:["npx","-y","x"]"#);
+    }
+}

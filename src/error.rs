@@ -1,0 +1,153 @@
+//! The one error type of the engine. Every failure a host can see has a stable `kind`
+//! (snake_case, part of the public contract) and a human message; errors that came from
+//! the server as JSON-RPC errors also carry its `code` and `data`.
+
+use serde_json::{json, Map, Value};
+use std::fmt;
+
+/// The stable error kinds. Their snake_case names are the `kind` field of the error
+/// object in the C ABI and the exception classes in the bindings; the C status numbers
+/// are fixed in `ffi::Status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The caller passed something unusable (NULL, bad UTF-8, malformed JSON, bad option).
+    InvalidArgument,
+    /// A local timer ran out (connect, request, or a wait on events).
+    Timeout,
+    /// The host cancelled the call (by tag).
+    Cancelled,
+    /// The connection is closed: the server exited, or the client was closed.
+    Closed,
+    /// The transport failed: the process could not start, a pipe broke, a message was too big.
+    Transport,
+    /// The server broke the protocol (bad handshake answer, unsupported version, bad result).
+    Protocol,
+    /// The server answered with a JSON-RPC error (`code`, `message`, `data` kept).
+    Rpc,
+    /// The server needs authorization first.
+    NeedsAuth,
+    /// Refused by policy.
+    Denied,
+    /// A configuration problem.
+    Config,
+    /// A panic inside the library was caught at the boundary.
+    Panic,
+    /// Nothing matched (for example `mcplug_cancel` with a tag that no call carries).
+    NotFound,
+    /// A feature this version of the library does not implement yet.
+    NotImplemented,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidArgument => "invalid_argument",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Transport => "transport",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Rpc => "rpc",
+            ErrorKind::NeedsAuth => "needs_auth",
+            ErrorKind::Denied => "denied",
+            ErrorKind::Config => "config",
+            ErrorKind::Panic => "panic",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::NotImplemented => "not_implemented",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub message: String,
+    /// JSON-RPC error code, for `Rpc` errors (and protocol errors that carry one).
+    pub code: Option<i64>,
+    /// JSON-RPC error data, passed through untouched.
+    pub data: Option<Value>,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error { kind, message: message.into(), code: None, data: None }
+    }
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidArgument, message)
+    }
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Timeout, message)
+    }
+    pub fn closed(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Closed, message)
+    }
+    pub fn transport(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Transport, message)
+    }
+    pub fn protocol(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Protocol, message)
+    }
+    pub fn not_implemented(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotImplemented, message)
+    }
+
+    /// A JSON-RPC error object from the server, kept whole: `code`, `message`, `data`.
+    pub fn from_rpc(error: &Value) -> Self {
+        let code = error.get("code").and_then(Value::as_i64);
+        let message = error
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("(the server's error had no message)")
+            .to_string();
+        Error { kind: ErrorKind::Rpc, message, code, data: error.get("data").cloned() }
+    }
+
+    /// The error object of the C ABI: `{"error": {"kind", "message", "code"?, "data"?}}`.
+    pub fn to_json(&self) -> Value {
+        let mut e = Map::new();
+        e.insert("kind".into(), json!(self.kind.as_str()));
+        e.insert("message".into(), json!(self.message));
+        if let Some(code) = self.code {
+            e.insert("code".into(), json!(code));
+        }
+        if let Some(data) = &self.data {
+            e.insert("data".into(), data.clone());
+        }
+        json!({ "error": e })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind.as_str(), self.message)?;
+        if let Some(code) = self.code {
+            write!(f, " (code {code})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rpc_error_keeps_code_and_data() {
+        let e = Error::from_rpc(&json!({"code": -32602, "message": "bad", "data": {"x": 1}}));
+        assert_eq!(e.kind, ErrorKind::Rpc);
+        assert_eq!(
+            e.to_json(),
+            json!({"error": {"kind": "rpc", "message": "bad", "code": -32602, "data": {"x": 1}}})
+        );
+    }
+
+    #[test]
+    fn local_error_has_no_code() {
+        let e = Error::timeout("request timed out after 5 ms");
+        assert_eq!(e.to_json(), json!({"error": {"kind": "timeout", "message": "request timed out after 5 ms"}}));
+    }
+}

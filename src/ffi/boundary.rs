@@ -1,0 +1,100 @@
+//! The panic boundary and the argument/result helpers every C entry point uses.
+
+use crate::error::{Error, ErrorKind};
+use serde_json::Value;
+use std::ffi::{c_char, CStr, CString};
+
+use super::mcplug_status;
+
+pub fn status_of(kind: ErrorKind) -> mcplug_status {
+    match kind {
+        ErrorKind::InvalidArgument => mcplug_status::MCPLUG_INVALID_ARGUMENT,
+        ErrorKind::Timeout => mcplug_status::MCPLUG_TIMEOUT,
+        ErrorKind::Cancelled => mcplug_status::MCPLUG_CANCELLED,
+        ErrorKind::Closed => mcplug_status::MCPLUG_CLOSED,
+        ErrorKind::Transport => mcplug_status::MCPLUG_TRANSPORT,
+        ErrorKind::Protocol => mcplug_status::MCPLUG_PROTOCOL,
+        ErrorKind::Rpc => mcplug_status::MCPLUG_RPC,
+        ErrorKind::NeedsAuth => mcplug_status::MCPLUG_NEEDS_AUTH,
+        ErrorKind::Denied => mcplug_status::MCPLUG_DENIED,
+        ErrorKind::Config => mcplug_status::MCPLUG_CONFIG,
+        ErrorKind::Panic => mcplug_status::MCPLUG_PANIC,
+        ErrorKind::NotFound => mcplug_status::MCPLUG_NOT_FOUND,
+        ErrorKind::NotImplemented => mcplug_status::MCPLUG_NOT_IMPLEMENTED,
+    }
+}
+
+/// Hands an owned C string to the caller through `out` (when `out` is not NULL).
+pub fn write_out(out: *mut *mut c_char, text: String) {
+    if out.is_null() {
+        return;
+    }
+    // serde_json escapes NUL, so JSON text never has an interior NUL; be safe anyway.
+    let c = CString::new(text).unwrap_or_else(|_| CString::new("{\"error\":{\"kind\":\"panic\",\"message\":\"NUL in output\"}}").unwrap());
+    unsafe { *out = c.into_raw() };
+}
+
+/// Writes the outcome of an entry point and returns its status.
+pub fn finish(out: *mut *mut c_char, outcome: Result<String, Error>) -> mcplug_status {
+    match outcome {
+        Ok(json) => {
+            write_out(out, json);
+            mcplug_status::MCPLUG_OK
+        }
+        Err(e) => {
+            write_out(out, e.to_json().to_string());
+            status_of(e.kind)
+        }
+    }
+}
+
+pub fn panic_error(payload: Box<dyn std::any::Any + Send>) -> Error {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    Error::new(ErrorKind::Panic, format!("mcplug panicked (a bug; please report it): {what}"))
+}
+
+/// Runs an entry point's body inside the panic boundary. Used *inside* each literal
+/// `#[no_mangle] extern "C" fn` so that cbindgen still sees the function.
+macro_rules! ffi_boundary {
+    ($out:expr, $body:block) => {{
+        let out = $out;
+        match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(
+            || -> ::std::result::Result<String, $crate::error::Error> { $body },
+        )) {
+            Ok(outcome) => $crate::ffi::boundary::finish(out, outcome),
+            Err(payload) => $crate::ffi::boundary::finish(out, Err($crate::ffi::boundary::panic_error(payload))),
+        }
+    }};
+}
+pub(crate) use ffi_boundary;
+
+/// A required string argument: NULL and invalid UTF-8 are errors that name the parameter.
+pub fn str_arg<'a>(ptr: *const c_char, name: &str) -> Result<&'a str, Error> {
+    if ptr.is_null() {
+        return Err(Error::invalid(format!("`{name}` is NULL")));
+    }
+    let bytes = unsafe { CStr::from_ptr(ptr) }.to_bytes();
+    std::str::from_utf8(bytes)
+        .map_err(|e| Error::invalid(format!("`{name}` is not valid UTF-8 (bad byte at offset {})", e.valid_up_to())))
+}
+
+/// An optional JSON argument: NULL gives `None`; malformed JSON names the parameter and where.
+pub fn json_arg(ptr: *const c_char, name: &str) -> Result<Option<Value>, Error> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    let text = str_arg(ptr, name)?;
+    serde_json::from_str(text)
+        .map(Some)
+        .map_err(|e| Error::invalid(format!("`{name}` is not valid JSON: {e}")))
+}
+
+/// A required JSON argument.
+pub fn json_required(ptr: *const c_char, name: &str) -> Result<Value, Error> {
+    json_arg(ptr, name)?.ok_or_else(|| Error::invalid(format!("`{name}` is NULL")))
+}
+

@@ -1,0 +1,91 @@
+//! The C ABI: translation only. Pointers and C strings become Rust values, the engine's results
+//! and errors become one owned JSON string per call, and no panic crosses the boundary.
+//!
+//! Conventions (see `include/mcplug.h`): every fallible function returns an `mcplug_status` and
+//! writes one owned JSON string to its last parameter `out` — the result on `MCPLUG_OK`, an error
+//! object `{"error": {"kind", "message", ...}}` otherwise — which the caller frees with
+//! `mcplug_string_free`. `out` may be NULL when the caller does not want that string.
+
+pub(crate) mod boundary;
+pub mod client;
+
+use crate::client::cancel;
+use boundary::{ffi_boundary, str_arg};
+use std::ffi::{c_char, CString};
+
+/// The incompatible-change counter of this ABI. Bindings refuse a library whose
+/// `mcplug_abi_version()` differs from the one they were written for.
+pub const MCPLUG_ABI_VERSION: u32 = 1;
+
+/// Status of every fallible call. The numbers are fixed and never reused; each names the `kind`
+/// of the error object written to `out` (`MCPLUG_RPC` is `"rpc"`, and so on).
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum mcplug_status {
+    MCPLUG_OK = 0,
+    /// A NULL pointer, invalid UTF-8, malformed JSON, or an unusable option; the message names it.
+    MCPLUG_INVALID_ARGUMENT = 1,
+    /// A local timer ran out (connect, request, tool call, or waiting for an event).
+    MCPLUG_TIMEOUT = 2,
+    /// The call was cancelled with `mcplug_cancel`.
+    MCPLUG_CANCELLED = 3,
+    /// The connection is closed (the server exited, or the handle is being freed).
+    MCPLUG_CLOSED = 4,
+    /// The transport failed (the server could not start, a pipe broke, a message was too large).
+    MCPLUG_TRANSPORT = 5,
+    /// The server broke the protocol (handshake, version, malformed result).
+    MCPLUG_PROTOCOL = 6,
+    /// The server answered with a JSON-RPC error; `code`, `message` and `data` are in `out`.
+    MCPLUG_RPC = 7,
+    MCPLUG_NEEDS_AUTH = 8,
+    MCPLUG_DENIED = 9,
+    MCPLUG_CONFIG = 10,
+    /// A bug in mcplug was caught at the boundary; the handle may still be used or freed.
+    MCPLUG_PANIC = 11,
+    /// Nothing matched (for `mcplug_cancel`: no call in flight carries that tag).
+    MCPLUG_NOT_FOUND = 12,
+    /// The request needs a feature this version of mcplug does not implement.
+    MCPLUG_NOT_IMPLEMENTED = 13,
+}
+
+static VERSION_C: &[u8] = concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes();
+
+/// The library's version, e.g. "0.1.0". Static: never free it.
+#[no_mangle]
+pub extern "C" fn mcplug_version() -> *const c_char {
+    VERSION_C.as_ptr() as *const c_char
+}
+
+/// The ABI version (`MCPLUG_ABI_VERSION` of the library actually loaded).
+#[no_mangle]
+pub extern "C" fn mcplug_abi_version() -> u32 {
+    MCPLUG_ABI_VERSION
+}
+
+/// Frees a string that mcplug returned through an `out` parameter. NULL is a no-op. Never pass a
+/// string from anywhere else, and never free one twice.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_string_free(s: *mut c_char) {
+    if s.is_null() {
+        return;
+    }
+    let _ = std::panic::catch_unwind(|| drop(unsafe { CString::from_raw(s) }));
+}
+
+/// Cancels every in-flight blocking call whose options carried `"tag": tag`, from any thread.
+/// Each such call returns `MCPLUG_CANCELLED` and the server is sent `notifications/cancelled`.
+///
+/// Returns `MCPLUG_OK` if at least one call was found, `MCPLUG_NOT_FOUND` if none was (it may have
+/// finished already), `MCPLUG_INVALID_ARGUMENT` if `tag` is NULL or not UTF-8.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_cancel(tag: *const c_char) -> mcplug_status {
+    let status = ffi_boundary!(std::ptr::null_mut(), {
+        let tag = str_arg(tag, "tag")?;
+        if cancel::cancel(tag) == 0 {
+            return Err(crate::Error::new(crate::ErrorKind::NotFound, format!("no call in flight has tag {tag:?}")));
+        }
+        Ok(String::new())
+    });
+    status
+}

@@ -1,0 +1,22 @@
+//! mcplug: an MCP (Model Context Protocol) client for any program, behind a small C ABI.
+//!
+//! Layers, top to bottom (data flows one way):
+//! - [`ffi`]: the C ABI — translation only (pointers, strings, status codes, panic boundary);
+//! - [`client`]: one server — era negotiation, requests, timeouts, cancellation, events;
+//! - [`protocol`]: JSON-RPC framing, the pending-request table, era rules;
+//! - [`transport`]: bytes to messages and back (stdio);
+//! - [`runtime`]: the one private tokio runtime.
+
+pub mod client;
+pub mod error;
+pub mod ffi;
+pub mod protocol;
+pub mod runtime;
+pub mod transport;
+
+pub use client::options::{CallOptions, ConnectOptions, ServerSpec};
+pub use client::Client;
+pub use error::{Error, ErrorKind, Result};
+
+/// The library's version (the crate version).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,39 @@
+//! Transports turn bytes into messages and back, and nothing more.
+//!
+//! A transport is a pair of message streams plus a few verbs: [`Transport::send`] one framed
+//! message, [`Transport::close`] gracefully; what arrives goes to an [`Inbound`] sink that the
+//! connection provides. The sink is held weakly, so a transport never keeps its connection alive.
+
+pub mod stdio;
+
+use crate::error::Error;
+use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a transport hands to its connection.
+pub trait Inbound: Send + Sync {
+    /// One parsed JSON message.
+    fn message(self: std::sync::Arc<Self>, message: Value);
+    /// A line the server wrote to its stderr (stdio only).
+    fn stderr(self: std::sync::Arc<Self>, line: String);
+    /// Something arrived that is not JSON; the connection keeps going.
+    fn invalid(self: std::sync::Arc<Self>, line: String, error: String);
+    /// The transport is finished (the server exited, a pipe broke, a message was too big).
+    /// Called at most once.
+    fn closed(self: std::sync::Arc<Self>, error: Error);
+}
+
+pub trait Transport: Send + Sync {
+    /// Sends one message, already serialized with its trailing newline.
+    fn send<'a>(&'a self, message: Vec<u8>) -> BoxFuture<'a, Result<(), Error>>;
+    /// Closes gracefully and releases everything (for stdio: the whole process group is gone
+    /// and reaped when this returns). Idempotent.
+    fn close(&self) -> BoxFuture<'_, ()>;
+    /// The last lines of diagnostics (stderr) kept for error messages.
+    fn diagnostics_tail(&self) -> Vec<String> {
+        Vec::new()
+    }
+}

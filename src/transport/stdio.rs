@@ -1,0 +1,376 @@
+//! The stdio transport: a child process speaking newline-delimited JSON on stdin/stdout.
+//!
+//! The server is spawned as the leader of its own process group, so that shutdown reaches
+//! everything it started (an `npx` wrapper's node child, a shell's children): close stdin, wait,
+//! SIGTERM the group, wait, SIGKILL the group. The leader is always reaped (a task waits on it),
+//! so no zombie is left. stderr is drained continuously (a full pipe would block the server) and
+//! each line goes to the connection as an event.
+
+use super::{BoxFuture, Inbound, Transport};
+use crate::error::Error;
+use parking_lot::Mutex;
+use serde_json::Value;
+use std::collections::{BTreeMap, VecDeque};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use tokio::process::{ChildStdin, Command};
+use tokio::sync::watch;
+
+/// How to start the server.
+#[derive(Debug, Clone, Default)]
+pub struct StdioConfig {
+    pub command: String,
+    pub args: Vec<String>,
+    /// Added to (and overriding) the parent's environment.
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<String>,
+}
+
+/// Limits of one connection.
+#[derive(Debug, Clone)]
+pub struct StdioLimits {
+    /// The largest message accepted from the server, in bytes; past it the connection fails with
+    /// a `transport` error naming the limit.
+    pub max_message_bytes: usize,
+    /// How long each shutdown stage waits before the next, harder one.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for StdioLimits {
+    fn default() -> Self {
+        StdioLimits { max_message_bytes: 32 << 20, shutdown_grace: Duration::from_millis(500) }
+    }
+}
+
+const STDERR_TAIL_LINES: usize = 20;
+const STDERR_MAX_LINE: usize = 16 << 10;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Exit {
+    Code(i32),
+    Signal(i32),
+    Unknown,
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exit::Code(c) => write!(f, "exit code {c}"),
+            Exit::Signal(s) => write!(f, "signal {s}"),
+            Exit::Unknown => write!(f, "unknown status"),
+        }
+    }
+}
+
+pub struct StdioTransport {
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    pgid: i32,
+    exit: watch::Receiver<Option<Exit>>,
+    stderr_done: watch::Receiver<bool>,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    closing: AtomicBool,
+    grace: Duration,
+}
+
+impl StdioTransport {
+    /// Starts the server. The returned transport delivers everything it reads to `sink`.
+    pub fn spawn(config: &StdioConfig, limits: StdioLimits, sink: Weak<dyn Inbound>) -> Result<Arc<Self>, Error> {
+        let mut cmd = Command::new(&config.command);
+        cmd.args(&config.args)
+            .envs(&config.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(false);
+        if let Some(cwd) = &config.cwd {
+            cmd.current_dir(cwd);
+        }
+        let mut child = cmd.spawn().map_err(|e| {
+            let mut msg = format!("could not start the server command {:?}: {e}", config.command);
+            if let Some(cwd) = &config.cwd {
+                msg.push_str(&format!(" (cwd {cwd:?})"));
+            }
+            Error::transport(msg)
+        })?;
+        let pid = child.id().map(|p| p as i32).unwrap_or(0);
+        let stdin = child.stdin.take().expect("stdin was piped");
+        let stdout = child.stdout.take().expect("stdout was piped");
+        let stderr = child.stderr.take().expect("stderr was piped");
+
+        let (exit_tx, exit_rx) = watch::channel(None);
+        let (stderr_tx, stderr_rx) = watch::channel(false);
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_LINES)));
+
+        let transport = Arc::new(StdioTransport {
+            stdin: tokio::sync::Mutex::new(Some(stdin)),
+            pgid: pid,
+            exit: exit_rx,
+            stderr_done: stderr_rx,
+            stderr_tail: stderr_tail.clone(),
+            closing: AtomicBool::new(false),
+            grace: limits.shutdown_grace,
+        });
+
+        // The reaper: the leader is always waited for, so it never stays a zombie.
+        crate::runtime::spawn(async move {
+            let status = child.wait().await;
+            let exit = match status {
+                Ok(s) => {
+                    use std::os::unix::process::ExitStatusExt;
+                    match (s.code(), s.signal()) {
+                        (Some(c), _) => Exit::Code(c),
+                        (None, Some(sig)) => Exit::Signal(sig),
+                        _ => Exit::Unknown,
+                    }
+                }
+                Err(_) => Exit::Unknown,
+            };
+            let _ = exit_tx.send(Some(exit));
+        });
+
+        {
+            let sink = sink.clone();
+            crate::runtime::spawn(read_stderr(stderr, sink, stderr_tail, stderr_tx));
+        }
+        {
+            let weak_self = Arc::downgrade(&transport);
+            crate::runtime::spawn(async move {
+                let error = read_stdout(stdout, &sink, limits.max_message_bytes).await;
+                let error = match weak_self.upgrade() {
+                    Some(t) => t.describe_end(error).await,
+                    None => error,
+                };
+                if let Some(sink) = sink.upgrade() {
+                    sink.closed(error);
+                }
+            });
+        }
+        Ok(transport)
+    }
+
+    /// Turns "stdout ended" into the most useful message we can: how the process ended and what
+    /// it last said on stderr.
+    async fn describe_end(&self, error: Error) -> Error {
+        if error.kind != crate::error::ErrorKind::Closed {
+            return error;
+        }
+        let mut exit = self.exit.clone();
+        let mut stderr_done = self.stderr_done.clone();
+        let _ = tokio::time::timeout(Duration::from_millis(200), async {
+            let _ = exit.wait_for(Option::is_some).await;
+            let _ = stderr_done.wait_for(|d| *d).await;
+        })
+        .await;
+        let mut message = match *self.exit.borrow() {
+            Some(exit) => format!("the server process exited ({exit})"),
+            None => "the server closed its stdout".to_string(),
+        };
+        let tail = self.diagnostics_tail();
+        if !tail.is_empty() {
+            let last: Vec<&str> = tail.iter().rev().take(3).rev().map(String::as_str).collect();
+            let mut text = last.join(" | ");
+            if text.len() > 600 {
+                let mut cut = 600;
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                text.truncate(cut);
+                text.push('…');
+            }
+            message.push_str(&format!("; its last stderr: {text}"));
+        }
+        Error::closed(message)
+    }
+
+    fn group_alive(&self) -> bool {
+        self.pgid > 0 && unsafe { libc::killpg(self.pgid, 0) } == 0
+    }
+
+    fn signal_group(&self, signal: i32) {
+        if self.pgid > 0 {
+            unsafe {
+                libc::killpg(self.pgid, signal);
+            }
+        }
+    }
+
+    async fn wait_exit(&self, limit: Duration) -> bool {
+        let mut exit = self.exit.clone();
+        let exited = tokio::time::timeout(limit, exit.wait_for(Option::is_some)).await.is_ok();
+        exited
+    }
+
+    async fn wait_group_gone(&self, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            if !self.group_alive() {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Transport for StdioTransport {
+    fn send<'a>(&'a self, message: Vec<u8>) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            let mut guard = self.stdin.lock().await;
+            let Some(stdin) = guard.as_mut() else {
+                return Err(Error::closed("the connection is closed"));
+            };
+            stdin.write_all(&message).await.map_err(|e| {
+                if e.kind() == std::io::ErrorKind::BrokenPipe {
+                    Error::closed("the server closed its stdin (it probably exited)")
+                } else {
+                    Error::transport(format!("writing to the server's stdin failed: {e}"))
+                }
+            })
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.closing.store(true, Ordering::SeqCst);
+            // 1. Closing stdin is the polite request to exit.
+            drop(self.stdin.lock().await.take());
+            let mut exited = self.wait_exit(self.grace).await;
+            // 2. and 3. Then the whole group: SIGTERM, then SIGKILL.
+            if !exited {
+                self.signal_group(libc::SIGTERM);
+                exited = self.wait_exit(self.grace).await;
+            }
+            if !exited {
+                self.signal_group(libc::SIGKILL);
+                self.wait_exit(Duration::from_secs(5)).await;
+            }
+            // The leader is gone; anything it left behind in its group goes the same way.
+            if self.group_alive() {
+                self.signal_group(libc::SIGTERM);
+                if !self.wait_group_gone(self.grace).await {
+                    self.signal_group(libc::SIGKILL);
+                    self.wait_group_gone(Duration::from_secs(2)).await;
+                }
+            }
+        })
+    }
+
+    fn diagnostics_tail(&self) -> Vec<String> {
+        self.stderr_tail.lock().iter().cloned().collect()
+    }
+}
+
+impl Drop for StdioTransport {
+    fn drop(&mut self) {
+        // A backstop for a transport dropped without close(): never leave the server running.
+        if !self.closing.load(Ordering::SeqCst) && self.exit.borrow().is_none() {
+            self.signal_group(libc::SIGKILL);
+        }
+    }
+}
+
+/// Reads newline-delimited JSON until EOF or a fatal error, which it returns.
+async fn read_stdout<R: AsyncRead + Unpin>(stdout: R, sink: &Weak<dyn Inbound>, max: usize) -> Error {
+    let mut reader = BufReader::with_capacity(64 << 10, stdout);
+    let mut partial: Vec<u8> = Vec::new();
+    loop {
+        let buf = match reader.fill_buf().await {
+            Ok(b) => b,
+            Err(e) => return Error::transport(format!("reading the server's stdout failed: {e}")),
+        };
+        if buf.is_empty() {
+            return Error::closed("the server closed its stdout");
+        }
+        let (consumed, line_done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        if partial.len() + consumed > max + 1 {
+            return Error::transport(format!(
+                "the server sent a message larger than max_message_bytes ({max} bytes); \
+                 the connection was closed because the rest of the stream cannot be trusted"
+            ));
+        }
+        if line_done && partial.is_empty() {
+            // The whole line is in the buffer: parse it in place, no copy.
+            deliver(&buf[..consumed - 1], sink);
+            reader.consume(consumed);
+        } else {
+            partial.extend_from_slice(&buf[..consumed]);
+            reader.consume(consumed);
+            if line_done {
+                partial.pop();
+                deliver(&partial, sink);
+                partial.clear();
+                if partial.capacity() > (1 << 20) {
+                    partial.shrink_to(64 << 10);
+                }
+            }
+        }
+    }
+}
+
+fn deliver(line: &[u8], sink: &Weak<dyn Inbound>) {
+    let line = match line.last() {
+        Some(b'\r') => &line[..line.len() - 1],
+        _ => line,
+    };
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return;
+    }
+    let Some(sink) = sink.upgrade() else { return };
+    match serde_json::from_slice::<Value>(line) {
+        Ok(v) => sink.message(v),
+        Err(e) => {
+            let mut text = String::from_utf8_lossy(&line[..line.len().min(4096)]).into_owned();
+            if line.len() > 4096 {
+                text.push('…');
+            }
+            sink.invalid(text, format!("not valid JSON: {e}"));
+        }
+    }
+}
+
+async fn read_stderr<R: AsyncRead + Unpin>(
+    stderr: R,
+    sink: Weak<dyn Inbound>,
+    tail: Arc<Mutex<VecDeque<String>>>,
+    done: watch::Sender<bool>,
+) {
+    let mut reader = BufReader::with_capacity(16 << 10, stderr);
+    let mut raw = Vec::new();
+    loop {
+        raw.clear();
+        // Bounded read: a line longer than STDERR_MAX_LINE is cut, never buffered whole.
+        let n = match (&mut reader).take(STDERR_MAX_LINE as u64).read_until(b'\n', &mut raw).await {
+            Ok(n) => n,
+            Err(_) => break,
+        };
+        if n == 0 {
+            break;
+        }
+        while matches!(raw.last(), Some(b'\n' | b'\r')) {
+            raw.pop();
+        }
+        let line = String::from_utf8_lossy(&raw).into_owned();
+        {
+            let mut t = tail.lock();
+            if t.len() == STDERR_TAIL_LINES {
+                t.pop_front();
+            }
+            t.push_back(line.clone());
+        }
+        if let Some(sink) = sink.upgrade() {
+            sink.stderr(line);
+        }
+    }
+    let _ = done.send(true);
+}
+
+use tokio::io::AsyncReadExt as _;
