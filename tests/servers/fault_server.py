@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""A small fault-injecting MCP server for mcplug's tests (Python 3 standard library only).
+
+It speaks the legacy handshake (initialize -> 2025-11-25) over stdio and does, on demand, what
+real servers will not: exit at once, print garbage, never answer, crash mid-call, ignore SIGTERM,
+leave a grandchild behind, send an oversized message. Features are proven against real servers;
+this one exists only for the faults.
+
+    fault_server.py [MODE]
+    MODE: normal (default) | exit-now | garbage | garbage-exit | hang-init | ignore-term | grandchild
+
+Tools (every mode that answers): echo {message}, sleep {ms}, cancelled_ids {}, crash {},
+big {bytes}, stderr {line}.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "normal"
+out_lock = threading.Lock()
+cancelled = []
+
+
+def send(msg):
+    data = json.dumps(msg, separators=(",", ":")) + "\n"
+    with out_lock:
+        sys.stdout.write(data)
+        sys.stdout.flush()
+
+
+def text(s):
+    return {"content": [{"type": "text", "text": s}]}
+
+
+TOOLS = [
+    {"name": "echo", "description": "Echoes the message", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}},
+    {"name": "sleep", "description": "Sleeps ms milliseconds, then answers", "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer"}}}},
+    {"name": "cancelled_ids", "description": "The request ids named by notifications/cancelled so far", "inputSchema": {"type": "object"}},
+    {"name": "crash", "description": "Exits the process at once, never answering", "inputSchema": {"type": "object"}},
+    {"name": "big", "description": "Answers with `bytes` bytes of text", "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}},
+    {"name": "stderr", "description": "Writes a line to stderr", "inputSchema": {"type": "object", "properties": {"line": {"type": "string"}}}},
+]
+
+
+def call_tool(rid, params):
+    name = params.get("name")
+    args = params.get("arguments") or {}
+    if name == "echo":
+        return send({"jsonrpc": "2.0", "id": rid, "result": text("Echo: " + str(args.get("message")))})
+    if name == "sleep":
+        time.sleep(int(args.get("ms", 1000)) / 1000.0)
+        return send({"jsonrpc": "2.0", "id": rid, "result": text("slept")})
+    if name == "cancelled_ids":
+        return send({"jsonrpc": "2.0", "id": rid, "result": text(json.dumps(cancelled))})
+    if name == "crash":
+        sys.stderr.write("crashing on purpose\n")
+        sys.stderr.flush()
+        os._exit(3)
+    if name == "big":
+        return send({"jsonrpc": "2.0", "id": rid, "result": text("x" * int(args.get("bytes", 1024)))})
+    if name == "stderr":
+        sys.stderr.write(str(args.get("line")) + "\n")
+        sys.stderr.flush()
+        return send({"jsonrpc": "2.0", "id": rid, "result": text("ok")})
+    send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "Unknown tool: %s" % name}})
+
+
+def handle(msg):
+    method = msg.get("method")
+    rid = msg.get("id")
+    params = msg.get("params") or {}
+    if method is None:
+        return  # a response to something we never send
+    if rid is None:
+        if method == "notifications/cancelled":
+            cancelled.append(params.get("requestId"))
+        return
+    if method == "initialize":
+        return send({"jsonrpc": "2.0", "id": rid, "result": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "fault-server", "version": "1.0.0"},
+            "instructions": "mode " + MODE,
+        }})
+    if method == "ping":
+        return send({"jsonrpc": "2.0", "id": rid, "result": {}})
+    if method == "tools/list":
+        return send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
+    if method == "tools/call":
+        threading.Thread(target=call_tool, args=(rid, params), daemon=True).start()
+        return
+    send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found: %s" % method}})
+
+
+def main():
+    if MODE == "exit-now":
+        sys.stderr.write("fatal: exiting at once\n")
+        sys.stderr.flush()
+        sys.exit(3)
+    if MODE in ("garbage", "garbage-exit"):
+        for line in ("this is not json", "{broken", "Server starting on stdout, sorry"):
+            sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+        if MODE == "garbage-exit":
+            sys.exit(1)
+    if MODE == "ignore-term":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if MODE == "grandchild":
+        child = subprocess.Popen(["sleep", "300"])
+        with open(os.environ["FAULT_PIDFILE"], "w") as f:
+            f.write(str(child.pid))
+    for line in sys.stdin:
+        if MODE == "hang-init":
+            continue
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        handle(msg)
+    if MODE == "ignore-term":
+        while True:
+            time.sleep(1)
+
+
+if __name__ == "__main__":
+    main()
