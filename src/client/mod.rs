@@ -61,6 +61,8 @@ struct Shared {
     era: RwLock<Option<Era>>,
     closed: AtomicBool,
     close_reason: Mutex<Option<Error>>,
+    /// The last non-JSON line the server wrote to stdout, for the message when it dies.
+    last_invalid: Mutex<Option<String>>,
 }
 
 /// How one request is sent; the public calls fill it from the host's options.
@@ -89,6 +91,7 @@ impl Client {
             era: RwLock::new(None),
             closed: AtomicBool::new(false),
             close_reason: Mutex::new(None),
+            last_invalid: Mutex::new(None),
         });
         let sink: Weak<dyn Inbound> = Arc::downgrade(&shared) as Weak<dyn Inbound>;
         let transport: Arc<dyn Transport> = match spec {
@@ -772,10 +775,14 @@ impl Inbound for Shared {
     }
 
     fn invalid(self: Arc<Self>, line: String, error: String) {
+        *self.last_invalid.lock() = Some(line.chars().take(200).collect());
         self.events.push(&json!({"type": "invalid_message", "error": error, "line": line}), true);
     }
 
-    fn closed(self: Arc<Self>, error: Error) {
+    fn closed(self: Arc<Self>, mut error: Error) {
+        if let Some(line) = self.last_invalid.lock().take() {
+            error.message.push_str(&format!("; it also wrote non-JSON to stdout, last: {line:?}"));
+        }
         self.shut(error, true);
     }
 }

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every test of mcplug, from a fresh clone: the README's test command, and what .ci/run runs.
+#   1. installs the test peers and binding dependencies into this checkout (tests/install-deps.sh)
+#   2. Rust: unit tests, the C ABI tests (C programs compiled with -Werror against the library),
+#      the header check — then the C tests again under valgrind (no definite leak allowed)
+#   3. Python binding (pytest) and Node binding (node --test), against the release library
+# Environment: MCPLUG_SKIP_VALGRIND=1 skips step 2's valgrind pass.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tests/install-deps.sh
+
+echo "== cargo build --release (the library the bindings load)"
+cargo build --release --lib --examples
+
+echo "== cargo test (unit tests, C ABI tests, header check)"
+cargo test
+
+if [ "${MCPLUG_SKIP_VALGRIND:-0}" != 1 ] && command -v valgrind >/dev/null; then
+  echo "== C ABI tests under valgrind"
+  MCPLUG_VALGRIND=1 cargo test --test c_abi
+fi
+
+echo "== Python binding (pytest)"
+PYTHONPATH=bindings/python .deps/venv/bin/python -m pytest tests/python -q
+
+echo "== Node binding (node --test)"
+node --test tests/node/
+
+echo "== all mcplug tests passed"
