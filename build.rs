@@ -25,7 +25,9 @@ fn main() {
              * Conventions: every fallible function returns an mcplug_status and writes one owned JSON\n \
              * string to its last parameter `out` (the result on MCPLUG_OK, else\n \
              * {\"error\": {\"kind\", \"message\", ...}}); free it with mcplug_string_free. Every function\n \
-             * may be called from any thread. */"
+             * may be called from any thread. Pointer arguments are NULL or valid (a NUL-terminated string,\n \
+             * a live handle, a writable out-pointer): NULL, bad UTF-8 and malformed JSON are reported as\n \
+             * MCPLUG_INVALID_ARGUMENT, never undefined behaviour. */"
                 .into(),
         ),
         enumeration: cbindgen::EnumConfig { prefix_with_name: false, ..Default::default() },

@@ -4,7 +4,9 @@
  * Conventions: every fallible function returns an mcplug_status and writes one owned JSON
  * string to its last parameter `out` (the result on MCPLUG_OK, else
  * {"error": {"kind", "message", ...}}); free it with mcplug_string_free. Every function
- * may be called from any thread. */
+ * may be called from any thread. Pointer arguments are NULL or valid (a NUL-terminated string,
+ * a live handle, a writable out-pointer): NULL, bad UTF-8 and malformed JSON are reported as
+ * MCPLUG_INVALID_ARGUMENT, never undefined behaviour. */
 
 #ifndef MCPLUG_H
 #define MCPLUG_H

@@ -72,7 +72,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into(), code: None, data: None }
+        Error {
+            kind,
+            message: message.into(),
+            code: None,
+            data: None,
+        }
     }
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidArgument, message)
@@ -101,7 +106,12 @@ impl Error {
             .and_then(Value::as_str)
             .unwrap_or("(the server's error had no message)")
             .to_string();
-        Error { kind: ErrorKind::Rpc, message, code, data: error.get("data").cloned() }
+        Error {
+            kind: ErrorKind::Rpc,
+            message,
+            code,
+            data: error.get("data").cloned(),
+        }
     }
 
     /// The error object of the C ABI: `{"error": {"kind", "message", "code"?, "data"?}}`.
@@ -148,6 +158,9 @@ mod tests {
     #[test]
     fn local_error_has_no_code() {
         let e = Error::timeout("request timed out after 5 ms");
-        assert_eq!(e.to_json(), json!({"error": {"kind": "timeout", "message": "request timed out after 5 ms"}}));
+        assert_eq!(
+            e.to_json(),
+            json!({"error": {"kind": "timeout", "message": "request timed out after 5 ms"}})
+        );
     }
 }

@@ -29,7 +29,9 @@ impl CancelSignal {
     }
 }
 
-static REGISTRY: Lazy<Mutex<HashMap<String, Vec<(u64, Arc<CancelSignal>)>>>> = Lazy::new(Default::default);
+/// tag -> the calls in flight with it (each keyed, so a finished call removes only itself).
+type Registry = HashMap<String, Vec<(u64, Arc<CancelSignal>)>>;
+static REGISTRY: Lazy<Mutex<Registry>> = Lazy::new(Default::default);
 static NEXT: AtomicU64 = AtomicU64::new(1);
 
 /// Registered while a tagged call runs; unregisters itself when dropped.
@@ -40,10 +42,21 @@ pub struct CancelGuard {
 }
 
 pub fn register(tag: &str) -> CancelGuard {
-    let signal = Arc::new(CancelSignal { fired: AtomicBool::new(false), notify: Notify::new() });
+    let signal = Arc::new(CancelSignal {
+        fired: AtomicBool::new(false),
+        notify: Notify::new(),
+    });
     let key = NEXT.fetch_add(1, Ordering::Relaxed);
-    REGISTRY.lock().entry(tag.to_string()).or_default().push((key, signal.clone()));
-    CancelGuard { tag: tag.to_string(), key, signal }
+    REGISTRY
+        .lock()
+        .entry(tag.to_string())
+        .or_default()
+        .push((key, signal.clone()));
+    CancelGuard {
+        tag: tag.to_string(),
+        key,
+        signal,
+    }
 }
 
 impl Drop for CancelGuard {
@@ -60,8 +73,11 @@ impl Drop for CancelGuard {
 
 /// Cancels every in-flight call carrying `tag`. Returns how many were found.
 pub fn cancel(tag: &str) -> usize {
-    let signals: Vec<Arc<CancelSignal>> =
-        REGISTRY.lock().get(tag).map(|l| l.iter().map(|(_, s)| s.clone()).collect()).unwrap_or_default();
+    let signals: Vec<Arc<CancelSignal>> = REGISTRY
+        .lock()
+        .get(tag)
+        .map(|l| l.iter().map(|(_, s)| s.clone()).collect())
+        .unwrap_or_default();
     for s in &signals {
         s.fired.store(true, Ordering::Release);
         s.notify.notify_waiters();

@@ -37,7 +37,11 @@ pub struct EventQueue {
 impl EventQueue {
     pub fn new(max: usize) -> Self {
         EventQueue {
-            state: Mutex::new(State { queue: VecDeque::new(), dropped: 0, closed: false }),
+            state: Mutex::new(State {
+                queue: VecDeque::new(),
+                dropped: 0,
+                closed: false,
+            }),
             ready: Condvar::new(),
             max: max.max(1),
         }
@@ -72,7 +76,10 @@ impl EventQueue {
             return;
         }
         if let Some(event) = last {
-            s.queue.push_back(Queued { text: event.to_string(), droppable: false });
+            s.queue.push_back(Queued {
+                text: event.to_string(),
+                droppable: false,
+            });
         }
         s.closed = true;
         drop(s);
@@ -103,7 +110,11 @@ impl EventQueue {
                         if let Some(q) = s.queue.pop_front() {
                             return Pulled::Event(q.text);
                         }
-                        return if s.closed { Pulled::Closed } else { Pulled::TimedOut };
+                        return if s.closed {
+                            Pulled::Closed
+                        } else {
+                            Pulled::TimedOut
+                        };
                     }
                 }
             }
@@ -121,13 +132,25 @@ mod tests {
         q.push(&json!({"type": "request", "id": "a"}), false);
         q.push(&json!({"type": "notification", "n": 1}), true);
         q.push(&json!({"type": "notification", "n": 2}), true);
-        let Pulled::Event(first) = q.pull(Some(Duration::ZERO)) else { panic!() };
-        assert!(first.contains("overflow") && first.contains("\"dropped\":1"), "{first}");
-        let Pulled::Event(e) = q.pull(Some(Duration::ZERO)) else { panic!() };
+        let Pulled::Event(first) = q.pull(Some(Duration::ZERO)) else {
+            panic!()
+        };
+        assert!(
+            first.contains("overflow") && first.contains("\"dropped\":1"),
+            "{first}"
+        );
+        let Pulled::Event(e) = q.pull(Some(Duration::ZERO)) else {
+            panic!()
+        };
         assert!(e.contains("request"));
-        let Pulled::Event(e) = q.pull(Some(Duration::ZERO)) else { panic!() };
+        let Pulled::Event(e) = q.pull(Some(Duration::ZERO)) else {
+            panic!()
+        };
         assert!(e.contains("\"n\":2"));
-        assert!(matches!(q.pull(Some(Duration::from_millis(5))), Pulled::TimedOut));
+        assert!(matches!(
+            q.pull(Some(Duration::from_millis(5))),
+            Pulled::TimedOut
+        ));
         q.close_with(Some(&json!({"type": "closed"})));
         assert!(matches!(q.pull(None), Pulled::Event(_)));
         assert!(matches!(q.pull(None), Pulled::Closed));

@@ -78,7 +78,11 @@ struct Send<'a> {
 impl Client {
     /// Starts the server and negotiates the protocol era. The connect result gives the
     /// negotiated version, the server's info, capabilities and instructions.
-    pub async fn connect(spec: &ServerSpec, options: ConnectOptions, tag: Option<&str>) -> Result<(Client, Value)> {
+    pub async fn connect(
+        spec: &ServerSpec,
+        options: ConnectOptions,
+        tag: Option<&str>,
+    ) -> Result<(Client, Value)> {
         let shared = Arc::new(Shared {
             events: EventQueue::new(options.max_events),
             name: spec.name().map(str::to_string),
@@ -108,7 +112,7 @@ impl Client {
         let client = Client { shared };
 
         let guard = tag.map(cancel::register);
-        let signature = spec.signature();
+        let signature = spec.era_cache_key();
         let negotiate = client.shared.negotiate(&signature);
         let limit = client.shared.options.connect_timeout;
         let outcome = tokio::select! {
@@ -138,19 +142,39 @@ impl Client {
 
     /// Any request, with the host's per-call options; `default_timeout` is the layer's default
     /// (request or tool timeout). Returns the result untouched.
-    pub async fn request(&self, method: &str, params: Option<Value>, options: &CallOptions) -> Result<Value> {
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: &CallOptions,
+    ) -> Result<Value> {
         if options.all_pages {
             if let Some(field) = page_field(method) {
                 return self.list_all(method, field, params, options).await;
             }
-            return Err(Error::invalid(format!("option `all_pages` only applies to list methods, not {method:?}")));
+            return Err(Error::invalid(format!(
+                "option `all_pages` only applies to list methods, not {method:?}"
+            )));
         }
         let timeout = options.timeout.or(self.shared.options.request_timeout);
-        self.shared.send_request(Send { method, params, timeout, cancellable: true, options: Some(options) }).await
+        self.shared
+            .send_request(Send {
+                method,
+                params,
+                timeout,
+                cancellable: true,
+                options: Some(options),
+            })
+            .await
     }
 
     /// `tools/call`: tool calls have their own timeout layer (unbounded unless the host sets one).
-    pub async fn call_tool(&self, name: &str, arguments: Option<Value>, options: &CallOptions) -> Result<Value> {
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<Value>,
+        options: &CallOptions,
+    ) -> Result<Value> {
         let mut params = Map::new();
         params.insert("name".into(), Value::String(name.to_string()));
         if let Some(args) = arguments {
@@ -189,12 +213,22 @@ impl Client {
 
     /// Follows `nextCursor` to the end (`""` is a valid cursor; a missing one ends the list) and
     /// returns `{field: [every item]}`. A fresh timer per page.
-    async fn list_all(&self, method: &str, field: &str, params: Option<Value>, options: &CallOptions) -> Result<Value> {
+    async fn list_all(
+        &self,
+        method: &str,
+        field: &str,
+        params: Option<Value>,
+        options: &CallOptions,
+    ) -> Result<Value> {
         let timeout = options.timeout.or(self.shared.options.request_timeout);
         let mut base = match params {
             None | Some(Value::Null) => Map::new(),
             Some(Value::Object(m)) => m,
-            Some(other) => return Err(Error::invalid(format!("params of {method} must be an object (got {other})"))),
+            Some(other) => {
+                return Err(Error::invalid(format!(
+                    "params of {method} must be an object (got {other})"
+                )))
+            }
         };
         let mut items = Vec::new();
         let mut seen = HashSet::new();
@@ -213,7 +247,9 @@ impl Client {
                 Some(Value::Array(list)) => items.extend(list),
                 None | Some(Value::Null) => {}
                 Some(other) => {
-                    return Err(Error::protocol(format!("{method} result field `{field}` is not an array: {other}")))
+                    return Err(Error::protocol(format!(
+                        "{method} result field `{field}` is not an array: {other}"
+                    )))
                 }
             }
             match page.get("nextCursor") {
@@ -230,10 +266,16 @@ impl Client {
                     }
                     base.insert("cursor".into(), Value::String(cursor.clone()));
                 }
-                Some(other) => return Err(Error::protocol(format!("{method}: `nextCursor` is not a string: {other}"))),
+                Some(other) => {
+                    return Err(Error::protocol(format!(
+                        "{method}: `nextCursor` is not a string: {other}"
+                    )))
+                }
             }
         }
-        Err(Error::protocol(format!("{method}: more than {MAX_PAGES} pages; stopping")))
+        Err(Error::protocol(format!(
+            "{method}: more than {MAX_PAGES} pages; stopping"
+        )))
     }
 
     /// Sends a notification to the server.
@@ -256,7 +298,8 @@ impl Client {
     /// Closes gracefully: pending calls fail with `closed`, waiting event pulls return `closed`,
     /// and the server (its whole process group) is gone when this returns.
     pub async fn close(&self) {
-        self.shared.shut(Error::closed("the client was closed by the host"), false);
+        self.shared
+            .shut(Error::closed("the client was closed by the host"), false);
         if let Some(t) = self.shared.transport.get() {
             t.close().await;
         }
@@ -265,7 +308,8 @@ impl Client {
     /// Fails pending calls and wakes event waiters at once, without waiting for the server to
     /// exit (for a host that is tearing a handle down from another thread).
     pub fn begin_close(&self) {
-        self.shared.shut(Error::closed("the client was closed by the host"), false);
+        self.shared
+            .shut(Error::closed("the client was closed by the host"), false);
     }
 
     pub fn is_closed(&self) -> bool {
@@ -305,18 +349,28 @@ fn millis(d: Duration) -> u128 {
 
 impl Shared {
     fn transport(&self) -> Result<&Arc<dyn Transport>> {
-        self.transport.get().ok_or_else(|| Error::closed("the connection has no transport"))
+        self.transport
+            .get()
+            .ok_or_else(|| Error::closed("the connection has no transport"))
     }
 
     fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::SeqCst) {
-            return Err(self.close_reason.lock().clone().unwrap_or_else(|| Error::closed("the connection is closed")));
+            return Err(self
+                .close_reason
+                .lock()
+                .clone()
+                .unwrap_or_else(|| Error::closed("the connection is closed")));
         }
         Ok(())
     }
 
     fn stderr_hint(&self) -> String {
-        let tail = self.transport.get().map(|t| t.diagnostics_tail()).unwrap_or_default();
+        let tail = self
+            .transport
+            .get()
+            .map(|t| t.diagnostics_tail())
+            .unwrap_or_default();
         match tail.last() {
             Some(line) => {
                 let mut line = line.clone();
@@ -347,7 +401,9 @@ impl Shared {
         let era = self.era.read().clone();
         let mut params = send.params;
         let wants_progress = options.is_some_and(|o| o.progress);
-        let reset = options.filter(|o| o.reset_timeout_on_progress && o.progress).map(|_| Arc::new(Notify::new()));
+        let reset = options
+            .filter(|o| o.reset_timeout_on_progress && o.progress)
+            .map(|_| Arc::new(Notify::new()));
         if wants_progress {
             let mut p = match params.take() {
                 Some(Value::Object(m)) => m,
@@ -360,7 +416,10 @@ impl Shared {
             params = Some(Value::Object(p));
             self.progress.lock().insert(
                 id.to_string(),
-                ProgressRoute { tag: options.and_then(|o| o.tag.clone()), reset: reset.clone() },
+                ProgressRoute {
+                    tag: options.and_then(|o| o.tag.clone()),
+                    reset: reset.clone(),
+                },
             );
         }
         if let Some(Era::Modern { version }) = &era {
@@ -442,7 +501,10 @@ impl Shared {
         if self.closed.load(Ordering::SeqCst) {
             return;
         }
-        let msg = protocol::encode_notification("notifications/cancelled", Some(&json!({"requestId": id, "reason": reason})));
+        let msg = protocol::encode_notification(
+            "notifications/cancelled",
+            Some(&json!({"requestId": id, "reason": reason})),
+        );
         if let Ok(t) = self.transport() {
             let _ = t.send(msg).await;
         }
@@ -453,14 +515,16 @@ impl Shared {
     async fn negotiate(&self, signature: &str) -> Result<Value> {
         let opts = &self.options;
         let known_legacy = LEGACY_SERVERS.lock().contains(signature);
-        if !opts.modern_versions.is_empty() && !known_legacy {
+        let probed = !opts.modern_versions.is_empty() && !known_legacy;
+        if probed {
             let probe_timeout = match opts.connect_timeout {
                 Some(c) => options::MAX_PROBE_TIMEOUT.min(c / 2),
                 None => options::MAX_PROBE_TIMEOUT,
             };
             let mut version = opts.modern_versions[0].clone();
             for attempt in 0..2 {
-                let params = era::stamp_modern_meta(None, &version, &opts.capabilities, &opts.client_info);
+                let params =
+                    era::stamp_modern_meta(None, &version, &opts.capabilities, &opts.client_info);
                 let probe = self
                     .send_request(Send {
                         method: "server/discover",
@@ -473,20 +537,28 @@ impl Shared {
                 match probe {
                     Ok(result) => {
                         let supported = string_list(result.get("supportedVersions"));
-                        if let Some(v) = opts.modern_versions.iter().find(|v| supported.contains(v)) {
+                        if let Some(v) = opts.modern_versions.iter().find(|v| supported.contains(v))
+                        {
                             return Ok(self.adopt_modern(v, result));
                         }
                         break; // answers discover but offers no modern version: a legacy advertisement
                     }
-                    Err(e) if e.kind == ErrorKind::Rpc && e.code == Some(codes::UNSUPPORTED_PROTOCOL_VERSION) => {
-                        let supported = string_list(e.data.as_ref().and_then(|d| d.get("supported")));
-                        if let Some(v) = opts.modern_versions.iter().find(|v| supported.contains(v)) {
+                    Err(e)
+                        if e.kind == ErrorKind::Rpc
+                            && e.code == Some(codes::UNSUPPORTED_PROTOCOL_VERSION) =>
+                    {
+                        let supported =
+                            string_list(e.data.as_ref().and_then(|d| d.get("supported")));
+                        if let Some(v) = opts.modern_versions.iter().find(|v| supported.contains(v))
+                        {
                             if attempt == 0 {
                                 version = v.clone();
                                 continue;
                             }
                         }
-                        if !supported.is_empty() && !supported.iter().any(|v| opts.legacy_versions.contains(v)) {
+                        if !supported.is_empty()
+                            && !supported.iter().any(|v| opts.legacy_versions.contains(v))
+                        {
                             return Err(Error::protocol(format!(
                                 "the server supports protocol versions {supported:?}; this client offers {:?}",
                                 opts.modern_versions.iter().chain(opts.legacy_versions.iter()).collect::<Vec<_>>()
@@ -509,7 +581,10 @@ impl Shared {
         let result = self.initialize().await;
         match result {
             Ok(info) => {
-                LEGACY_SERVERS.lock().insert(signature.to_string());
+                // Only a probe that failed is evidence; a host that ruled out the modern era is not.
+                if probed {
+                    LEGACY_SERVERS.lock().insert(signature.to_string());
+                }
                 Ok(info)
             }
             Err(e) => {
@@ -535,15 +610,26 @@ impl Shared {
                 options: None,
             })
             .await?;
-        let version = result.get("protocolVersion").and_then(Value::as_str).unwrap_or_default().to_string();
+        let version = result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
         if !opts.legacy_versions.contains(&version) {
             return Err(Error::protocol(format!(
                 "the server chose protocol version {version:?}, which this client does not offer (it offers {})",
                 opts.legacy_versions.join(", ")
             )));
         }
-        *self.era.write() = Some(Era::Legacy { version: version.clone() });
-        self.transport()?.send(protocol::encode_notification("notifications/initialized", None)).await?;
+        *self.era.write() = Some(Era::Legacy {
+            version: version.clone(),
+        });
+        self.transport()?
+            .send(protocol::encode_notification(
+                "notifications/initialized",
+                None,
+            ))
+            .await?;
         Ok(json!({
             "name": self.name,
             "era": "legacy",
@@ -556,7 +642,9 @@ impl Shared {
     }
 
     fn adopt_modern(&self, version: &str, result: Value) -> Value {
-        *self.era.write() = Some(Era::Modern { version: version.to_string() });
+        *self.era.write() = Some(Era::Modern {
+            version: version.to_string(),
+        });
         let server_info = result
             .get("_meta")
             .and_then(|m| m.get(era::META_SERVER_INFO))
@@ -576,7 +664,9 @@ impl Shared {
     }
 
     fn reply(&self, id: Value, outcome: std::result::Result<Value, Value>) {
-        let Some(transport) = self.transport.get().cloned() else { return };
+        let Some(transport) = self.transport.get().cloned() else {
+            return;
+        };
         if self.closed.load(Ordering::SeqCst) {
             return;
         }
@@ -645,7 +735,9 @@ impl Shared {
                 );
             }
         });
-        self.host_requests.lock().insert(event_id.clone(), HostRequest { rpc_id, timer });
+        self.host_requests
+            .lock()
+            .insert(event_id.clone(), HostRequest { rpc_id, timer });
         let mut event = json!({"type": "request", "id": event_id, "method": method});
         if let Some(p) = params {
             event["params"] = p;
@@ -654,11 +746,12 @@ impl Shared {
     }
 
     async fn respond(&self, response: &Value) -> Result<()> {
-        let obj = response.as_object().ok_or_else(|| Error::invalid("response_json must be a JSON object"))?;
-        let event_id = obj
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| Error::invalid("response_json needs the string `id` of the request event it answers"))?;
+        let obj = response
+            .as_object()
+            .ok_or_else(|| Error::invalid("response_json must be a JSON object"))?;
+        let event_id = obj.get("id").and_then(Value::as_str).ok_or_else(|| {
+            Error::invalid("response_json needs the string `id` of the request event it answers")
+        })?;
         let outcome = match (obj.get("result"), obj.get("error")) {
             (Some(r), None) => Ok(r.clone()),
             (None, Some(e)) => {
@@ -671,7 +764,11 @@ impl Shared {
                 }
                 Err(e.clone())
             }
-            _ => return Err(Error::invalid("response_json needs exactly one of `result` or `error`")),
+            _ => {
+                return Err(Error::invalid(
+                    "response_json needs exactly one of `result` or `error`",
+                ))
+            }
         };
         self.check_open()?;
         let entry = self.host_requests.lock().remove(event_id);
@@ -692,7 +789,10 @@ impl Shared {
         let mut event = json!({"type": "notification", "method": method});
         match method.as_str() {
             "notifications/progress" => {
-                let token = params.as_ref().and_then(|p| p.get("progressToken")).map(token_key);
+                let token = params
+                    .as_ref()
+                    .and_then(|p| p.get("progressToken"))
+                    .map(token_key);
                 if let Some(token) = token {
                     if let Some(route) = self.progress.lock().get(&token) {
                         if let Some(reset) = &route.reset {
@@ -708,7 +808,10 @@ impl Shared {
                 // The server gave up on one of its requests to the host: forget it.
                 if let Some(rid) = params.as_ref().and_then(|p| p.get("requestId")) {
                     let mut hr = self.host_requests.lock();
-                    let found = hr.iter().find(|(_, r)| &r.rpc_id == rid).map(|(k, _)| k.clone());
+                    let found = hr
+                        .iter()
+                        .find(|(_, r)| &r.rpc_id == rid)
+                        .map(|(k, _)| k.clone());
                     if let Some(k) = found {
                         if let Some(r) = hr.remove(&k) {
                             r.timer.abort();
@@ -765,23 +868,32 @@ impl Inbound for Shared {
             }
             Incoming::Notification { method, params } => self.on_notification(method, params),
             Incoming::Invalid { reason, message } => {
-                self.events.push(&json!({"type": "invalid_message", "error": reason, "message": message}), true);
+                self.events.push(
+                    &json!({"type": "invalid_message", "error": reason, "message": message}),
+                    true,
+                );
             }
         }
     }
 
     fn stderr(self: Arc<Self>, line: String) {
-        self.events.push(&json!({"type": "stderr", "line": line}), true);
+        self.events
+            .push(&json!({"type": "stderr", "line": line}), true);
     }
 
     fn invalid(self: Arc<Self>, line: String, error: String) {
         *self.last_invalid.lock() = Some(line.chars().take(200).collect());
-        self.events.push(&json!({"type": "invalid_message", "error": error, "line": line}), true);
+        self.events.push(
+            &json!({"type": "invalid_message", "error": error, "line": line}),
+            true,
+        );
     }
 
     fn closed(self: Arc<Self>, mut error: Error) {
         if let Some(line) = self.last_invalid.lock().take() {
-            error.message.push_str(&format!("; it also wrote non-JSON to stdout, last: {line:?}"));
+            error.message.push_str(&format!(
+                "; it also wrote non-JSON to stdout, last: {line:?}"
+            ));
         }
         self.shut(error, true);
     }
@@ -796,7 +908,11 @@ fn token_key(token: &Value) -> String {
 
 fn string_list(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
-        .map(|l| l.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        .map(|l| {
+            l.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 

@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// A timeout as the host can give it: absent = the default, `null` = no limit, N > 0 = N ms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Limit {
+    #[default]
     Default,
     Unbounded,
     After(Duration),
@@ -43,7 +44,9 @@ fn parse_bool(obj: &Map<String, Value>, key: &str) -> Result<Option<bool>> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(v) => Err(Error::invalid(format!("option `{key}` must be true or false (got {v})"))),
+        Some(v) => Err(Error::invalid(format!(
+            "option `{key}` must be true or false (got {v})"
+        ))),
     }
 }
 
@@ -52,13 +55,17 @@ fn parse_usize(obj: &Map<String, Value>, key: &str) -> Result<Option<usize>> {
         None | Some(Value::Null) => Ok(None),
         Some(v) => match v.as_u64() {
             Some(n) if n > 0 => Ok(Some(n as usize)),
-            _ => Err(Error::invalid(format!("option `{key}` must be a positive integer (got {v})"))),
+            _ => Err(Error::invalid(format!(
+                "option `{key}` must be a positive integer (got {v})"
+            ))),
         },
     }
 }
 
 fn as_object<'a>(value: &'a Value, what: &str) -> Result<&'a Map<String, Value>> {
-    value.as_object().ok_or_else(|| Error::invalid(format!("{what} must be a JSON object (got {value})")))
+    value
+        .as_object()
+        .ok_or_else(|| Error::invalid(format!("{what} must be a JSON object (got {value})")))
 }
 
 /// Options of one connection (`options_json` of `mcplug_client_connect`).
@@ -118,15 +125,21 @@ impl ConnectOptions {
         o.connect_timeout = parse_limit(obj, "connect_timeout_ms")?.or(o.connect_timeout);
         o.request_timeout = parse_limit(obj, "request_timeout_ms")?.or(o.request_timeout);
         o.tool_timeout = parse_limit(obj, "tool_timeout_ms")?.or(o.tool_timeout);
-        if let Some(d) = parse_limit(obj, "host_request_timeout_ms")?.or(Some(o.host_request_timeout)) {
+        if let Some(d) =
+            parse_limit(obj, "host_request_timeout_ms")?.or(Some(o.host_request_timeout))
+        {
             o.host_request_timeout = d;
         } else {
             return Err(Error::invalid("option `host_request_timeout_ms` cannot be unbounded: a server's request must always get an answer"));
         }
         if let Some(info) = obj.get("client_info") {
             let m = as_object(info, "option `client_info`")?;
-            if !m.get("name").is_some_and(Value::is_string) || !m.get("version").is_some_and(Value::is_string) {
-                return Err(Error::invalid("option `client_info` needs string fields `name` and `version`"));
+            if !m.get("name").is_some_and(Value::is_string)
+                || !m.get("version").is_some_and(Value::is_string)
+            {
+                return Err(Error::invalid(
+                    "option `client_info` needs string fields `name` and `version`",
+                ));
             }
             o.client_info = info.clone();
         }
@@ -135,21 +148,30 @@ impl ConnectOptions {
             o.capabilities = caps.clone();
         }
         if let Some(roots) = obj.get("roots") {
-            let list = roots.as_array().ok_or_else(|| Error::invalid("option `roots` must be an array of {uri, name}"))?;
+            let list = roots
+                .as_array()
+                .ok_or_else(|| Error::invalid("option `roots` must be an array of {uri, name}"))?;
             for (i, r) in list.iter().enumerate() {
                 if !r.get("uri").is_some_and(Value::is_string) {
-                    return Err(Error::invalid(format!("option `roots[{i}]` needs a string `uri`")));
+                    return Err(Error::invalid(format!(
+                        "option `roots[{i}]` needs a string `uri`"
+                    )));
                 }
             }
             o.roots = Some(roots.clone());
             let caps = o.capabilities.as_object_mut().expect("checked above");
-            caps.entry("roots").or_insert_with(|| json!({"listChanged": true}));
+            caps.entry("roots")
+                .or_insert_with(|| json!({"listChanged": true}));
         }
         if let Some(versions) = obj.get("protocol_versions") {
             let list = versions
                 .as_array()
                 .filter(|l| !l.is_empty())
-                .ok_or_else(|| Error::invalid("option `protocol_versions` must be a non-empty array of version strings"))?;
+                .ok_or_else(|| {
+                    Error::invalid(
+                        "option `protocol_versions` must be a non-empty array of version strings",
+                    )
+                })?;
             let mut modern = Vec::new();
             let mut legacy = Vec::new();
             for v in list {
@@ -186,7 +208,9 @@ impl ConnectOptions {
 
     /// Whether the host declared a capability (a key of `capabilities`).
     pub fn declares(&self, capability: &str) -> bool {
-        self.capabilities.get(capability).is_some_and(|v| !v.is_null())
+        self.capabilities
+            .get(capability)
+            .is_some_and(|v| !v.is_null())
     }
 }
 
@@ -207,12 +231,6 @@ pub struct CallOptions {
     pub all_pages: bool,
 }
 
-impl Default for Limit {
-    fn default() -> Self {
-        Limit::Default
-    }
-}
-
 impl CallOptions {
     pub fn parse(value: Option<&Value>) -> Result<Self> {
         let mut o = CallOptions::default();
@@ -225,15 +243,24 @@ impl CallOptions {
         match obj.get("tag") {
             None | Some(Value::Null) => {}
             Some(Value::String(s)) if !s.is_empty() => o.tag = Some(s.clone()),
-            Some(v) => return Err(Error::invalid(format!("option `tag` must be a non-empty string (got {v})"))),
+            Some(v) => {
+                return Err(Error::invalid(format!(
+                    "option `tag` must be a non-empty string (got {v})"
+                )))
+            }
         }
         o.progress = parse_bool(obj, "progress")?.unwrap_or(false);
-        o.reset_timeout_on_progress = parse_bool(obj, "reset_timeout_on_progress")?.unwrap_or(false);
+        o.reset_timeout_on_progress =
+            parse_bool(obj, "reset_timeout_on_progress")?.unwrap_or(false);
         o.max_total_timeout = parse_limit(obj, "max_total_timeout_ms")?.or(None);
         match obj.get("cursor") {
             None | Some(Value::Null) => {}
             Some(Value::String(s)) => o.cursor = Some(s.clone()),
-            Some(v) => return Err(Error::invalid(format!("option `cursor` must be a string (got {v})"))),
+            Some(v) => {
+                return Err(Error::invalid(format!(
+                    "option `cursor` must be a string (got {v})"
+                )))
+            }
         }
         o.all_pages = parse_bool(obj, "all_pages")?.unwrap_or(false);
         Ok(o)
@@ -243,7 +270,10 @@ impl CallOptions {
 /// Which transport a server entry asks for, parsed from the Claude Code format.
 #[derive(Debug, Clone)]
 pub enum ServerSpec {
-    Stdio { name: Option<String>, config: crate::transport::stdio::StdioConfig },
+    Stdio {
+        name: Option<String>,
+        config: crate::transport::stdio::StdioConfig,
+    },
 }
 
 impl ServerSpec {
@@ -252,12 +282,20 @@ impl ServerSpec {
         let name = match obj.get("name") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
-            Some(v) => return Err(Error::invalid(format!("server field `name` must be a string (got {v})"))),
+            Some(v) => {
+                return Err(Error::invalid(format!(
+                    "server field `name` must be a string (got {v})"
+                )))
+            }
         };
         let kind = match obj.get("type") {
             None | Some(Value::Null) => "stdio",
             Some(Value::String(s)) => s.as_str(),
-            Some(v) => return Err(Error::invalid(format!("server field `type` must be a string (got {v})"))),
+            Some(v) => {
+                return Err(Error::invalid(format!(
+                    "server field `type` must be a string (got {v})"
+                )))
+            }
         };
         match kind {
             "stdio" => {}
@@ -273,11 +311,17 @@ impl ServerSpec {
             }
         }
         if obj.contains_key("url") && !obj.contains_key("command") {
-            return Err(Error::invalid("server has a `url` but no `type`: give `type` (\"http\", \"sse\" or \"ws\")"));
+            return Err(Error::invalid(
+                "server has a `url` but no `type`: give `type` (\"http\", \"sse\" or \"ws\")",
+            ));
         }
         let command = match obj.get("command") {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),
-            Some(v) => return Err(Error::invalid(format!("server field `command` must be a non-empty string (got {v})"))),
+            Some(v) => {
+                return Err(Error::invalid(format!(
+                    "server field `command` must be a non-empty string (got {v})"
+                )))
+            }
             None => return Err(Error::invalid("a stdio server needs a `command`")),
         };
         let args = match obj.get("args") {
@@ -286,12 +330,18 @@ impl ServerSpec {
                 .iter()
                 .enumerate()
                 .map(|(i, a)| {
-                    a.as_str()
-                        .map(str::to_string)
-                        .ok_or_else(|| Error::invalid(format!("server field `args[{i}]` must be a string (got {a})")))
+                    a.as_str().map(str::to_string).ok_or_else(|| {
+                        Error::invalid(format!(
+                            "server field `args[{i}]` must be a string (got {a})"
+                        ))
+                    })
                 })
                 .collect::<Result<_>>()?,
-            Some(v) => return Err(Error::invalid(format!("server field `args` must be an array of strings (got {v})"))),
+            Some(v) => {
+                return Err(Error::invalid(format!(
+                    "server field `args` must be an array of strings (got {v})"
+                )))
+            }
         };
         let env = match obj.get("env") {
             None | Some(Value::Null) => BTreeMap::new(),
@@ -300,17 +350,37 @@ impl ServerSpec {
                 .map(|(k, v)| {
                     v.as_str()
                         .map(|s| (k.clone(), s.to_string()))
-                        .ok_or_else(|| Error::invalid(format!("server field `env.{k}` must be a string (got {v})")))
+                        .ok_or_else(|| {
+                            Error::invalid(format!(
+                                "server field `env.{k}` must be a string (got {v})"
+                            ))
+                        })
                 })
                 .collect::<Result<_>>()?,
-            Some(v) => return Err(Error::invalid(format!("server field `env` must be an object of strings (got {v})"))),
+            Some(v) => {
+                return Err(Error::invalid(format!(
+                    "server field `env` must be an object of strings (got {v})"
+                )))
+            }
         };
         let cwd = match obj.get("cwd") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
-            Some(v) => return Err(Error::invalid(format!("server field `cwd` must be a string (got {v})"))),
+            Some(v) => {
+                return Err(Error::invalid(format!(
+                    "server field `cwd` must be a string (got {v})"
+                )))
+            }
         };
-        Ok(ServerSpec::Stdio { name, config: crate::transport::stdio::StdioConfig { command, args, env, cwd } })
+        Ok(ServerSpec::Stdio {
+            name,
+            config: crate::transport::stdio::StdioConfig {
+                command,
+                args,
+                env,
+                cwd,
+            },
+        })
     }
 
     pub fn name(&self) -> Option<&str> {
@@ -319,7 +389,17 @@ impl ServerSpec {
         }
     }
 
-    /// The identity used to cache the era of this server (its command line).
+    /// The identity under which the era of this server is cached: everything that starts it.
+    pub fn era_cache_key(&self) -> String {
+        match self {
+            ServerSpec::Stdio { config, .. } => {
+                serde_json::to_string(&(&config.command, &config.args, &config.env, &config.cwd))
+                    .unwrap_or_default()
+            }
+        }
+    }
+
+    /// The Claude Code dedup signature, `stdio:["cmd","arg",...]`.
     pub fn signature(&self) -> String {
         match self {
             ServerSpec::Stdio { config, .. } => {
@@ -339,12 +419,18 @@ mod tests {
     fn limits_parse_and_name_the_field() {
         let o = CallOptions::parse(Some(&json!({"timeout_ms": 50, "tag": "t"}))).unwrap();
         assert_eq!(o.timeout, Limit::After(Duration::from_millis(50)));
-        assert_eq!(CallOptions::parse(Some(&json!({"timeout_ms": null}))).unwrap().timeout, Limit::Unbounded);
+        assert_eq!(
+            CallOptions::parse(Some(&json!({"timeout_ms": null})))
+                .unwrap()
+                .timeout,
+            Limit::Unbounded
+        );
         let e = CallOptions::parse(Some(&json!({"timeout_ms": -1}))).unwrap_err();
         assert!(e.message.contains("timeout_ms"), "{e}");
         let e = CallOptions::parse(Some(&json!({"tag": 3}))).unwrap_err();
         assert!(e.message.contains("tag"), "{e}");
-        let e = ConnectOptions::parse(Some(&json!({"protocol_versions": ["1999-01-01"]}))).unwrap_err();
+        let e =
+            ConnectOptions::parse(Some(&json!({"protocol_versions": ["1999-01-01"]}))).unwrap_err();
         assert!(e.message.contains("1999-01-01"), "{e}");
     }
 
@@ -354,28 +440,48 @@ mod tests {
         assert_eq!(o.connect_timeout, Some(Duration::from_secs(30)));
         assert_eq!(o.request_timeout, Some(Duration::from_secs(60)));
         assert_eq!(o.tool_timeout, None);
-        let o = ConnectOptions::parse(Some(&json!({"tool_timeout_ms": 1000, "request_timeout_ms": null}))).unwrap();
+        let o = ConnectOptions::parse(Some(
+            &json!({"tool_timeout_ms": 1000, "request_timeout_ms": null}),
+        ))
+        .unwrap();
         assert_eq!(o.tool_timeout, Some(Duration::from_secs(1)));
         assert_eq!(o.request_timeout, None);
     }
 
     #[test]
     fn roots_imply_the_roots_capability() {
-        let o = ConnectOptions::parse(Some(&json!({"roots": [{"uri": "file:///tmp", "name": "tmp"}]}))).unwrap();
+        let o = ConnectOptions::parse(Some(
+            &json!({"roots": [{"uri": "file:///tmp", "name": "tmp"}]}),
+        ))
+        .unwrap();
         assert!(o.declares("roots"));
         assert!(ConnectOptions::parse(Some(&json!({"roots": [{"name": "x"}]}))).is_err());
     }
 
     #[test]
     fn server_spec_errors_name_the_field() {
-        assert!(ServerSpec::parse(&json!({"args": []})).unwrap_err().message.contains("command"));
-        assert!(ServerSpec::parse(&json!({"command": "x", "args": [1]})).unwrap_err().message.contains("args[0]"));
-        assert!(ServerSpec::parse(&json!({"command": "x", "env": {"A": 1}})).unwrap_err().message.contains("env.A"));
+        assert!(ServerSpec::parse(&json!({"args": []}))
+            .unwrap_err()
+            .message
+            .contains("command"));
+        assert!(ServerSpec::parse(&json!({"command": "x", "args": [1]}))
+            .unwrap_err()
+            .message
+            .contains("args[0]"));
+        assert!(ServerSpec::parse(&json!({"command": "x", "env": {"A": 1}}))
+            .unwrap_err()
+            .message
+            .contains("env.A"));
         assert_eq!(
-            ServerSpec::parse(&json!({"type": "http", "url": "http://x"})).unwrap_err().kind,
+            ServerSpec::parse(&json!({"type": "http", "url": "http://x"}))
+                .unwrap_err()
+                .kind,
             crate::error::ErrorKind::NotImplemented
         );
-        assert!(ServerSpec::parse(&json!({"type": "carrier-pigeon"})).unwrap_err().message.contains("carrier-pigeon"));
+        assert!(ServerSpec::parse(&json!({"type": "carrier-pigeon"}))
+            .unwrap_err()
+            .message
+            .contains("carrier-pigeon"));
         let s = ServerSpec::parse(&json!({"command": "npx", "args": ["-y", "x"]})).unwrap();
         assert_eq!(s.signature(), r#"stdio:["npx","-y","x"]"#);
     }

@@ -30,7 +30,9 @@ pub fn write_out(out: *mut *mut c_char, text: String) {
         return;
     }
     // serde_json escapes NUL, so JSON text never has an interior NUL; be safe anyway.
-    let c = CString::new(text).unwrap_or_else(|_| CString::new("{\"error\":{\"kind\":\"panic\",\"message\":\"NUL in output\"}}").unwrap());
+    let c = CString::new(text).unwrap_or_else(|_| {
+        CString::new("{\"error\":{\"kind\":\"panic\",\"message\":\"NUL in output\"}}").unwrap()
+    });
     unsafe { *out = c.into_raw() };
 }
 
@@ -54,7 +56,10 @@ pub fn panic_error(payload: Box<dyn std::any::Any + Send>) -> Error {
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into());
-    Error::new(ErrorKind::Panic, format!("mcplug panicked (a bug; please report it): {what}"))
+    Error::new(
+        ErrorKind::Panic,
+        format!("mcplug panicked (a bug; please report it): {what}"),
+    )
 }
 
 /// Runs an entry point's body inside the panic boundary. Used *inside* each literal
@@ -66,7 +71,9 @@ macro_rules! ffi_boundary {
             || -> ::std::result::Result<String, $crate::error::Error> { $body },
         )) {
             Ok(outcome) => $crate::ffi::boundary::finish(out, outcome),
-            Err(payload) => $crate::ffi::boundary::finish(out, Err($crate::ffi::boundary::panic_error(payload))),
+            Err(payload) => {
+                $crate::ffi::boundary::finish(out, Err($crate::ffi::boundary::panic_error(payload)))
+            }
         }
     }};
 }
@@ -78,8 +85,12 @@ pub fn str_arg<'a>(ptr: *const c_char, name: &str) -> Result<&'a str, Error> {
         return Err(Error::invalid(format!("`{name}` is NULL")));
     }
     let bytes = unsafe { CStr::from_ptr(ptr) }.to_bytes();
-    std::str::from_utf8(bytes)
-        .map_err(|e| Error::invalid(format!("`{name}` is not valid UTF-8 (bad byte at offset {})", e.valid_up_to())))
+    std::str::from_utf8(bytes).map_err(|e| {
+        Error::invalid(format!(
+            "`{name}` is not valid UTF-8 (bad byte at offset {})",
+            e.valid_up_to()
+        ))
+    })
 }
 
 /// An optional JSON argument: NULL gives `None`; malformed JSON names the parameter and where.
@@ -97,4 +108,3 @@ pub fn json_arg(ptr: *const c_char, name: &str) -> Result<Option<Value>, Error> 
 pub fn json_required(ptr: *const c_char, name: &str) -> Result<Value, Error> {
     json_arg(ptr, name)?.ok_or_else(|| Error::invalid(format!("`{name}` is NULL")))
 }
-

@@ -62,17 +62,26 @@ pub unsafe extern "C" fn mcplug_client_connect(
         let server = json_required(server_json, "server_json")?;
         let options = json_arg(options_json, "options_json")?;
         if client.is_null() {
-            return Err(Error::invalid("`client` (the handle out-parameter) is NULL"));
+            return Err(Error::invalid(
+                "`client` (the handle out-parameter) is NULL",
+            ));
         }
         let spec = ServerSpec::parse(&server)?;
         let tag = match options.as_ref().and_then(|o| o.get("tag")) {
             None | Some(serde_json::Value::Null) => None,
             Some(serde_json::Value::String(s)) => Some(s.clone()),
-            Some(v) => return Err(Error::invalid(format!("option `tag` must be a string (got {v})"))),
+            Some(v) => {
+                return Err(Error::invalid(format!(
+                    "option `tag` must be a string (got {v})"
+                )))
+            }
         };
         let opts = ConnectOptions::parse(options.as_ref())?;
         let (c, info) = runtime::block_on(Client::connect(&spec, opts, tag.as_deref()))?;
-        let handle = Box::new(mcplug_client { client: c, active: AtomicUsize::new(0) });
+        let handle = Box::new(mcplug_client {
+            client: c,
+            active: AtomicUsize::new(0),
+        });
         unsafe { *client = Box::into_raw(handle) };
         Ok(info.to_string())
     })
@@ -115,7 +124,9 @@ pub unsafe extern "C" fn mcplug_client_call_tool(
         let args = json_arg(arguments_json, "arguments_json")?;
         if let Some(a) = &args {
             if !a.is_object() && !a.is_null() {
-                return Err(Error::invalid(format!("`arguments_json` must be a JSON object (got {a})")));
+                return Err(Error::invalid(format!(
+                    "`arguments_json` must be a JSON object (got {a})"
+                )));
             }
         }
         let args = args.filter(|a| !a.is_null());
@@ -143,7 +154,9 @@ pub unsafe extern "C" fn mcplug_client_request(
         let params = json_arg(params_json, "params_json")?;
         if let Some(p) = &params {
             if !p.is_object() && !p.is_null() {
-                return Err(Error::invalid(format!("`params_json` must be a JSON object (got {p})")));
+                return Err(Error::invalid(format!(
+                    "`params_json` must be a JSON object (got {p})"
+                )));
             }
         }
         let params = params.filter(|p| !p.is_null());
@@ -183,11 +196,18 @@ pub unsafe extern "C" fn mcplug_client_next_event(
 ) -> mcplug_status {
     ffi_boundary!(out, {
         let h = enter(client)?;
-        let wait = if timeout_ms < 0 { None } else { Some(Duration::from_millis(timeout_ms as u64)) };
+        let wait = if timeout_ms < 0 {
+            None
+        } else {
+            Some(Duration::from_millis(timeout_ms as u64))
+        };
         match h.0.client.next_event(wait) {
             Pulled::Event(text) => Ok(text),
             Pulled::TimedOut => Err(Error::timeout(format!("no event within {timeout_ms} ms"))),
-            Pulled::Closed => Err(Error::new(ErrorKind::Closed, "the connection is closed and every event was delivered")),
+            Pulled::Closed => Err(Error::new(
+                ErrorKind::Closed,
+                "the connection is closed and every event was delivered",
+            )),
         }
     })
 }

@@ -5,6 +5,13 @@
 //! writes one owned JSON string to its last parameter `out` — the result on `MCPLUG_OK`, an error
 //! object `{"error": {"kind", "message", ...}}` otherwise — which the caller frees with
 //! `mcplug_string_free`. `out` may be NULL when the caller does not want that string.
+//!
+//! Safety, once for every function: each `const char *` argument is NULL or a NUL-terminated
+//! string that stays valid for the call; each handle is NULL or one that mcplug returned and that
+//! has not been freed; each out-pointer is NULL or valid for one write. Nothing else is required:
+//! NULL, bad UTF-8 and malformed JSON are reported as `MCPLUG_INVALID_ARGUMENT`, never undefined
+//! behaviour.
+#![allow(clippy::missing_safety_doc)]
 
 pub(crate) mod boundary;
 pub mod client;
@@ -83,7 +90,10 @@ pub unsafe extern "C" fn mcplug_cancel(tag: *const c_char) -> mcplug_status {
     let status = ffi_boundary!(std::ptr::null_mut(), {
         let tag = str_arg(tag, "tag")?;
         if cancel::cancel(tag) == 0 {
-            return Err(crate::Error::new(crate::ErrorKind::NotFound, format!("no call in flight has tag {tag:?}")));
+            return Err(crate::Error::new(
+                crate::ErrorKind::NotFound,
+                format!("no call in flight has tag {tag:?}"),
+            ));
         }
         Ok(String::new())
     });

@@ -45,18 +45,28 @@ impl Era {
 
 /// Adds the modern era's request `_meta` to `params` (creating both when absent), keeping every
 /// field the caller already put there — including its own `_meta` entries.
-pub fn stamp_modern_meta(params: Option<Value>, version: &str, capabilities: &Value, client_info: &Value) -> Value {
+pub fn stamp_modern_meta(
+    params: Option<Value>,
+    version: &str,
+    capabilities: &Value,
+    client_info: &Value,
+) -> Value {
     let mut params = match params {
         Some(Value::Object(map)) => map,
         // Only objects are valid params in MCP; anything else was rejected before this point.
         _ => Map::new(),
     };
-    let meta = params.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
     if !meta.is_object() {
         *meta = Value::Object(Map::new());
     }
     let meta = meta.as_object_mut().expect("made an object above");
-    meta.insert(META_PROTOCOL_VERSION.into(), Value::String(version.to_string()));
+    meta.insert(
+        META_PROTOCOL_VERSION.into(),
+        Value::String(version.to_string()),
+    );
     meta.insert(META_CLIENT_CAPABILITIES.into(), capabilities.clone());
     meta.insert(META_CLIENT_INFO.into(), client_info.clone());
     Value::Object(params)

@@ -12,47 +12,80 @@ use serde_json::Value;
 #[derive(Debug)]
 pub enum Incoming {
     /// A response to one of our requests (`result` or `error`, with our id).
-    Response { id: Value, outcome: Result<Value, Value> },
+    Response {
+        id: Value,
+        outcome: Result<Value, Value>,
+    },
     /// A request from the server that needs an answer.
-    Request { id: Value, method: String, params: Option<Value> },
+    Request {
+        id: Value,
+        method: String,
+        params: Option<Value>,
+    },
     /// A notification from the server.
-    Notification { method: String, params: Option<Value> },
+    Notification {
+        method: String,
+        params: Option<Value>,
+    },
     /// Not a JSON-RPC message we can act on (a batch, a response without id, ...).
-    Invalid { reason: &'static str, message: Value },
+    Invalid {
+        reason: &'static str,
+        message: Value,
+    },
 }
 
 /// Classifies one parsed message, taking ownership so that `params` and `result` move out
 /// without a copy.
 pub fn classify(message: Value) -> Incoming {
     let Value::Object(mut obj) = message else {
-        return Incoming::Invalid { reason: "a JSON-RPC message must be a JSON object", message };
+        return Incoming::Invalid {
+            reason: "a JSON-RPC message must be a JSON object",
+            message,
+        };
     };
     match obj.remove("method") {
         Some(Value::String(method)) => {
             let params = obj.remove("params");
             match obj.remove("id") {
-                Some(id) if id.is_string() || id.is_number() => Incoming::Request { id, method, params },
+                Some(id) if id.is_string() || id.is_number() => {
+                    Incoming::Request { id, method, params }
+                }
                 Some(Value::Null) | None => Incoming::Notification { method, params },
                 Some(id) => {
                     obj.insert("id".into(), id);
                     obj.insert("method".into(), Value::String(method));
-                    Incoming::Invalid { reason: "a request id must be a string or a number", message: Value::Object(obj) }
+                    Incoming::Invalid {
+                        reason: "a request id must be a string or a number",
+                        message: Value::Object(obj),
+                    }
                 }
             }
         }
         Some(other) => {
             obj.insert("method".into(), other);
-            Incoming::Invalid { reason: "`method` must be a string", message: Value::Object(obj) }
+            Incoming::Invalid {
+                reason: "`method` must be a string",
+                message: Value::Object(obj),
+            }
         }
         None => {
             let id = obj.remove("id").unwrap_or(Value::Null);
             if let Some(result) = obj.remove("result") {
-                Incoming::Response { id, outcome: Ok(result) }
+                Incoming::Response {
+                    id,
+                    outcome: Ok(result),
+                }
             } else if let Some(error) = obj.remove("error") {
-                Incoming::Response { id, outcome: Err(error) }
+                Incoming::Response {
+                    id,
+                    outcome: Err(error),
+                }
             } else {
                 obj.insert("id".into(), id);
-                Incoming::Invalid { reason: "a response needs `result` or `error`", message: Value::Object(obj) }
+                Incoming::Invalid {
+                    reason: "a response needs `result` or `error`",
+                    message: Value::Object(obj),
+                }
             }
         }
     }
@@ -119,16 +152,34 @@ mod tests {
 
     #[test]
     fn classifies_every_shape() {
-        assert!(matches!(classify(json!({"jsonrpc":"2.0","id":1,"result":{}})), Incoming::Response { outcome: Ok(_), .. }));
+        assert!(matches!(
+            classify(json!({"jsonrpc":"2.0","id":1,"result":{}})),
+            Incoming::Response { outcome: Ok(_), .. }
+        ));
         assert!(matches!(
             classify(json!({"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}})),
-            Incoming::Response { outcome: Err(_), .. }
+            Incoming::Response {
+                outcome: Err(_),
+                ..
+            }
         ));
-        assert!(matches!(classify(json!({"jsonrpc":"2.0","id":"a","method":"ping"})), Incoming::Request { .. }));
-        assert!(matches!(classify(json!({"jsonrpc":"2.0","method":"notifications/x"})), Incoming::Notification { .. }));
+        assert!(matches!(
+            classify(json!({"jsonrpc":"2.0","id":"a","method":"ping"})),
+            Incoming::Request { .. }
+        ));
+        assert!(matches!(
+            classify(json!({"jsonrpc":"2.0","method":"notifications/x"})),
+            Incoming::Notification { .. }
+        ));
         assert!(matches!(classify(json!([1, 2])), Incoming::Invalid { .. }));
-        assert!(matches!(classify(json!({"jsonrpc":"2.0","id":[1],"method":"x"})), Incoming::Invalid { .. }));
-        assert!(matches!(classify(json!({"jsonrpc":"2.0","id":1})), Incoming::Invalid { .. }));
+        assert!(matches!(
+            classify(json!({"jsonrpc":"2.0","id":[1],"method":"x"})),
+            Incoming::Invalid { .. }
+        ));
+        assert!(matches!(
+            classify(json!({"jsonrpc":"2.0","id":1})),
+            Incoming::Invalid { .. }
+        ));
     }
 
     #[test]
@@ -136,12 +187,25 @@ mod tests {
         let params = json!({"name": "echo", "arguments": {"message": "a\nb"}});
         let line = encode_request(7, "tools/call", Some(&params));
         assert_eq!(line.last(), Some(&b'\n'));
-        assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1, "no embedded newline");
+        assert_eq!(
+            line.iter().filter(|b| **b == b'\n').count(),
+            1,
+            "no embedded newline"
+        );
         let v: Value = serde_json::from_slice(&line).unwrap();
-        assert_eq!(v, json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":params}));
-        let v: Value = serde_json::from_slice(&encode_notification("notifications/initialized", None)).unwrap();
-        assert_eq!(v, json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
-        let v: Value = serde_json::from_slice(&encode_response(&json!("s1"), Ok(&json!({})))).unwrap();
+        assert_eq!(
+            v,
+            json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":params})
+        );
+        let v: Value =
+            serde_json::from_slice(&encode_notification("notifications/initialized", None))
+                .unwrap();
+        assert_eq!(
+            v,
+            json!({"jsonrpc":"2.0","method":"notifications/initialized"})
+        );
+        let v: Value =
+            serde_json::from_slice(&encode_response(&json!("s1"), Ok(&json!({})))).unwrap();
         assert_eq!(v, json!({"jsonrpc":"2.0","id":"s1","result":{}}));
     }
 }

@@ -21,7 +21,10 @@ pub struct PendingTable {
 
 impl PendingTable {
     pub fn new() -> Self {
-        PendingTable { next_id: AtomicU64::new(1), waiting: Mutex::new(HashMap::new()) }
+        PendingTable {
+            next_id: AtomicU64::new(1),
+            waiting: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Reserves a fresh id and the receiver its answer will arrive on.
@@ -81,7 +84,10 @@ mod tests {
         let (b, _rx_b) = t.register();
         assert_ne!(a, b);
         assert!(t.forget(a));
-        assert!(!t.complete(&json!(a), Ok(json!({}))), "a late response is ignored");
+        assert!(
+            !t.complete(&json!(a), Ok(json!({}))),
+            "a late response is ignored"
+        );
         drop(rx_a);
         assert!(t.complete(&json!(b), Ok(json!({"ok": true}))));
         assert!(!t.complete(&json!("not-a-number"), Ok(json!({}))));
@@ -96,7 +102,13 @@ mod tests {
         let (_, mut r2) = t.register();
         t.fail_all(&Error::closed("gone"));
         assert!(t.is_empty());
-        assert_eq!(r1.try_recv().unwrap().unwrap_err().kind, crate::error::ErrorKind::Closed);
-        assert_eq!(r2.try_recv().unwrap().unwrap_err().kind, crate::error::ErrorKind::Closed);
+        assert_eq!(
+            r1.try_recv().unwrap().unwrap_err().kind,
+            crate::error::ErrorKind::Closed
+        );
+        assert_eq!(
+            r2.try_recv().unwrap().unwrap_err().kind,
+            crate::error::ErrorKind::Closed
+        );
     }
 }

@@ -41,7 +41,10 @@ pub struct StdioLimits {
 
 impl Default for StdioLimits {
     fn default() -> Self {
-        StdioLimits { max_message_bytes: 32 << 20, shutdown_grace: Duration::from_millis(500) }
+        StdioLimits {
+            max_message_bytes: 32 << 20,
+            shutdown_grace: Duration::from_millis(500),
+        }
     }
 }
 
@@ -77,7 +80,11 @@ pub struct StdioTransport {
 
 impl StdioTransport {
     /// Starts the server. The returned transport delivers everything it reads to `sink`.
-    pub fn spawn(config: &StdioConfig, limits: StdioLimits, sink: Weak<dyn Inbound>) -> Result<Arc<Self>, Error> {
+    pub fn spawn(
+        config: &StdioConfig,
+        limits: StdioLimits,
+        sink: Weak<dyn Inbound>,
+    ) -> Result<Arc<Self>, Error> {
         let mut cmd = Command::new(&config.command);
         cmd.args(&config.args)
             .envs(&config.env)
@@ -90,7 +97,10 @@ impl StdioTransport {
             cmd.current_dir(cwd);
         }
         let mut child = cmd.spawn().map_err(|e| {
-            let mut msg = format!("could not start the server command {:?}: {e}", config.command);
+            let mut msg = format!(
+                "could not start the server command {:?}: {e}",
+                config.command
+            );
             if let Some(cwd) = &config.cwd {
                 msg.push_str(&format!(" (cwd {cwd:?})"));
             }
@@ -171,7 +181,13 @@ impl StdioTransport {
         };
         let tail = self.diagnostics_tail();
         if !tail.is_empty() {
-            let last: Vec<&str> = tail.iter().rev().take(3).rev().map(String::as_str).collect();
+            let last: Vec<&str> = tail
+                .iter()
+                .rev()
+                .take(3)
+                .rev()
+                .map(String::as_str)
+                .collect();
             let mut text = last.join(" | ");
             if text.len() > 600 {
                 let mut cut = 600;
@@ -200,7 +216,9 @@ impl StdioTransport {
 
     async fn wait_exit(&self, limit: Duration) -> bool {
         let mut exit = self.exit.clone();
-        let exited = tokio::time::timeout(limit, exit.wait_for(Option::is_some)).await.is_ok();
+        let exited = tokio::time::timeout(limit, exit.wait_for(Option::is_some))
+            .await
+            .is_ok();
         exited
     }
 
@@ -276,7 +294,11 @@ impl Drop for StdioTransport {
 }
 
 /// Reads newline-delimited JSON until EOF or a fatal error, which it returns.
-async fn read_stdout<R: AsyncRead + Unpin>(stdout: R, sink: &Weak<dyn Inbound>, max: usize) -> Error {
+async fn read_stdout<R: AsyncRead + Unpin>(
+    stdout: R,
+    sink: &Weak<dyn Inbound>,
+    max: usize,
+) -> Error {
     let mut reader = BufReader::with_capacity(64 << 10, stdout);
     let mut partial: Vec<u8> = Vec::new();
     loop {
@@ -348,7 +370,11 @@ async fn read_stderr<R: AsyncRead + Unpin>(
     loop {
         raw.clear();
         // Bounded read: a line longer than STDERR_MAX_LINE is cut, never buffered whole.
-        let n = match (&mut reader).take(STDERR_MAX_LINE as u64).read_until(b'\n', &mut raw).await {
+        let n = match (&mut reader)
+            .take(STDERR_MAX_LINE as u64)
+            .read_until(b'\n', &mut raw)
+            .await
+        {
             Ok(n) => n,
             Err(_) => break,
         };

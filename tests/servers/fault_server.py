@@ -8,9 +8,14 @@ this one exists only for the faults.
 
     fault_server.py [MODE]
     MODE: normal (default) | exit-now | garbage | garbage-exit | hang-init | ignore-term | grandchild
+          | modern (answers server/discover: 2026-07-28) | future-only (-32022, supports only 2099-01-01)
+          | discover-legacy (discover answers with legacy versions only) | old (initialize -> 2024-11-05)
+          | bad-version (initialize -> 1999-01-01)
 
 Tools (every mode that answers): echo {message}, sleep {ms}, cancelled_ids {}, crash {},
-big {bytes}, stderr {line}.
+big {bytes}, stderr {line}, last_meta {} (the `_meta` of this very request, as JSON text),
+ask {method, params, wait_ms} (sends that request to the client and answers with the client's
+response as JSON text, or "no answer" after wait_ms).
 """
 import json
 import os
@@ -23,6 +28,8 @@ import time
 MODE = sys.argv[1] if len(sys.argv) > 1 else "normal"
 out_lock = threading.Lock()
 cancelled = []
+answers = {}  # id of a request we sent -> [threading.Event, response]
+ask_counter = [0]
 
 
 def send(msg):
@@ -43,6 +50,8 @@ TOOLS = [
     {"name": "crash", "description": "Exits the process at once, never answering", "inputSchema": {"type": "object"}},
     {"name": "big", "description": "Answers with `bytes` bytes of text", "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}},
     {"name": "stderr", "description": "Writes a line to stderr", "inputSchema": {"type": "object", "properties": {"line": {"type": "string"}}}},
+    {"name": "last_meta", "description": "The _meta of this request", "inputSchema": {"type": "object"}},
+    {"name": "ask", "description": "Sends a request to the client and returns its response", "inputSchema": {"type": "object"}},
 ]
 
 
@@ -66,6 +75,18 @@ def call_tool(rid, params):
         sys.stderr.write(str(args.get("line")) + "\n")
         sys.stderr.flush()
         return send({"jsonrpc": "2.0", "id": rid, "result": text("ok")})
+    if name == "ask":
+        with out_lock:
+            ask_counter[0] += 1
+            qid = "srv-%d" % ask_counter[0]
+        slot = [threading.Event(), None]
+        answers[qid] = slot
+        send({"jsonrpc": "2.0", "id": qid, "method": args.get("method"), "params": args.get("params") or {}})
+        if slot[0].wait(int(args.get("wait_ms", 10000)) / 1000.0):
+            return send({"jsonrpc": "2.0", "id": rid, "result": text(json.dumps(slot[1]))})
+        return send({"jsonrpc": "2.0", "id": rid, "result": text("no answer")})
+    if name == "last_meta":
+        return send({"jsonrpc": "2.0", "id": rid, "result": text(json.dumps(params.get("_meta")))})
     send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "Unknown tool: %s" % name}})
 
 
@@ -74,14 +95,33 @@ def handle(msg):
     rid = msg.get("id")
     params = msg.get("params") or {}
     if method is None:
-        return  # a response to something we never send
+        slot = answers.pop(rid, None)
+        if slot is not None:
+            slot[1] = {k: v for k, v in msg.items() if k in ("result", "error")}
+            slot[0].set()
+        return
     if rid is None:
         if method == "notifications/cancelled":
             cancelled.append(params.get("requestId"))
         return
+    if method == "server/discover":
+        if MODE == "modern":
+            return send({"jsonrpc": "2.0", "id": rid, "result": {
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}},
+                "instructions": "mode modern",
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fault-server-modern", "version": "1.0.0"}},
+            }})
+        if MODE == "future-only":
+            requested = ((params.get("_meta") or {}).get("io.modelcontextprotocol/protocolVersion"))
+            return send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32022, "message": "Unsupported protocol version",
+                         "data": {"supported": ["2099-01-01"], "requested": requested}}})
+        if MODE == "discover-legacy":
+            return send({"jsonrpc": "2.0", "id": rid, "result": {"supportedVersions": ["2025-06-18"], "capabilities": {}}})
     if method == "initialize":
+        version = {"old": "2024-11-05", "bad-version": "1999-01-01"}.get(MODE, "2025-11-25")
         return send({"jsonrpc": "2.0", "id": rid, "result": {
-            "protocolVersion": "2025-11-25",
+            "protocolVersion": version,
             "capabilities": {"tools": {}},
             "serverInfo": {"name": "fault-server", "version": "1.0.0"},
             "instructions": "mode " + MODE,

@@ -1,0 +1,322 @@
+//! The engine through its Rust API (below the C ABI), against the project's fault-injecting
+//! server: era negotiation in every branch, per-request `_meta`, timeouts, cancellation, server
+//! death, message limits, and server-to-client requests.
+
+use mcplug::client::events::Pulled;
+use mcplug::runtime::block_on;
+use mcplug::{CallOptions, Client, ConnectOptions, ErrorKind, ServerSpec};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+fn fault(mode: &str) -> ServerSpec {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/servers/fault_server.py");
+    ServerSpec::parse(&json!({"command": "python3", "args": [script, mode]})).unwrap()
+}
+
+fn connect(mode: &str, options: Value) -> mcplug::Result<(Client, Value)> {
+    let spec = fault(mode);
+    block_on(Client::connect(
+        &spec,
+        ConnectOptions::parse(Some(&options)).unwrap(),
+        None,
+    ))
+}
+
+fn opts(v: Value) -> CallOptions {
+    CallOptions::parse(Some(&v)).unwrap()
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn call(c: &Client, name: &str, args: Value, options: Value) -> mcplug::Result<Value> {
+    block_on(c.call_tool(name, Some(args), &opts(options)))
+}
+
+#[test]
+fn legacy_server_negotiates_its_version() {
+    let (c, info) = connect("normal", json!({})).unwrap();
+    assert_eq!(info["era"], "legacy");
+    assert_eq!(info["protocol_version"], "2025-11-25");
+    assert_eq!(info["server_info"]["name"], "fault-server");
+    assert_eq!(info["instructions"], "mode normal");
+    assert_eq!(
+        text_of(&call(&c, "echo", json!({"message": "hi"}), json!({})).unwrap()),
+        "Echo: hi"
+    );
+    // Legacy requests carry no modern _meta.
+    assert_eq!(
+        text_of(&call(&c, "last_meta", json!({}), json!({})).unwrap()),
+        "null"
+    );
+    block_on(c.close());
+
+    let (c, info) = connect("old", json!({})).unwrap();
+    assert_eq!(info["protocol_version"], "2024-11-05");
+    block_on(c.close());
+}
+
+#[test]
+fn a_version_we_do_not_speak_is_a_protocol_error() {
+    let e = connect("bad-version", json!({})).err().unwrap();
+    assert_eq!(e.kind, ErrorKind::Protocol);
+    assert!(e.message.contains("1999-01-01"), "{e}");
+}
+
+#[test]
+fn modern_server_gets_meta_on_every_request() {
+    let (c, info) = connect(
+        "modern",
+        json!({"client_info": {"name": "engine-test", "version": "9"}}),
+    )
+    .unwrap();
+    assert_eq!(info["era"], "modern");
+    assert_eq!(info["protocol_version"], "2026-07-28");
+    assert_eq!(info["server_info"]["name"], "fault-server-modern");
+    let meta: Value = serde_json::from_str(&text_of(
+        &call(&c, "last_meta", json!({}), json!({"progress": true})).unwrap(),
+    ))
+    .unwrap();
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientInfo"]["name"],
+        "engine-test"
+    );
+    assert!(meta["io.modelcontextprotocol/clientCapabilities"].is_object());
+    assert!(
+        meta["progressToken"].is_number(),
+        "progress: true attaches a token: {meta}"
+    );
+    block_on(c.close());
+}
+
+#[test]
+fn era_negotiation_branches() {
+    // -32022 naming only versions we lack: a clear protocol error, no fallback.
+    let e = connect("future-only", json!({})).err().unwrap();
+    assert_eq!(e.kind, ErrorKind::Protocol, "{e}");
+    assert!(e.message.contains("2099-01-01"), "{e}");
+    // discover answered with legacy versions only: fall back to initialize.
+    let (c, info) = connect("discover-legacy", json!({})).unwrap();
+    assert_eq!(info["era"], "legacy");
+    block_on(c.close());
+    // The host restricts negotiation to legacy: no probe, so even a modern-capable server goes legacy.
+    let (c, info) = connect("modern", json!({"protocol_versions": ["2025-11-25"]})).unwrap();
+    assert_eq!(info["era"], "legacy");
+    block_on(c.close());
+    // Modern only, against a legacy server: a clear error rather than a silent downgrade.
+    let e = connect("normal", json!({"protocol_versions": ["2026-07-28"]}))
+        .err()
+        .unwrap();
+    assert_eq!(e.kind, ErrorKind::Protocol, "{e}");
+}
+
+#[test]
+fn a_silent_server_hits_the_connect_timeout() {
+    let t = Instant::now();
+    let e = connect("hang-init", json!({"connect_timeout_ms": 600}))
+        .err()
+        .unwrap();
+    assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
+    assert!(t.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn a_call_timeout_cancels_on_the_server_and_keeps_the_connection() {
+    let (c, _) = connect("normal", json!({})).unwrap();
+    let e = call(&c, "sleep", json!({"ms": 5000}), json!({"timeout_ms": 100})).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Timeout);
+    let ids: Vec<Value> = serde_json::from_str(&text_of(
+        &call(&c, "cancelled_ids", json!({}), json!({})).unwrap(),
+    ))
+    .unwrap();
+    assert_eq!(
+        ids.len(),
+        1,
+        "notifications/cancelled reached the server: {ids:?}"
+    );
+    assert_eq!(
+        text_of(&call(&c, "echo", json!({"message": "still"}), json!({})).unwrap()),
+        "Echo: still"
+    );
+    block_on(c.close());
+}
+
+#[test]
+fn cancel_by_tag_from_another_thread() {
+    let (c, _) = connect("normal", json!({})).unwrap();
+    let canceller = std::thread::spawn(|| {
+        for _ in 0..200 {
+            std::thread::sleep(Duration::from_millis(10));
+            if mcplug::client::cancel::cancel("engine-cancel-tag") > 0 {
+                return true;
+            }
+        }
+        false
+    });
+    let e = call(
+        &c,
+        "sleep",
+        json!({"ms": 10000}),
+        json!({"tag": "engine-cancel-tag"}),
+    )
+    .unwrap_err();
+    assert!(canceller.join().unwrap());
+    assert_eq!(e.kind, ErrorKind::Cancelled);
+    let ids = text_of(&call(&c, "cancelled_ids", json!({}), json!({})).unwrap());
+    assert_ne!(ids, "[]", "the server was told");
+    block_on(c.close());
+}
+
+#[test]
+fn server_death_fails_pending_calls_at_once() {
+    let (c, _) = connect("normal", json!({})).unwrap();
+    let c = std::sync::Arc::new(c);
+    let slow = {
+        let c = c.clone();
+        std::thread::spawn(move || call(&c, "sleep", json!({"ms": 30000}), json!({})))
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    let t = Instant::now();
+    let e = call(&c, "crash", json!({}), json!({})).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Closed);
+    assert!(e.message.contains("exit code 3"), "{e}");
+    assert_eq!(slow.join().unwrap().unwrap_err().kind, ErrorKind::Closed);
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "failed within a second"
+    );
+    // The event stream ends with `closed`.
+    let mut saw_closed = false;
+    loop {
+        match c.next_event(Some(Duration::from_secs(2))) {
+            Pulled::Event(e) => saw_closed |= e.contains("\"type\":\"closed\""),
+            Pulled::Closed => break,
+            Pulled::TimedOut => panic!("the queue must close"),
+        }
+    }
+    assert!(saw_closed);
+}
+
+#[test]
+fn an_oversized_message_is_a_clear_error() {
+    let (c, _) = connect("normal", json!({"max_message_bytes": 4096})).unwrap();
+    assert!(call(&c, "big", json!({"bytes": 1000}), json!({})).is_ok());
+    let e = call(&c, "big", json!({"bytes": 100_000}), json!({})).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Transport, "{e}");
+    assert!(e.message.contains("max_message_bytes"), "{e}");
+    assert_eq!(
+        call(&c, "echo", json!({"message": "x"}), json!({}))
+            .unwrap_err()
+            .kind,
+        ErrorKind::Transport
+    );
+}
+
+#[test]
+fn server_requests_reach_the_host_or_get_an_error() {
+    // roots given by the host: answered without bothering it.
+    let (c, _) = connect(
+        "normal",
+        json!({"roots": [{"uri": "file:///work", "name": "work"}]}),
+    )
+    .unwrap();
+    let r = text_of(&call(&c, "ask", json!({"method": "roots/list"}), json!({})).unwrap());
+    assert!(r.contains("file:///work"), "{r}");
+    // A capability the host did not declare: -32601 to the server.
+    let r = text_of(
+        &call(
+            &c,
+            "ask",
+            json!({"method": "sampling/createMessage"}),
+            json!({}),
+        )
+        .unwrap(),
+    );
+    assert!(r.contains("-32601"), "{r}");
+    // Ping is answered by the library.
+    let r = text_of(&call(&c, "ask", json!({"method": "ping"}), json!({})).unwrap());
+    assert_eq!(r, r#"{"result": {}}"#);
+    block_on(c.close());
+
+    // Declared: the request becomes an event; the host's answer goes back to the server.
+    let (c, _) = connect(
+        "normal",
+        json!({"capabilities": {"sampling": {}}, "host_request_timeout_ms": 300}),
+    )
+    .unwrap();
+    let c = std::sync::Arc::new(c);
+    let host = {
+        let c = c.clone();
+        std::thread::spawn(move || loop {
+            if let Pulled::Event(e) = c.next_event(Some(Duration::from_secs(5))) {
+                let e: Value = serde_json::from_str(&e).unwrap();
+                if e["type"] == "request" {
+                    assert_eq!(e["method"], "sampling/createMessage");
+                    let answer = json!({"id": e["id"], "result": {"role": "assistant", "content": {"type": "text", "text": "from host"}}});
+                    block_on(c.respond(&answer)).unwrap();
+                    // A second answer to the same id is refused clearly.
+                    assert_eq!(
+                        block_on(c.respond(&answer)).unwrap_err().kind,
+                        ErrorKind::InvalidArgument
+                    );
+                    return;
+                }
+            } else {
+                panic!("no request event");
+            }
+        })
+    };
+    let r = text_of(
+        &call(
+            &c,
+            "ask",
+            json!({"method": "sampling/createMessage", "params": {"maxTokens": 5}}),
+            json!({}),
+        )
+        .unwrap(),
+    );
+    host.join().unwrap();
+    assert!(r.contains("from host"), "{r}");
+    // Nobody answers: the server gets an error after host_request_timeout_ms, not a hang.
+    let r = text_of(
+        &call(
+            &c,
+            "ask",
+            json!({"method": "sampling/createMessage"}),
+            json!({}),
+        )
+        .unwrap(),
+    );
+    assert!(r.contains("did not answer"), "{r}");
+    block_on(c.close());
+}
+
+#[test]
+fn many_threads_one_connection() {
+    let (c, _) = connect("normal", json!({})).unwrap();
+    let c = std::sync::Arc::new(c);
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let c = c.clone();
+            std::thread::spawn(move || {
+                for i in 0..50 {
+                    let msg = format!("t{t}-{i}");
+                    let r = call(&c, "echo", json!({"message": msg}), json!({})).unwrap();
+                    assert_eq!(text_of(&r), format!("Echo: {msg}"));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    block_on(c.close());
+}
