@@ -35,7 +35,9 @@ fn main() {
 
 /// One C-ABI call's outcome: the status and the JSON it wrote to `out` (freed here).
 fn take(status: mcplug_status, out: *mut c_char) -> Result<Value, String> {
-    let text = unsafe { CStr::from_ptr(out) }.to_string_lossy().into_owned();
+    let text = unsafe { CStr::from_ptr(out) }
+        .to_string_lossy()
+        .into_owned();
     unsafe { mcplug_string_free(out) };
     let value: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     if status == mcplug_status::MCPLUG_OK {
@@ -56,8 +58,20 @@ fn host(server: &Value) -> Result<(), String> {
     let mut client: *mut mcplug_client = std::ptr::null_mut();
     let mut out: *mut c_char = std::ptr::null_mut();
     let server_json = c(&server.to_string());
-    let options = c(r#"{"connect_timeout_ms": 10000, "client_info": {"name": "mcplug-demo", "version": "1.0"}}"#);
-    let info = take(unsafe { mcplug_client_connect(server_json.as_ptr(), options.as_ptr(), &mut client, &mut out) }, out)?;
+    let options = c(
+        r#"{"connect_timeout_ms": 10000, "client_info": {"name": "mcplug-demo", "version": "1.0"}}"#,
+    );
+    let info = take(
+        unsafe {
+            mcplug_client_connect(
+                server_json.as_ptr(),
+                options.as_ptr(),
+                &mut client,
+                &mut out,
+            )
+        },
+        out,
+    )?;
     println!(
         "connected to {} {} — protocol {} ({} era)",
         info["server_info"]["name"].as_str().unwrap_or("?"),
@@ -70,15 +84,27 @@ fn host(server: &Value) -> Result<(), String> {
     let handle = client as usize;
     let events = std::thread::spawn(move || loop {
         let mut out: *mut c_char = std::ptr::null_mut();
-        let status = unsafe { mcplug_client_next_event(handle as *mut mcplug_client, 1000, &mut out) };
+        let status =
+            unsafe { mcplug_client_next_event(handle as *mut mcplug_client, 1000, &mut out) };
         match take(status, out) {
             Ok(event) => match event["type"].as_str() {
                 Some("notification") if event["method"] == "notifications/progress" => {
                     let p = &event["params"];
-                    println!("  … progress {}/{} {}", p["progress"], p["total"], p["message"].as_str().unwrap_or(""));
+                    println!(
+                        "  … progress {}/{} {}",
+                        p["progress"],
+                        p["total"],
+                        p["message"].as_str().unwrap_or("")
+                    );
                 }
-                Some("notification") => println!("  … {} {}", event["method"].as_str().unwrap_or(""), event["params"]),
-                Some("stderr") => println!("  [server stderr] {}", event["line"].as_str().unwrap_or("")),
+                Some("notification") => println!(
+                    "  … {} {}",
+                    event["method"].as_str().unwrap_or(""),
+                    event["params"]
+                ),
+                Some("stderr") => {
+                    println!("  [server stderr] {}", event["line"].as_str().unwrap_or(""))
+                }
                 _ => {}
             },
             Err(_) if status == mcplug_status::MCPLUG_TIMEOUT => continue,
@@ -86,30 +112,64 @@ fn host(server: &Value) -> Result<(), String> {
         }
     });
 
-    let tools = take(unsafe { mcplug_client_list_tools(client, std::ptr::null(), &mut out) }, out)?;
+    let tools = take(
+        unsafe { mcplug_client_list_tools(client, std::ptr::null(), &mut out) },
+        out,
+    )?;
     let list = tools["tools"].as_array().cloned().unwrap_or_default();
     println!("{} tools:", list.len());
     for t in &list {
-        println!("  - {}: {}", t["name"].as_str().unwrap_or("?"), t["description"].as_str().unwrap_or(""));
+        println!(
+            "  - {}: {}",
+            t["name"].as_str().unwrap_or("?"),
+            t["description"].as_str().unwrap_or("")
+        );
     }
 
     let call = |name: &str, args: Value, options: &str| -> Result<Value, String> {
         let (n, a, o) = (c(name), c(&args.to_string()), c(options));
         let mut out: *mut c_char = std::ptr::null_mut();
-        take(unsafe { mcplug_client_call_tool(client, n.as_ptr(), a.as_ptr(), o.as_ptr(), &mut out) }, out)
+        take(
+            unsafe {
+                mcplug_client_call_tool(client, n.as_ptr(), a.as_ptr(), o.as_ptr(), &mut out)
+            },
+            out,
+        )
     };
     let show = |name: &str, r: &Result<Value, String>| match r {
-        Ok(v) => println!("{name} → {}", v["content"][0]["text"].as_str().map(str::to_string).unwrap_or(v.to_string())),
+        Ok(v) => println!(
+            "{name} → {}",
+            v["content"][0]["text"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or(v.to_string())
+        ),
         Err(e) => println!("{name} → error {e}"),
     };
     if list.iter().any(|t| t["name"] == "countdown") {
-        show("echo", &call("echo", json!({"message": "hello from a C-ABI host"}), "{}"));
+        show(
+            "echo",
+            &call("echo", json!({"message": "hello from a C-ABI host"}), "{}"),
+        );
         show("add", &call("add", json!({"a": 2, "b": 40}), "{}"));
-        show("countdown", &call("countdown", json!({"from": 3}), r#"{"progress": true, "tag": "demo-countdown"}"#));
-        show("slow (timeout 200 ms)", &call("countdown", json!({"from": 5}), r#"{"timeout_ms": 200}"#));
+        show(
+            "countdown",
+            &call(
+                "countdown",
+                json!({"from": 3}),
+                r#"{"progress": true, "tag": "demo-countdown"}"#,
+            ),
+        );
+        show(
+            "slow (timeout 200 ms)",
+            &call("countdown", json!({"from": 5}), r#"{"timeout_ms": 200}"#),
+        );
         show("no-such-tool", &call("no-such-tool", json!({}), "{}"));
     } else if list.iter().any(|t| t["name"] == "echo") {
-        show("echo", &call("echo", json!({"message": "hello from a C-ABI host"}), "{}"));
+        show(
+            "echo",
+            &call("echo", json!({"message": "hello from a C-ABI host"}), "{}"),
+        );
     }
 
     unsafe { mcplug_client_free(client) };
@@ -140,8 +200,12 @@ fn serve() {
     ]);
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
-        let Ok(msg) = serde_json::from_str::<Value>(&line) else { continue };
-        let (Some(id), Some(method)) = (msg.get("id").cloned(), msg["method"].as_str()) else { continue };
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let (Some(id), Some(method)) = (msg.get("id").cloned(), msg["method"].as_str()) else {
+            continue;
+        };
         let params = &msg["params"];
         let result = match method {
             "server/discover" => json!({
@@ -160,9 +224,12 @@ fn serve() {
             "tools/call" => {
                 let args = &params["arguments"];
                 match params["name"].as_str() {
-                    Some("echo") => json!({"content": [{"type": "text", "text": format!("Echo: {}", args["message"].as_str().unwrap_or(""))}]}),
+                    Some("echo") => {
+                        json!({"content": [{"type": "text", "text": format!("Echo: {}", args["message"].as_str().unwrap_or(""))}]})
+                    }
                     Some("add") => {
-                        let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
+                        let sum =
+                            args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
                         json!({"content": [{"type": "text", "text": sum.to_string()}], "structuredContent": {"sum": sum}})
                     }
                     Some("countdown") => {
@@ -171,20 +238,26 @@ fn serve() {
                         for step in 1..=from {
                             std::thread::sleep(std::time::Duration::from_millis(100));
                             if !token.is_null() {
-                                send(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
-                                    "progressToken": token, "progress": step, "total": from, "message": format!("{} left", from - step)}}));
+                                send(
+                                    json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+                                    "progressToken": token, "progress": step, "total": from, "message": format!("{} left", from - step)}}),
+                                );
                             }
                         }
                         json!({"content": [{"type": "text", "text": "liftoff"}]})
                     }
                     other => {
-                        send(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": format!("Unknown tool: {}", other.unwrap_or("(none)"))}}));
+                        send(
+                            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": format!("Unknown tool: {}", other.unwrap_or("(none)"))}}),
+                        );
                         continue;
                     }
                 }
             }
             _ => {
-                send(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("Method not found: {method}")}}));
+                send(
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("Method not found: {method}")}}),
+                );
                 continue;
             }
         };
