@@ -320,3 +320,39 @@ fn many_threads_one_connection() {
     }
     block_on(c.close());
 }
+
+#[test]
+fn a_server_that_stops_reading_cannot_hold_a_caller_or_the_close() {
+    let (c, _) = connect("normal", json!({"shutdown_grace_ms": 200})).unwrap();
+    assert_eq!(
+        text_of(&call(&c, "stop_reading", json!({}), json!({})).unwrap()),
+        "ok"
+    );
+    let big = "y".repeat(4 << 20); // far more than a pipe holds
+    let t = Instant::now();
+    let e = call(
+        &c,
+        "echo",
+        json!({"message": big}),
+        json!({"timeout_ms": 300}),
+    )
+    .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
+    assert!(t.elapsed() < Duration::from_secs(3));
+    // A second call queues behind the stuck write and times out too.
+    let e = call(
+        &c,
+        "echo",
+        json!({"message": "small"}),
+        json!({"timeout_ms": 300}),
+    )
+    .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
+    let t = Instant::now();
+    block_on(c.close());
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "close took {:?}",
+        t.elapsed()
+    );
+}

@@ -282,7 +282,7 @@ impl Client {
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
         self.shared.check_open()?;
         let msg = protocol::encode_notification(method, params.as_ref());
-        self.shared.transport()?.send(msg).await
+        self.shared.transport()?.clone().send(msg).await
     }
 
     /// Waits for the next event (`None`: forever).
@@ -434,15 +434,51 @@ impl Shared {
         drop(params);
 
         let outcome = async {
-            if let Err(e) = self.transport()?.send(message).await {
-                self.pending.forget(id);
-                return Err(e);
-            }
             let start = Instant::now();
             let mut deadline = send.timeout.map(|t| start + t);
             let hard_deadline = options.and_then(|o| o.max_total_timeout).map(|m| start + m);
             if let (Some(d), Some(h)) = (deadline, hard_deadline) {
                 deadline = Some(d.min(h));
+            }
+            // The send counts against the same timer and cancel: a server that stopped reading
+            // must not hold a caller past its timeout.
+            let mut sending = self.transport()?.clone().send(message);
+            let sent = tokio::select! {
+                r = &mut sending => Some(r),
+                _ = sleep_until_opt(deadline) => None,
+                _ = cancelled(guard.as_ref()) => None,
+            };
+            match sent {
+                Some(Ok(())) => {}
+                Some(Err(e)) => {
+                    self.pending.forget(id);
+                    return Err(self.check_open().err().unwrap_or(e));
+                }
+                None => {
+                    self.pending.forget(id);
+                    // Let the half-written message finish (never leave a partial line), then tell
+                    // the server to drop it.
+                    let transport = self.transport()?.clone();
+                    let cancellable = send.cancellable;
+                    crate::runtime::spawn(async move {
+                        if sending.await.is_ok() && cancellable {
+                            let msg = protocol::encode_notification(
+                                "notifications/cancelled",
+                                Some(&json!({"requestId": id, "reason": "timed out or cancelled while sending"})),
+                            );
+                            let _ = transport.send(msg).await;
+                        }
+                    });
+                    return Err(if guard.as_ref().is_some_and(|g| g.signal.is_fired()) {
+                        Error::new(ErrorKind::Cancelled, format!("{} was cancelled by the host", send.method))
+                    } else {
+                        Error::timeout(format!(
+                            "{} timed out after {} ms while still being sent (the server is not reading its input)",
+                            send.method,
+                            send.timeout.map(millis).unwrap_or_default()
+                        ))
+                    });
+                }
             }
             loop {
                 tokio::select! {
@@ -450,7 +486,7 @@ impl Shared {
                     r = &mut answer => {
                         return match r {
                             Ok(r) => r,
-                            Err(_) => self.check_open().map(|_| Value::Null).and(Err(Error::closed("the connection is closed"))),
+                            Err(_) => Err(self.check_open().err().unwrap_or_else(|| Error::closed("the connection is closed"))),
                         };
                     }
                     _ = sleep_until_opt(deadline) => {
@@ -506,7 +542,7 @@ impl Shared {
             Some(&json!({"requestId": id, "reason": reason})),
         );
         if let Ok(t) = self.transport() {
-            let _ = t.send(msg).await;
+            let _ = t.clone().send(msg).await;
         }
     }
 
@@ -625,6 +661,7 @@ impl Shared {
             version: version.clone(),
         });
         self.transport()?
+            .clone()
             .send(protocol::encode_notification(
                 "notifications/initialized",
                 None,
@@ -782,7 +819,7 @@ impl Shared {
             Ok(r) => protocol::encode_response(&entry.rpc_id, Ok(r)),
             Err(e) => protocol::encode_response(&entry.rpc_id, Err(e)),
         };
-        self.transport()?.send(msg).await
+        self.transport()?.clone().send(msg).await
     }
 
     fn on_notification(&self, method: String, params: Option<Value>) {

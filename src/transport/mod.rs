@@ -10,6 +10,7 @@ use crate::error::Error;
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -27,8 +28,10 @@ pub trait Inbound: Send + Sync {
 }
 
 pub trait Transport: Send + Sync {
-    /// Sends one message, already serialized with its trailing newline.
-    fn send<'a>(&'a self, message: Vec<u8>) -> BoxFuture<'a, Result<(), Error>>;
+    /// Sends one message, already serialized with its trailing newline. The future owns what it
+    /// needs, so a caller that stops waiting (timeout, cancel) can let it finish in the background
+    /// instead of dropping it halfway through a message, which would corrupt the stream.
+    fn send(self: Arc<Self>, message: Vec<u8>) -> BoxFuture<'static, Result<(), Error>>;
     /// Closes gracefully and releases everything (for stdio: the whole process group is gone
     /// and reaped when this returns). Idempotent.
     fn close(&self) -> BoxFuture<'_, ()>;

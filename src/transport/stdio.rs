@@ -237,7 +237,7 @@ impl StdioTransport {
 }
 
 impl Transport for StdioTransport {
-    fn send<'a>(&'a self, message: Vec<u8>) -> BoxFuture<'a, Result<(), Error>> {
+    fn send(self: Arc<Self>, message: Vec<u8>) -> BoxFuture<'static, Result<(), Error>> {
         Box::pin(async move {
             let mut guard = self.stdin.lock().await;
             let Some(stdin) = guard.as_mut() else {
@@ -256,8 +256,12 @@ impl Transport for StdioTransport {
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             self.closing.store(true, Ordering::SeqCst);
-            // 1. Closing stdin is the polite request to exit.
-            drop(self.stdin.lock().await.take());
+            // 1. Closing stdin is the polite request to exit. A writer stuck on a full pipe (a
+            // server that stopped reading) holds the lock: then go straight to the signals, which
+            // break the pipe and free it.
+            if let Ok(mut stdin) = tokio::time::timeout(self.grace, self.stdin.lock()).await {
+                drop(stdin.take());
+            }
             let mut exited = self.wait_exit(self.grace).await;
             // 2. and 3. Then the whole group: SIGTERM, then SIGKILL.
             if !exited {

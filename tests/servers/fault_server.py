@@ -15,7 +15,7 @@ this one exists only for the faults.
 Tools (every mode that answers): echo {message}, sleep {ms}, cancelled_ids {}, crash {},
 big {bytes}, stderr {line}, last_meta {} (the `_meta` of this very request, as JSON text),
 ask {method, params, wait_ms} (sends that request to the client and answers with the client's
-response as JSON text, or "no answer" after wait_ms).
+response as JSON text, or "no answer" after wait_ms), stop_reading {} (never reads stdin again).
 """
 import json
 import os
@@ -28,6 +28,7 @@ import time
 MODE = sys.argv[1] if len(sys.argv) > 1 else "normal"
 out_lock = threading.Lock()
 cancelled = []
+stop_reading = threading.Event()
 answers = {}  # id of a request we sent -> [threading.Event, response]
 ask_counter = [0]
 
@@ -51,6 +52,7 @@ TOOLS = [
     {"name": "big", "description": "Answers with `bytes` bytes of text", "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}},
     {"name": "stderr", "description": "Writes a line to stderr", "inputSchema": {"type": "object", "properties": {"line": {"type": "string"}}}},
     {"name": "last_meta", "description": "The _meta of this request", "inputSchema": {"type": "object"}},
+    {"name": "stop_reading", "description": "Stops reading stdin for good", "inputSchema": {"type": "object"}},
     {"name": "ask", "description": "Sends a request to the client and returns its response", "inputSchema": {"type": "object"}},
 ]
 
@@ -74,6 +76,9 @@ def call_tool(rid, params):
     if name == "stderr":
         sys.stderr.write(str(args.get("line")) + "\n")
         sys.stderr.flush()
+        return send({"jsonrpc": "2.0", "id": rid, "result": text("ok")})
+    if name == "stop_reading":
+        stop_reading.set()
         return send({"jsonrpc": "2.0", "id": rid, "result": text("ok")})
     if name == "ask":
         with out_lock:
@@ -163,7 +168,13 @@ def main():
             msg = json.loads(line)
         except ValueError:
             continue
-        handle(msg)
+        if msg.get("method") == "tools/call" and (msg.get("params") or {}).get("name") == "stop_reading":
+            call_tool(msg.get("id"), msg.get("params"))
+        else:
+            handle(msg)
+        if stop_reading.is_set():
+            while True:
+                time.sleep(1)
     if MODE == "ignore-term":
         while True:
             time.sleep(1)
