@@ -11,6 +11,8 @@ this one exists only for the faults.
           | modern (answers server/discover: 2026-07-28) | future-only (-32022, supports only 2099-01-01)
           | discover-legacy (discover answers with legacy versions only) | old (initialize -> 2024-11-05)
           | bad-version (initialize -> 1999-01-01)
+          | paged (tools/list in pages of 2; the second page's cursor is "", which is valid)
+          | loop-cursor (tools/list always answers the same nextCursor)
 
 Tools (every mode that answers): echo {message}, sleep {ms}, cancelled_ids {}, crash {},
 big {bytes}, stderr {line}, last_meta {} (the `_meta` of this very request, as JSON text),
@@ -134,6 +136,16 @@ def handle(msg):
     if method == "ping":
         return send({"jsonrpc": "2.0", "id": rid, "result": {}})
     if method == "tools/list":
+        if MODE == "paged":
+            cursors = ["", "page-%d"]  # the first page's nextCursor is "", a valid cursor
+            cursor = params.get("cursor")
+            start = 0 if cursor is None else (2 if cursor == "" else int(cursor.split("-")[1]))
+            page = {"tools": TOOLS[start:start + 2]}
+            if start + 2 < len(TOOLS):
+                page["nextCursor"] = cursors[0] if start == 0 else cursors[1] % (start + 2)
+            return send({"jsonrpc": "2.0", "id": rid, "result": page})
+        if MODE == "loop-cursor":
+            return send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS[:1], "nextCursor": "again"}})
         return send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
     if method == "tools/call":
         threading.Thread(target=call_tool, args=(rid, params), daemon=True).start()
