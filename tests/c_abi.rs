@@ -1,0 +1,237 @@
+//! Builds the C test programs in `tests/c/` against the crate's `libmcplug.so` with
+//! `-std=c11 -Wall -Wextra -Wpedantic -Werror`, runs each, and fails with its output when it fails.
+//!
+//! The programs talk to real peers, found in the checkout (see `peers()`); a missing peer fails
+//! with the command that installs it. `MCPLUG_VALGRIND=1` also runs each program under valgrind
+//! (definite leaks and memory errors fail) in a reduced mode (`MCPLUG_TEST_REDUCED=1`: 100 calls
+//! instead of 1,000, time bounds ten times looser). `CC` picks the compiler (default `cc`).
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+const NPM_INSTALL: &str = "mkdir -p .deps/npm && cd .deps/npm && echo '{\"private\":true}' > package.json && \
+     npm install @modelcontextprotocol/server-everything@2026.8.31 koffi@3.3.4";
+const VENV_INSTALL: &str = "python3 -m venv .deps/venv && .deps/venv/bin/pip install pytest mcp==2.3.0";
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `target/<profile>` of this build: this test binary is `target/<profile>/deps/c_abi-<hash>`,
+/// and `cargo test` puts the cdylib in `target/<profile>/`.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let deps = exe.parent().expect("the test binary has a parent directory");
+    deps.parent().expect("deps/ has a parent directory").to_path_buf()
+}
+
+fn library_dir() -> PathBuf {
+    let dir = profile_dir();
+    let lib = dir.join("libmcplug.so");
+    assert!(
+        lib.exists(),
+        "{} does not exist; `cargo test` should have built the cdylib next to the test binary",
+        lib.display()
+    );
+    dir
+}
+
+/// `target/c-tests/`: the compiled programs and their scratch files.
+fn out_dir() -> PathBuf {
+    let dir = profile_dir().parent().expect("target/ above the profile dir").join("c-tests");
+    std::fs::create_dir_all(dir.join("tmp")).expect("create target/c-tests/tmp");
+    dir
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file())
+}
+
+/// The environment the C programs read their peers from. Panics (with the install command)
+/// when one is missing: a test that silently skips proves nothing.
+fn peers() -> &'static Vec<(&'static str, PathBuf)> {
+    static PEERS: OnceLock<Vec<(&'static str, PathBuf)>> = OnceLock::new();
+    PEERS.get_or_init(|| {
+        let root = manifest_dir();
+        let node = which("node").unwrap_or_else(|| panic!("`node` is not on PATH; the C tests need Node.js (20+) for server-everything"));
+        let everything = root.join(".deps/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        let python = root.join(".deps/venv/bin/python");
+        let list = vec![
+            ("MCPLUG_NODE", node),
+            ("MCPLUG_EVERYTHING", everything),
+            ("MCPLUG_PYTHON", python),
+            ("MCPLUG_FAULT_SERVER", root.join("tests/servers/fault_server.py")),
+            ("MCPLUG_MODERN_SERVER", root.join("tests/servers/modern_server.py")),
+        ];
+        for (name, path) in &list {
+            if !path.exists() {
+                let install = match *name {
+                    "MCPLUG_EVERYTHING" => format!("install it from the checkout's root:\n    {NPM_INSTALL}"),
+                    "MCPLUG_PYTHON" => format!("install it from the checkout's root:\n    {VENV_INSTALL}"),
+                    _ => "it belongs to the repository; restore it from git".to_string(),
+                };
+                panic!("test peer {name} is missing: {} does not exist; {install}", path.display());
+            }
+        }
+        let probe = Command::new(&list[2].1).args(["-c", "import mcp.server.mcpserver"]).output();
+        match probe {
+            Ok(o) if o.status.success() => {}
+            _ => panic!("{} cannot import mcp.server.mcpserver; install mcp 2.3.0:\n    {VENV_INSTALL}", list[2].1.display()),
+        }
+        list
+    })
+}
+
+/// Compiles `tests/c/<name>.c` once per test run; returns the program's path.
+fn build(name: &str) -> PathBuf {
+    let root = manifest_dir();
+    let out = out_dir();
+    let exe = out.join(name);
+    // Another `cargo test` may be building the same program: write aside, then rename.
+    let tmp = out.join(format!(".{name}.{}.tmp", std::process::id()));
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let lib = library_dir();
+    let output = Command::new(&cc)
+        .args(["-std=c11", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-g", "-O1"])
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg("-I")
+        .arg(root.join("tests/c"))
+        .arg(root.join("tests/c").join(format!("{name}.c")))
+        .arg("-o")
+        .arg(&tmp)
+        .arg("-L")
+        .arg(&lib)
+        .args(["-lmcplug", "-lpthread"])
+        .output()
+        .unwrap_or_else(|e| panic!("could not run the C compiler `{cc}`: {e}"));
+    if !output.status.success() {
+        let _ = std::fs::remove_file(&tmp);
+        panic!(
+            "compiling tests/c/{name}.c failed ({}):\n{}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    std::fs::rename(&tmp, &exe).expect("move the compiled program into place");
+    exe
+}
+
+/// Runs a command with a wall-clock bound; returns its exit code (None: killed at the bound),
+/// its stdout followed by its stderr, and how long it took.
+fn run_bounded(mut cmd: Command, bound: Duration) -> (Option<i32>, String, Duration) {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
+    let start = Instant::now();
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("could not start {cmd:?}: {e}"));
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            String::from_utf8_lossy(&buf).into_owned()
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("stderr")));
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the C test") {
+            break Some(status);
+        }
+        if start.elapsed() > bound {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = start.elapsed();
+    let mut text = out.join().unwrap_or_default();
+    let err = err.join().unwrap_or_default();
+    if !err.is_empty() {
+        text.push_str("--- stderr ---\n");
+        text.push_str(&err);
+    }
+    match status {
+        Some(s) => (s.code(), text, took),
+        None => (None, format!("{text}\n*** killed: still running after {} s ***\n", bound.as_secs()), took),
+    }
+}
+
+fn run(name: &str) {
+    let exe = build(name);
+    let configure = |cmd: &mut Command, reduced: bool| {
+        cmd.env("LD_LIBRARY_PATH", library_dir())
+            .env("MCPLUG_TEST_TMPDIR", out_dir().join("tmp"))
+            .env("MCPLUG_TEST_REDUCED", if reduced { "1" } else { "0" })
+            .current_dir(out_dir());
+        for (var, path) in peers() {
+            cmd.env(var, path);
+        }
+    };
+
+    let mut cmd = Command::new(&exe);
+    configure(&mut cmd, false);
+    let (code, output, took) = run_bounded(cmd, Duration::from_secs(120));
+    print!("{output}");
+    println!("[{name}: exit {code:?} in {:.2} s]", took.as_secs_f64());
+    if code != Some(0) {
+        panic!("C test {name} failed (exit {code:?}); its output:\n{output}");
+    }
+
+    if std::env::var("MCPLUG_VALGRIND").as_deref() == Ok("1") {
+        let mut cmd = Command::new("valgrind");
+        cmd.args(["--leak-check=full", "--errors-for-leak-kinds=definite", "--error-exitcode=99", "--quiet"]).arg(&exe);
+        configure(&mut cmd, true);
+        let (code, output, took) = run_bounded(cmd, Duration::from_secs(900));
+        print!("{output}");
+        println!("[{name} under valgrind: exit {code:?} in {:.2} s]", took.as_secs_f64());
+        match code {
+            Some(0) => {}
+            Some(99) => panic!("valgrind found definite leaks or memory errors in C test {name}:\n{output}"),
+            _ => panic!("C test {name} failed under valgrind (exit {code:?}):\n{output}"),
+        }
+    }
+}
+
+#[test]
+fn c_abi_args() {
+    run("abi_args");
+}
+
+#[test]
+fn c_everything() {
+    run("everything");
+}
+
+#[test]
+fn c_modern() {
+    run("modern");
+}
+
+#[test]
+fn c_faults() {
+    run("faults");
+}
+
+#[test]
+fn c_concurrency() {
+    run("concurrency");
+}
+
+#[test]
+fn every_c_test_is_run() {
+    // A new tests/c/*.c must get its #[test] above.
+    let known = ["abi_args", "everything", "modern", "faults", "concurrency"];
+    let dir = manifest_dir().join("tests/c");
+    for entry in std::fs::read_dir(&dir).expect("read tests/c") {
+        let path = entry.expect("dir entry").path();
+        if path.extension().and_then(|e| e.to_str()) == Some("c") {
+            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+            assert!(known.contains(&stem.as_str()), "tests/c/{stem}.c has no #[test] in tests/c_abi.rs");
+        }
+    }
+}
