@@ -1,5 +1,6 @@
 //! Builds the C test programs in `tests/c/` against the crate's `libmcplug.so` with
 //! `-std=c11 -Wall -Wextra -Wpedantic -Werror`, runs each, and fails with its output when it fails.
+//! The programs land in `target/c-tests/`; run one by hand with the environment printed on failure.
 //!
 //! The programs talk to real peers, found in the checkout (see `peers()`); a missing peer fails
 //! with the command that installs it. `MCPLUG_VALGRIND=1` also runs each program under valgrind
@@ -20,23 +21,31 @@ fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `target/<profile>` of this build: this test binary is `target/<profile>/deps/c_abi-<hash>`,
-/// and `cargo test` puts the cdylib in `target/<profile>/`.
-fn profile_dir() -> PathBuf {
+/// This test binary is `target/<profile>/deps/c_abi-<hash>`.
+fn deps_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
-    let deps = exe.parent().expect("the test binary has a parent directory");
-    deps.parent().expect("deps/ has a parent directory").to_path_buf()
+    exe.parent().expect("the test binary has a parent directory").to_path_buf()
 }
 
+/// `target/<profile>` of this build.
+fn profile_dir() -> PathBuf {
+    deps_dir().parent().expect("deps/ has a parent directory").to_path_buf()
+}
+
+/// Where this build's `libmcplug.so` is. `cargo test` builds the cdylib into `deps/` beside the
+/// test binary (fresh for this very build) and only `cargo build` copies it up to
+/// `target/<profile>/`, where it may be stale; so `deps/` comes first.
 fn library_dir() -> PathBuf {
-    let dir = profile_dir();
-    let lib = dir.join("libmcplug.so");
-    assert!(
-        lib.exists(),
-        "{} does not exist; `cargo test` should have built the cdylib next to the test binary",
-        lib.display()
+    for dir in [deps_dir(), profile_dir()] {
+        if dir.join("libmcplug.so").exists() {
+            return dir;
+        }
+    }
+    panic!(
+        "libmcplug.so is in neither {} nor {}; `cargo test` should have built the cdylib",
+        deps_dir().display(),
+        profile_dir().display()
     );
-    dir
 }
 
 /// `target/c-tests/`: the compiled programs and their scratch files.
@@ -179,7 +188,11 @@ fn run(name: &str) {
     print!("{output}");
     println!("[{name}: exit {code:?} in {:.2} s]", took.as_secs_f64());
     if code != Some(0) {
-        panic!("C test {name} failed (exit {code:?}); its output:\n{output}");
+        let mut again = format!("LD_LIBRARY_PATH={} MCPLUG_TEST_TMPDIR={}", library_dir().display(), out_dir().join("tmp").display());
+        for (var, path) in peers() {
+            again.push_str(&format!(" {var}={}", path.display()));
+        }
+        panic!("C test {name} failed (exit {code:?}); its output:\n{output}\nto run it again:\n    {again} {}", exe.display());
     }
 
     if std::env::var("MCPLUG_VALGRIND").as_deref() == Ok("1") {
