@@ -34,7 +34,8 @@ fn text_of(result: &Value) -> String {
 }
 
 fn call(c: &Client, name: &str, args: Value, options: Value) -> mcplug::Result<Value> {
-    block_on(c.call_tool(name, Some(args), &opts(options)))
+    let args = serde_json::value::to_raw_value(&args).unwrap();
+    block_on(c.call_tool(name, Some(&args), &opts(options))).map(|r| r.value())
 }
 
 #[test]
@@ -360,25 +361,31 @@ fn a_server_that_stops_reading_cannot_hold_a_caller_or_the_close() {
 #[test]
 fn pagination_is_followed_to_the_end() {
     let (c, _) = connect("normal", json!({})).unwrap();
-    let all = block_on(c.list_tools(&opts(json!({})))).unwrap();
+    let all = block_on(c.list_tools(&opts(json!({})))).unwrap().value();
     let n = all["tools"].as_array().unwrap().len();
     block_on(c.close());
 
     let (c, _) = connect("paged", json!({})).unwrap();
-    let paged = block_on(c.list_tools(&opts(json!({})))).unwrap();
+    let paged = block_on(c.list_tools(&opts(json!({})))).unwrap().value();
     assert_eq!(
         paged["tools"], all["tools"],
         "every page, in order, \"\" being a valid cursor"
     );
     assert!(n > 4, "the fixture has several pages");
     // One page on request, as the server sent it.
-    let first = block_on(c.list_tools(&opts(json!({"cursor": ""})))).unwrap();
+    let first = block_on(c.list_tools(&opts(json!({"cursor": ""}))))
+        .unwrap()
+        .value();
     assert_eq!(first["tools"].as_array().unwrap().len(), 2);
     assert!(first["nextCursor"].is_string());
     // The generic request follows pages only when asked.
-    let one = block_on(c.request("tools/list", None, &opts(json!({})))).unwrap();
+    let one = block_on(c.request("tools/list", None, &opts(json!({}))))
+        .unwrap()
+        .value();
     assert_eq!(one["nextCursor"], "");
-    let every = block_on(c.request("tools/list", None, &opts(json!({"all_pages": true})))).unwrap();
+    let every = block_on(c.request("tools/list", None, &opts(json!({"all_pages": true}))))
+        .unwrap()
+        .value();
     assert_eq!(every["tools"].as_array().unwrap().len(), n);
     block_on(c.close());
 

@@ -13,13 +13,14 @@ pub mod options;
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::era::{self, Era};
 use crate::protocol::pending::PendingTable;
-use crate::protocol::{self, codes, Incoming};
+use crate::protocol::{self, codes, Incoming, Outgoing, RawJson};
 use crate::transport::stdio::{StdioLimits, StdioTransport};
 use crate::transport::{Inbound, Transport};
 use events::{EventQueue, Pulled};
 use once_cell::sync::{Lazy, OnceCell};
 use options::{CallOptions, ConnectOptions, ServerSpec};
 use parking_lot::{Mutex, RwLock};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -58,17 +59,34 @@ struct Shared {
     host_requests: Mutex<HashMap<String, HostRequest>>,
     next_event_id: AtomicU64,
     progress: Mutex<HashMap<String, ProgressRoute>>,
-    era: RwLock<Option<Era>>,
+    era: RwLock<Option<EraState>>,
     closed: AtomicBool,
     close_reason: Mutex<Option<Error>>,
     /// The last non-JSON line the server wrote to stdout, for the message when it dies.
     last_invalid: Mutex<Option<String>>,
 }
 
+/// The negotiated era, and for the modern era the request `_meta` entries, serialized once.
+struct EraState {
+    era: Era,
+    /// `"io.modelcontextprotocol/protocolVersion":...,"...clientCapabilities":...,"...clientInfo":...`
+    modern_meta: Option<String>,
+}
+
+/// What a request carries. Tool calls, the hot path, are written straight into the message
+/// buffer with the host's arguments as the raw text it gave.
+enum Body<'a> {
+    Params(Option<Value>),
+    ToolCall {
+        name: &'a str,
+        arguments: Option<&'a RawValue>,
+    },
+}
+
 /// How one request is sent; the public calls fill it from the host's options.
 struct Send<'a> {
     method: &'a str,
-    params: Option<Value>,
+    body: Body<'a>,
     timeout: Option<Duration>,
     /// May this request be cancelled with `notifications/cancelled`? (Never `initialize`.)
     cancellable: bool,
@@ -137,7 +155,7 @@ impl Client {
 
     /// The era and version negotiated at connect.
     pub fn era(&self) -> Option<Era> {
-        self.shared.era.read().clone()
+        self.shared.era.read().as_ref().map(|s| s.era.clone())
     }
 
     /// Any request, with the host's per-call options; `default_timeout` is the layer's default
@@ -147,10 +165,11 @@ impl Client {
         method: &str,
         params: Option<Value>,
         options: &CallOptions,
-    ) -> Result<Value> {
+    ) -> Result<RawJson> {
         if options.all_pages {
             if let Some(field) = page_field(method) {
-                return self.list_all(method, field, params, options).await;
+                let all = self.list_all(method, field, params, options).await?;
+                return Ok(RawJson::from_value(&all));
             }
             return Err(Error::invalid(format!(
                 "option `all_pages` only applies to list methods, not {method:?}"
@@ -160,7 +179,7 @@ impl Client {
         self.shared
             .send_request(Send {
                 method,
-                params,
+                body: Body::Params(params),
                 timeout,
                 cancellable: true,
                 options: Some(options),
@@ -169,22 +188,18 @@ impl Client {
     }
 
     /// `tools/call`: tool calls have their own timeout layer (unbounded unless the host sets one).
+    /// `arguments` is the JSON object of arguments, as validated raw text.
     pub async fn call_tool(
         &self,
         name: &str,
-        arguments: Option<Value>,
+        arguments: Option<&RawValue>,
         options: &CallOptions,
-    ) -> Result<Value> {
-        let mut params = Map::new();
-        params.insert("name".into(), Value::String(name.to_string()));
-        if let Some(args) = arguments {
-            params.insert("arguments".into(), args);
-        }
+    ) -> Result<RawJson> {
         let timeout = options.timeout.or(self.shared.options.tool_timeout);
         self.shared
             .send_request(Send {
                 method: "tools/call",
-                params: Some(Value::Object(params)),
+                body: Body::ToolCall { name, arguments },
                 timeout,
                 cancellable: true,
                 options: Some(options),
@@ -194,21 +209,22 @@ impl Client {
 
     /// `tools/list`, every page, as `{"tools": [...]}`; with `options.cursor`, that one page as
     /// the server sent it.
-    pub async fn list_tools(&self, options: &CallOptions) -> Result<Value> {
+    pub async fn list_tools(&self, options: &CallOptions) -> Result<RawJson> {
         if let Some(cursor) = &options.cursor {
             let timeout = options.timeout.or(self.shared.options.request_timeout);
             return self
                 .shared
                 .send_request(Send {
                     method: "tools/list",
-                    params: Some(json!({ "cursor": cursor })),
+                    body: Body::Params(Some(json!({ "cursor": cursor }))),
                     timeout,
                     cancellable: true,
                     options: Some(options),
                 })
                 .await;
         }
-        self.list_all("tools/list", "tools", None, options).await
+        let all = self.list_all("tools/list", "tools", None, options).await?;
+        Ok(RawJson::from_value(&all))
     }
 
     /// Follows `nextCursor` to the end (`""` is a valid cursor; a missing one ends the list) and
@@ -237,12 +253,13 @@ impl Client {
                 .shared
                 .send_request(Send {
                     method,
-                    params: Some(Value::Object(base.clone())),
+                    body: Body::Params(Some(Value::Object(base.clone()))),
                     timeout,
                     cancellable: true,
                     options: Some(options),
                 })
-                .await?;
+                .await?
+                .value();
             match page.get_mut(field).map(Value::take) {
                 Some(Value::Array(list)) => items.extend(list),
                 None | Some(Value::Null) => {}
@@ -388,32 +405,21 @@ impl Shared {
     }
 
     /// Sends one request and waits for its answer, its own timer, or a cancel.
-    async fn send_request(&self, send: Send<'_>) -> Result<Value> {
+    async fn send_request(&self, send: Send<'_>) -> Result<RawJson> {
         self.check_open()?;
         let options = send.options;
         let guard = options.and_then(|o| o.tag.as_deref()).map(cancel::register);
         let (id, mut answer) = self.pending.register();
         if self.closed.load(Ordering::SeqCst) {
             self.pending.forget(id);
-            return self.check_open().map(|_| Value::Null);
+            self.check_open()?;
         }
 
-        let era = self.era.read().clone();
-        let mut params = send.params;
         let wants_progress = options.is_some_and(|o| o.progress);
         let reset = options
             .filter(|o| o.reset_timeout_on_progress && o.progress)
             .map(|_| Arc::new(Notify::new()));
         if wants_progress {
-            let mut p = match params.take() {
-                Some(Value::Object(m)) => m,
-                _ => Map::new(),
-            };
-            let meta = p.entry("_meta").or_insert_with(|| json!({}));
-            if let Some(meta) = meta.as_object_mut() {
-                meta.insert("progressToken".into(), json!(id));
-            }
-            params = Some(Value::Object(p));
             self.progress.lock().insert(
                 id.to_string(),
                 ProgressRoute {
@@ -422,16 +428,19 @@ impl Shared {
                 },
             );
         }
-        if let Some(Era::Modern { version }) = &era {
-            params = Some(era::stamp_modern_meta(
-                params,
-                version,
-                &self.options.capabilities,
-                &self.options.client_info,
-            ));
-        }
-        let message = protocol::encode_request(id, send.method, params.as_ref());
-        drop(params);
+        let (message, modern) = {
+            let era = self.era.read();
+            let modern = era.as_ref().and_then(|s| s.modern_meta.as_deref());
+            let message = match send.body {
+                Body::Params(params) => {
+                    self.encode_params(id, send.method, params, wants_progress, era.as_ref())
+                }
+                Body::ToolCall { name, arguments } => {
+                    encode_tool_call(id, name, arguments, wants_progress, modern)
+                }
+            };
+            (message, modern.is_some())
+        };
 
         let outcome = async {
             let start = Instant::now();
@@ -527,10 +536,49 @@ impl Shared {
             self.progress.lock().remove(&id.to_string());
         }
         let result = outcome?;
-        match &era {
-            Some(Era::Modern { .. }) => check_result_type(send.method, result),
-            _ => Ok(result),
+        if modern {
+            check_result_type(send.method, result)
+        } else {
+            Ok(result)
         }
+    }
+
+    /// A request whose params the engine holds as a tree: the progress token and (modern era)
+    /// the per-request `_meta` are merged into whatever `_meta` the caller gave.
+    fn encode_params(
+        &self,
+        id: u64,
+        method: &str,
+        mut params: Option<Value>,
+        wants_progress: bool,
+        era: Option<&EraState>,
+    ) -> Vec<u8> {
+        if wants_progress {
+            let mut p = match params.take() {
+                Some(Value::Object(m)) => m,
+                _ => Map::new(),
+            };
+            let meta = p.entry("_meta").or_insert_with(|| json!({}));
+            if let Some(meta) = meta.as_object_mut() {
+                meta.insert("progressToken".into(), json!(id));
+            }
+            params = Some(Value::Object(p));
+        }
+        if let Some(EraState {
+            era: Era::Modern { version },
+            ..
+        }) = era
+        {
+            params = Some(era::stamp_modern_meta(
+                params,
+                version,
+                &self.options.capabilities,
+                &self.options.client_info,
+            ));
+        }
+        Outgoing::request(id, method, 0)
+            .params(params.as_ref())
+            .finish()
     }
 
     async fn send_cancelled(&self, id: u64, reason: &str) {
@@ -564,13 +612,13 @@ impl Shared {
                 let probe = self
                     .send_request(Send {
                         method: "server/discover",
-                        params: Some(params),
+                        body: Body::Params(Some(params)),
                         timeout: Some(probe_timeout),
                         cancellable: false,
                         options: None,
                     })
                     .await;
-                match probe {
+                match probe.map(|r| r.value()) {
                     Ok(result) => {
                         let supported = string_list(result.get("supportedVersions"));
                         if let Some(v) = opts.modern_versions.iter().find(|v| supported.contains(v))
@@ -640,12 +688,13 @@ impl Shared {
         let result = self
             .send_request(Send {
                 method: "initialize",
-                params: Some(params),
+                body: Body::Params(Some(params)),
                 timeout: opts.connect_timeout,
                 cancellable: false,
                 options: None,
             })
-            .await?;
+            .await?
+            .value();
         let version = result
             .get("protocolVersion")
             .and_then(Value::as_str)
@@ -657,8 +706,11 @@ impl Shared {
                 opts.legacy_versions.join(", ")
             )));
         }
-        *self.era.write() = Some(Era::Legacy {
-            version: version.clone(),
+        *self.era.write() = Some(EraState {
+            era: Era::Legacy {
+                version: version.clone(),
+            },
+            modern_meta: None,
         });
         self.transport()?
             .clone()
@@ -679,8 +731,24 @@ impl Shared {
     }
 
     fn adopt_modern(&self, version: &str, result: Value) -> Value {
-        *self.era.write() = Some(Era::Modern {
-            version: version.to_string(),
+        // The per-request `_meta` entries, serialized once for the tool-call fast path.
+        let mut fragment = Map::new();
+        fragment.insert(era::META_PROTOCOL_VERSION.into(), json!(version));
+        fragment.insert(
+            era::META_CLIENT_CAPABILITIES.into(),
+            self.options.capabilities.clone(),
+        );
+        fragment.insert(
+            era::META_CLIENT_INFO.into(),
+            self.options.client_info.clone(),
+        );
+        let text = Value::Object(fragment).to_string();
+        let modern_meta = text[1..text.len() - 1].to_string();
+        *self.era.write() = Some(EraState {
+            era: Era::Modern {
+                version: version.to_string(),
+            },
+            modern_meta: Some(modern_meta),
         });
         let server_info = result
             .get("_meta")
@@ -892,21 +960,24 @@ impl Shared {
 }
 
 impl Inbound for Shared {
-    fn message(self: Arc<Self>, message: Value) {
-        match protocol::classify(message) {
+    fn message(self: Arc<Self>, line: &[u8]) {
+        match protocol::parse(line) {
             Incoming::Response { id, outcome } => {
-                let outcome = outcome.map_err(|e| Error::from_rpc(&e));
-                if !self.pending.complete(&id, outcome) {
-                    tracing::debug!(?id, "ignored a response to no pending request");
+                let outcome = match outcome {
+                    Ok(result) => Ok(RawJson::copy_of(result)),
+                    Err(error) => Err(Error::from_rpc(&error)),
+                };
+                if !self.pending.complete(id, outcome) {
+                    tracing::debug!(id = id.get(), "ignored a response to no pending request");
                 }
             }
-            Incoming::Request { id, method, params } => {
-                self.on_server_request(id, method, params);
-            }
+            Incoming::Request { id, method, params } => self.on_server_request(id, method, params),
             Incoming::Notification { method, params } => self.on_notification(method, params),
-            Incoming::Invalid { reason, message } => {
+            Incoming::Invalid { reason } => {
+                let text = String::from_utf8_lossy(&line[..line.len().min(4096)]).into_owned();
+                *self.last_invalid.lock() = Some(text.chars().take(200).collect());
                 self.events.push(
-                    &json!({"type": "invalid_message", "error": reason, "message": message}),
+                    &json!({"type": "invalid_message", "error": reason, "line": text}),
                     true,
                 );
             }
@@ -916,14 +987,6 @@ impl Inbound for Shared {
     fn stderr(self: Arc<Self>, line: String) {
         self.events
             .push(&json!({"type": "stderr", "line": line}), true);
-    }
-
-    fn invalid(self: Arc<Self>, line: String, error: String) {
-        *self.last_invalid.lock() = Some(line.chars().take(200).collect());
-        self.events.push(
-            &json!({"type": "invalid_message", "error": error, "line": line}),
-            true,
-        );
     }
 
     fn closed(self: Arc<Self>, mut error: Error) {
@@ -953,9 +1016,57 @@ fn string_list(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Writes a `tools/call` request straight into its buffer: the host's arguments are copied as
+/// the text it gave, and the modern `_meta` is the fragment serialized at connect.
+fn encode_tool_call(
+    id: u64,
+    name: &str,
+    arguments: Option<&RawValue>,
+    progress: bool,
+    modern_meta: Option<&str>,
+) -> Vec<u8> {
+    let args_len = arguments.map_or(0, |a| a.get().len());
+    let mut out = Outgoing::request(
+        id,
+        "tools/call",
+        args_len + name.len() + modern_meta.map_or(0, str::len) + 48,
+    )
+    .raw(b",\"params\":{");
+    if modern_meta.is_some() || progress {
+        out = out.raw(b"\"_meta\":{");
+        if let Some(meta) = modern_meta {
+            out = out.raw(meta.as_bytes());
+            if progress {
+                out = out.raw(b",");
+            }
+        }
+        if progress {
+            out = out.raw(b"\"progressToken\":").number(id);
+        }
+        out = out.raw(b"},");
+    }
+    out = out.raw(b"\"name\":").string(name);
+    if let Some(args) = arguments {
+        out = out.raw(b",\"arguments\":").raw(args.get().as_bytes());
+    }
+    out.raw(b"}").finish()
+}
+
 /// The modern era's `resultType`: absent or "complete" is a final result.
-fn check_result_type(method: &str, result: Value) -> Result<Value> {
-    match result.get("resultType").and_then(Value::as_str) {
+fn check_result_type(method: &str, result: RawJson) -> Result<RawJson> {
+    #[derive(serde::Deserialize)]
+    struct ResultType<'a> {
+        #[serde(rename = "resultType", borrow)]
+        result_type: Option<std::borrow::Cow<'a, str>>,
+    }
+    // Most results have no resultType: find that out without parsing them.
+    if !result.as_str().contains("\"resultType\"") {
+        return Ok(result);
+    }
+    let found = serde_json::from_str::<ResultType>(result.as_str())
+        .ok()
+        .and_then(|r| r.result_type.map(|c| c.into_owned()));
+    match found.as_deref() {
         None | Some("complete") => Ok(result),
         Some("input_required") => Err(Error::not_implemented(format!(
             "the server answered {method} with an InputRequiredResult (multi round-trip request), \
@@ -979,5 +1090,68 @@ async fn notified_opt(n: Option<&Notify>) {
     match n {
         Some(n) => n.notified().await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_call_encoding_is_valid_json_in_every_era() {
+        let args: &RawValue =
+            serde_json::from_str(r#" {"message": "a\nb", "n": 123456789012345678901234567890} "#)
+                .unwrap();
+        let meta = r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"x"}"#;
+        for (progress, modern) in [
+            (false, None),
+            (true, None),
+            (false, Some(meta)),
+            (true, Some(meta)),
+        ] {
+            let line = encode_tool_call(7, "na\"me", Some(args), progress, modern);
+            assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1, "one line");
+            let text = std::str::from_utf8(&line).unwrap();
+            let v: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
+            assert_eq!(v["id"], 7);
+            assert_eq!(v["params"]["name"], "na\"me");
+            assert!(
+                text.contains("123456789012345678901234567890"),
+                "arguments copied verbatim: {text}"
+            );
+            assert_eq!(
+                v["params"]["_meta"]["progressToken"].as_u64(),
+                progress.then_some(7)
+            );
+            assert_eq!(
+                v["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str(),
+                modern.map(|_| "2026-07-28")
+            );
+        }
+        let v: Value =
+            serde_json::from_slice(&encode_tool_call(1, "t", None, false, None)).unwrap();
+        assert_eq!(v["params"], json!({"name": "t"}));
+    }
+
+    #[test]
+    fn result_type_is_checked_without_parsing_plain_results() {
+        let ok = RawJson::from_value(&json!({"content": []}));
+        assert!(check_result_type("tools/call", ok).is_ok());
+        let done = RawJson::from_value(&json!({"resultType": "complete"}));
+        assert!(check_result_type("tools/call", done).is_ok());
+        let mrtr = RawJson::from_value(&json!({"resultType": "input_required"}));
+        assert_eq!(
+            check_result_type("tools/call", mrtr).unwrap_err().kind,
+            ErrorKind::NotImplemented
+        );
+        let odd = RawJson::from_value(&json!({"resultType": "banana"}));
+        assert_eq!(
+            check_result_type("tools/call", odd).unwrap_err().kind,
+            ErrorKind::Protocol
+        );
+        // The words inside content are not a resultType.
+        let text =
+            RawJson::from_value(&json!({"content": [{"type": "text", "text": "\"resultType\""}]}));
+        assert!(check_result_type("tools/call", text).is_ok());
     }
 }

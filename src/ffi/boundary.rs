@@ -1,6 +1,7 @@
 //! The panic boundary and the argument/result helpers every C entry point uses.
 
 use crate::error::{Error, ErrorKind};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::ffi::{c_char, CStr, CString};
 
@@ -102,6 +103,24 @@ pub fn json_arg(ptr: *const c_char, name: &str) -> Result<Option<Value>, Error> 
     serde_json::from_str(text)
         .map(Some)
         .map_err(|e| Error::invalid(format!("`{name}` is not valid JSON: {e}")))
+}
+
+/// An optional JSON object argument, validated but kept as text (NULL or `null`: `None`).
+pub fn raw_object_arg<'a>(ptr: *const c_char, name: &str) -> Result<Option<&'a RawValue>, Error> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    let text = str_arg(ptr, name)?;
+    let raw: &RawValue = serde_json::from_str(text)
+        .map_err(|e| Error::invalid(format!("`{name}` is not valid JSON: {e}")))?;
+    match raw.get().as_bytes().first() {
+        Some(b'{') => Ok(Some(raw)),
+        Some(b'n') => Ok(None),
+        _ => Err(Error::invalid(format!(
+            "`{name}` must be a JSON object (got {})",
+            raw.get()
+        ))),
+    }
 }
 
 /// A required JSON argument.

@@ -1,6 +1,6 @@
 //! `mcplug_client_*`: one server behind an opaque handle.
 
-use super::boundary::{ffi_boundary, json_arg, json_required, str_arg};
+use super::boundary::{ffi_boundary, json_arg, json_required, raw_object_arg, str_arg};
 use super::mcplug_status;
 use crate::client::events::Pulled;
 use crate::client::options::{CallOptions, ConnectOptions, ServerSpec};
@@ -100,7 +100,7 @@ pub unsafe extern "C" fn mcplug_client_list_tools(
         let h = enter(client)?;
         let opts = CallOptions::parse(json_arg(options_json, "options_json")?.as_ref())?;
         let v = runtime::block_on(h.0.client.list_tools(&opts))?;
-        Ok(v.to_string())
+        Ok(v.into_string())
     })
 }
 
@@ -121,18 +121,11 @@ pub unsafe extern "C" fn mcplug_client_call_tool(
     ffi_boundary!(out, {
         let h = enter(client)?;
         let name = str_arg(name, "name")?;
-        let args = json_arg(arguments_json, "arguments_json")?;
-        if let Some(a) = &args {
-            if !a.is_object() && !a.is_null() {
-                return Err(Error::invalid(format!(
-                    "`arguments_json` must be a JSON object (got {a})"
-                )));
-            }
-        }
-        let args = args.filter(|a| !a.is_null());
+        // Validated but not parsed into a tree: the arguments travel as the text the host gave.
+        let args = raw_object_arg(arguments_json, "arguments_json")?;
         let opts = CallOptions::parse(json_arg(options_json, "options_json")?.as_ref())?;
         let v = runtime::block_on(h.0.client.call_tool(name, args, &opts))?;
-        Ok(v.to_string())
+        Ok(v.into_string())
     })
 }
 
@@ -162,7 +155,7 @@ pub unsafe extern "C" fn mcplug_client_request(
         let params = params.filter(|p| !p.is_null());
         let opts = CallOptions::parse(json_arg(options_json, "options_json")?.as_ref())?;
         let v = runtime::block_on(h.0.client.request(method, params, &opts))?;
-        Ok(v.to_string())
+        Ok(v.into_string())
     })
 }
 

@@ -4,26 +4,48 @@
 //! is pending; a response whose id is not in the table (late, after a timeout or a cancel, or
 //! simply unknown) is ignored.
 
+use super::RawJson;
 use crate::error::Error;
 use parking_lot::Mutex;
-use serde_json::Value;
+use serde_json::value::RawValue;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::oneshot;
 
-pub type Outcome = Result<Value, Error>;
+pub type Outcome = Result<RawJson, Error>;
+
+/// Ids are sequential numbers we chose: they are their own hash.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type Waiting = HashMap<u64, oneshot::Sender<Outcome>, BuildHasherDefault<IdHasher>>;
 
 #[derive(Default)]
 pub struct PendingTable {
     next_id: AtomicU64,
-    waiting: Mutex<HashMap<u64, oneshot::Sender<Outcome>>>,
+    waiting: Mutex<Waiting>,
 }
 
 impl PendingTable {
     pub fn new() -> Self {
         PendingTable {
             next_id: AtomicU64::new(1),
-            waiting: Mutex::new(HashMap::new()),
+            waiting: Mutex::new(Waiting::default()),
         }
     }
 
@@ -42,8 +64,10 @@ impl PendingTable {
 
     /// Delivers an answer. Returns false when no request with that id is pending (a late or
     /// unknown response), which the caller ignores.
-    pub fn complete(&self, id: &Value, outcome: Outcome) -> bool {
-        let Some(id) = id.as_u64() else { return false };
+    pub fn complete(&self, id: &RawValue, outcome: Outcome) -> bool {
+        let Ok(id) = id.get().parse::<u64>() else {
+            return false;
+        };
         let sender = self.waiting.lock().remove(&id);
         match sender {
             Some(tx) => {
@@ -77,6 +101,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn raw(v: serde_json::Value) -> Box<RawValue> {
+        serde_json::value::to_raw_value(&v).unwrap()
+    }
+    fn ok() -> Outcome {
+        Ok(RawJson::from_value(&json!({})))
+    }
+
     #[test]
     fn ids_are_unique_and_late_answers_ignored() {
         let t = PendingTable::new();
@@ -85,12 +116,12 @@ mod tests {
         assert_ne!(a, b);
         assert!(t.forget(a));
         assert!(
-            !t.complete(&json!(a), Ok(json!({}))),
+            !t.complete(&raw(json!(a)), ok()),
             "a late response is ignored"
         );
         drop(rx_a);
-        assert!(t.complete(&json!(b), Ok(json!({"ok": true}))));
-        assert!(!t.complete(&json!("not-a-number"), Ok(json!({}))));
+        assert!(t.complete(&raw(json!(b)), ok()));
+        assert!(!t.complete(&raw(json!("not-a-number")), ok()));
         let (c, _) = t.register();
         assert!(c > b, "ids only grow");
     }

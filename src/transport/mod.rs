@@ -7,7 +7,6 @@
 pub mod stdio;
 
 use crate::error::Error;
-use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -16,12 +15,11 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What a transport hands to its connection.
 pub trait Inbound: Send + Sync {
-    /// One parsed JSON message.
-    fn message(self: std::sync::Arc<Self>, message: Value);
+    /// One framed message (a line, without its newline), not yet parsed: the connection parses
+    /// it, so a response's result can stay the text the server sent.
+    fn message(self: std::sync::Arc<Self>, line: &[u8]);
     /// A line the server wrote to its stderr (stdio only).
     fn stderr(self: std::sync::Arc<Self>, line: String);
-    /// Something arrived that is not JSON; the connection keeps going.
-    fn invalid(self: std::sync::Arc<Self>, line: String, error: String);
     /// The transport is finished (the server exited, a pipe broke, a message was too big).
     /// Called at most once.
     fn closed(self: std::sync::Arc<Self>, error: Error);

@@ -9,7 +9,6 @@
 use super::{BoxFuture, Inbound, Transport};
 use crate::error::Error;
 use parking_lot::Mutex;
-use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -350,16 +349,8 @@ fn deliver(line: &[u8], sink: &Weak<dyn Inbound>) {
     if line.iter().all(u8::is_ascii_whitespace) {
         return;
     }
-    let Some(sink) = sink.upgrade() else { return };
-    match serde_json::from_slice::<Value>(line) {
-        Ok(v) => sink.message(v),
-        Err(e) => {
-            let mut text = String::from_utf8_lossy(&line[..line.len().min(4096)]).into_owned();
-            if line.len() > 4096 {
-                text.push('…');
-            }
-            sink.invalid(text, format!("not valid JSON: {e}"));
-        }
+    if let Some(sink) = sink.upgrade() {
+        sink.message(line);
     }
 }
 
