@@ -172,6 +172,13 @@ pub unsafe extern "C" fn mcplug_client_notify(
         let h = enter(client)?;
         let method = str_arg(method, "method")?;
         let params = json_arg(params_json, "params_json")?.filter(|p| !p.is_null());
+        if let Some(p) = &params {
+            if !p.is_object() {
+                return Err(Error::invalid(format!(
+                    "`params_json` must be a JSON object (got {p})"
+                )));
+            }
+        }
         runtime::block_on(h.0.client.notify(method, params))?;
         Ok("{}".into())
     })

@@ -36,10 +36,10 @@ ask_counter = [0]
 
 
 def send(msg):
-    data = json.dumps(msg, separators=(",", ":")) + "\n"
+    data = json.dumps(msg, separators=(",", ":"), ensure_ascii=False) + "\n"
     with out_lock:
-        sys.stdout.write(data)
-        sys.stdout.flush()
+        sys.stdout.buffer.write(data.encode("utf-8"))  # UTF-8 whatever the locale
+        sys.stdout.buffer.flush()
 
 
 def text(s):
