@@ -395,3 +395,22 @@ fn pagination_is_followed_to_the_end() {
     assert!(e.message.contains("twice"), "{e}");
     block_on(c.close());
 }
+
+#[test]
+fn a_2025_03_26_batch_is_taken_apart() {
+    let (c, info) = connect("batch", json!({})).unwrap();
+    assert_eq!(info["protocol_version"], "2025-03-26");
+    assert_eq!(
+        text_of(&call(&c, "echo", json!({"message": "b"}), json!({})).unwrap()),
+        "Echo: b"
+    );
+    let mut saw_log = false;
+    while let Pulled::Event(e) = c.next_event(Some(Duration::from_millis(500))) {
+        saw_log |= e.contains("notifications/message") && e.contains("batched");
+        if saw_log {
+            break;
+        }
+    }
+    assert!(saw_log, "the batch's notification became an event");
+    block_on(c.close());
+}

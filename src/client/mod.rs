@@ -961,6 +961,36 @@ impl Shared {
 
 impl Inbound for Shared {
     fn message(self: Arc<Self>, line: &[u8]) {
+        // JSON-RPC batches exist only in 2025-03-26 (which a client must accept); they hold
+        // ordinary messages, handled one by one.
+        if line.first() == Some(&b'[') {
+            if let Ok(batch) = serde_json::from_slice::<Vec<&RawValue>>(line) {
+                for item in batch {
+                    self.handle_message(item.get().as_bytes());
+                }
+                return;
+            }
+        }
+        self.handle_message(line);
+    }
+
+    fn stderr(self: Arc<Self>, line: String) {
+        self.events
+            .push(&json!({"type": "stderr", "line": line}), true);
+    }
+
+    fn closed(self: Arc<Self>, mut error: Error) {
+        if let Some(line) = self.last_invalid.lock().take() {
+            error.message.push_str(&format!(
+                "; it also wrote non-JSON to stdout, last: {line:?}"
+            ));
+        }
+        self.shut(error, true);
+    }
+}
+
+impl Shared {
+    fn handle_message(self: &Arc<Self>, line: &[u8]) {
         match protocol::parse(line) {
             Incoming::Response { id, outcome } => {
                 let outcome = match outcome {
@@ -982,20 +1012,6 @@ impl Inbound for Shared {
                 );
             }
         }
-    }
-
-    fn stderr(self: Arc<Self>, line: String) {
-        self.events
-            .push(&json!({"type": "stderr", "line": line}), true);
-    }
-
-    fn closed(self: Arc<Self>, mut error: Error) {
-        if let Some(line) = self.last_invalid.lock().take() {
-            error.message.push_str(&format!(
-                "; it also wrote non-JSON to stdout, last: {line:?}"
-            ));
-        }
-        self.shut(error, true);
     }
 }
 

@@ -13,6 +13,7 @@ this one exists only for the faults.
           | bad-version (initialize -> 1999-01-01)
           | paged (tools/list in pages of 2; the second page's cursor is "", which is valid)
           | loop-cursor (tools/list always answers the same nextCursor)
+          | batch (2025-03-26: `echo` answers in a JSON-RPC batch, after a log notification)
 
 Tools (every mode that answers): echo {message}, sleep {ms}, cancelled_ids {}, crash {},
 big {bytes}, stderr {line}, last_meta {} (the `_meta` of this very request, as JSON text),
@@ -62,6 +63,11 @@ TOOLS = [
 def call_tool(rid, params):
     name = params.get("name")
     args = params.get("arguments") or {}
+    if name == "echo" and MODE == "batch":
+        return send([
+            {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "batched"}},
+            {"jsonrpc": "2.0", "id": rid, "result": text("Echo: " + str(args.get("message")))},
+        ])
     if name == "echo":
         return send({"jsonrpc": "2.0", "id": rid, "result": text("Echo: " + str(args.get("message")))})
     if name == "sleep":
@@ -126,7 +132,7 @@ def handle(msg):
         if MODE == "discover-legacy":
             return send({"jsonrpc": "2.0", "id": rid, "result": {"supportedVersions": ["2025-06-18"], "capabilities": {}}})
     if method == "initialize":
-        version = {"old": "2024-11-05", "bad-version": "1999-01-01"}.get(MODE, "2025-11-25")
+        version = {"old": "2024-11-05", "bad-version": "1999-01-01", "batch": "2025-03-26"}.get(MODE, "2025-11-25")
         return send({"jsonrpc": "2.0", "id": rid, "result": {
             "protocolVersion": version,
             "capabilities": {"tools": {}},
