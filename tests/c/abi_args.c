@@ -66,8 +66,13 @@ static void connect_arguments(const char *good) {
     CHECK(c == sentinel, "*client is still untouched after every failed connect");
 
     st = mcplug_client_connect("{\"command\":\"/nonexistent/mcplug-no-such-server\"}", NULL, &c, &out);
-    CHECK_STATUS(st, MCPLUG_TRANSPORT, out, "a command that does not exist -> TRANSPORT (got %s)", status_name(st));
-    CHECK_OUT(is_error(out, "transport", "mcplug-no-such-server"), out, "... and the message names the command");
+    if (reduced() && st == MCPLUG_CLOSED) {
+        /* valgrind emulates the spawn: the exec failure shows as a child that exited at once */
+        CHECK_OUT(is_error(out, "closed", NULL), out, "a command that does not exist -> CLOSED (under valgrind)");
+    } else {
+        CHECK_STATUS(st, MCPLUG_TRANSPORT, out, "a command that does not exist -> TRANSPORT (got %s)", status_name(st));
+        CHECK_OUT(is_error(out, "transport", "mcplug-no-such-server"), out, "... and the message names the command");
+    }
     drop(&out);
     st = mcplug_client_connect("{\"type\":\"http\",\"url\":\"http://127.0.0.1:9/mcp\"}", NULL, &c, &out);
     CHECK_STATUS(st, MCPLUG_NOT_IMPLEMENTED, out, "type http -> NOT_IMPLEMENTED for now (got %s)", status_name(st));
@@ -216,6 +221,7 @@ int main(void) {
     char good[4096];
     mcplug_client *c;
     fault_server_json(good, sizeof good, "normal");
+    test_init();
 
     static_functions();
     connect_arguments(good);

@@ -27,6 +27,7 @@
 #include "mcplug.h"
 
 static int check_count = 0;
+static int todo_failed = 0;
 
 #define CHECK(cond, ...)                                                                   \
     do {                                                                                   \
@@ -50,6 +51,7 @@ static int check_count = 0;
 #define CHECK_TODO(cond, bug, ...)                                                         \
     do {                                                                                   \
         check_count++;                                                                     \
+        if (!(cond)) todo_failed++;                                                        \
         printf("%s %d - ", (cond) ? "ok" : "not ok", check_count);                         \
         printf(__VA_ARGS__);                                                               \
         printf(" # TODO engine bug: %s\n", bug);                                           \
@@ -257,8 +259,20 @@ static inline int count_of(const char *hay, const char *needle) {
     return n;
 }
 
+/* Call first in main(). Under valgrind (reduced mode) a command that does not exist looks
+ * started-then-exited (valgrind emulates the spawn), and writing to the dead server's stdin raises
+ * SIGPIPE, which mcplug does not yet keep from killing a C host (the engine bug that faults.c's
+ * "sigpipe" check reproduces). Ignore it there only, so the rest of the suite still runs. */
+static inline void test_init(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (reduced()) signal(SIGPIPE, SIG_IGN);
+}
+
 static inline int finish(const char *name) {
-    printf("%s: all %d checks passed\n", name, check_count);
+    if (todo_failed > 0)
+        printf("%s: all %d checks passed, except %d known engine bug(s) marked TODO\n", name, check_count, todo_failed);
+    else
+        printf("%s: all %d checks passed\n", name, check_count);
     return 0;
 }
 

@@ -229,6 +229,7 @@ static void free_while_call_pending(const char *server) {
 
 int main(void) {
     char fault[4096], everything[4096];
+    test_init();
     total_calls = reduced() ? 100 : 1000;
     fault_server_json(fault, sizeof fault, "normal");
     server_json(everything, sizeof everything, NULL, peer("MCPLUG_NODE"), peer("MCPLUG_EVERYTHING"), (const char *)NULL);

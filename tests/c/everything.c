@@ -327,6 +327,7 @@ static void logging(void) {
 int main(void) {
     char server[4096];
     double t0;
+    test_init();
     server_json(server, sizeof server, "\"name\":\"everything\",\"env\":{\"MCPLUG_TEST_MARKER\":\"marker-42\"}",
                 peer("MCPLUG_NODE"), peer("MCPLUG_EVERYTHING"), (const char *)NULL);
     handshake(server);

@@ -6,6 +6,7 @@
 #include "check.h"
 
 #include <pthread.h>
+#include <sys/wait.h>
 
 static char pidfile_dir[1024];
 
@@ -76,6 +77,49 @@ static char *wait_cancelled_ids(mcplug_client *c, int n, double wait_s) {
     }
 }
 
+/* A server that exits before reading its stdin: mcplug's first write meets a closed pipe. That
+ * must be an error, not a SIGPIPE that kills the host (SIGPIPE's default action; Python and Node
+ * ignore it, a C host usually does not). Run in a forked child with the default disposition, so
+ * a death is observed instead of ending this test. Must run before this process touches mcplug
+ * (fork after the runtime's threads exist is unsafe). */
+static void sigpipe(void) {
+    pid_t child;
+    int status = 0, i;
+    double until;
+    fflush(stdout);
+    child = fork();
+    if (child == 0) {
+        signal(SIGPIPE, SIG_DFL);
+        for (i = 0; i < 20; i++) {
+            mcplug_client *c = NULL;
+            char *out = NULL;
+            mcplug_status st = mcplug_client_connect("{\"command\":\"/bin/true\"}", NULL, &c, &out);
+            if (st != MCPLUG_CLOSED && st != MCPLUG_TRANSPORT) {
+                printf("    connect to /bin/true: %s %s\n", status_name(st), out ? out : "");
+                _exit(3);
+            }
+            mcplug_string_free(out);
+        }
+        _exit(0);
+    }
+    CHECK(child > 0, "forked a child for the SIGPIPE check");
+    until = now_s() + bound_s(20.0);
+    while (waitpid(child, &status, WNOHANG) == 0) {
+        if (now_s() > until) {
+            kill(child, SIGKILL);
+            waitpid(child, &status, 0);
+            break;
+        }
+        sleep_ms(10);
+    }
+    CHECK(!(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL), "the SIGPIPE check finished in time");
+    CHECK_TODO(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+               "a server that exits before reading stdin kills a C host with SIGPIPE (connect to /bin/true)",
+               "connecting 20 times to a server that exits at once (/bin/true) fails with CLOSED or TRANSPORT, "
+               "and SIGPIPE does not kill the host (child %s %d)",
+               WIFSIGNALED(status) ? "killed by signal" : "exit", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+}
+
 static void bad_starts(void) {
     char server[4096], *out = NULL, pidfile[1200];
     mcplug_client *c = NULL;
@@ -85,9 +129,14 @@ static void bad_starts(void) {
 
     t0 = now_s();
     st = mcplug_client_connect("{\"command\":\"mcplug-no-such-command-xyz\",\"args\":[\"a\"]}", NULL, &c, &out);
-    CHECK_STATUS(st, MCPLUG_TRANSPORT, out, "a command that does not exist -> TRANSPORT (got %s)", status_name(st));
-    CHECK_OUT(is_error(out, "transport", "mcplug-no-such-command-xyz") && now_s() - t0 < bound_s(2.0), out,
-              "... naming the command, in %.2f s", now_s() - t0);
+    if (reduced() && st == MCPLUG_CLOSED) {
+        /* valgrind emulates the spawn: the exec failure shows as a child that exited at once */
+        CHECK_OUT(is_error(out, "closed", NULL), out, "a command that does not exist -> CLOSED (under valgrind)");
+    } else {
+        CHECK_STATUS(st, MCPLUG_TRANSPORT, out, "a command that does not exist -> TRANSPORT (got %s)", status_name(st));
+        CHECK_OUT(is_error(out, "transport", "mcplug-no-such-command-xyz") && now_s() - t0 < bound_s(2.0), out,
+                  "... naming the command, in %.2f s", now_s() - t0);
+    }
     drop(&out);
 
     fault_server_json(server, sizeof server, "exit-now");
@@ -352,6 +401,8 @@ static void big_and_stderr(void) {
 }
 
 int main(void) {
+    test_init();
+    sigpipe();
     snprintf(pidfile_dir, sizeof pidfile_dir, "%s", peer("MCPLUG_TEST_TMPDIR"));
     bad_starts();
     garbage();

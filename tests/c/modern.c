@@ -71,6 +71,7 @@ static void held_to_legacy(const char *server) {
 
 int main(void) {
     char server[4096];
+    test_init();
     server_json(server, sizeof server, NULL, peer("MCPLUG_PYTHON"), peer("MCPLUG_MODERN_SERVER"), (const char *)NULL);
     modern(server);
     held_to_legacy(server);
