@@ -13,9 +13,11 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-const NPM_INSTALL: &str = "mkdir -p .deps/npm && cd .deps/npm && echo '{\"private\":true}' > package.json && \
+const NPM_INSTALL: &str =
+    "mkdir -p .deps/npm && cd .deps/npm && echo '{\"private\":true}' > package.json && \
      npm install @modelcontextprotocol/server-everything@2026.8.31 koffi@3.3.4";
-const VENV_INSTALL: &str = "python3 -m venv .deps/venv && .deps/venv/bin/pip install pytest mcp==2.3.0";
+const VENV_INSTALL: &str =
+    "python3 -m venv .deps/venv && .deps/venv/bin/pip install pytest mcp==2.3.0";
 
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -24,12 +26,17 @@ fn manifest_dir() -> PathBuf {
 /// This test binary is `target/<profile>/deps/c_abi-<hash>`.
 fn deps_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
-    exe.parent().expect("the test binary has a parent directory").to_path_buf()
+    exe.parent()
+        .expect("the test binary has a parent directory")
+        .to_path_buf()
 }
 
 /// `target/<profile>` of this build.
 fn profile_dir() -> PathBuf {
-    deps_dir().parent().expect("deps/ has a parent directory").to_path_buf()
+    deps_dir()
+        .parent()
+        .expect("deps/ has a parent directory")
+        .to_path_buf()
 }
 
 /// Where this build's `libmcplug.so` is. `cargo test` builds the cdylib into `deps/` beside the
@@ -50,14 +57,19 @@ fn library_dir() -> PathBuf {
 
 /// `target/c-tests/`: the compiled programs and their scratch files.
 fn out_dir() -> PathBuf {
-    let dir = profile_dir().parent().expect("target/ above the profile dir").join("c-tests");
+    let dir = profile_dir()
+        .parent()
+        .expect("target/ above the profile dir")
+        .join("c-tests");
     std::fs::create_dir_all(dir.join("tmp")).expect("create target/c-tests/tmp");
     dir
 }
 
 fn which(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file())
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
 }
 
 /// The environment the C programs read their peers from. Panics (with the install command)
@@ -66,30 +78,51 @@ fn peers() -> &'static Vec<(&'static str, PathBuf)> {
     static PEERS: OnceLock<Vec<(&'static str, PathBuf)>> = OnceLock::new();
     PEERS.get_or_init(|| {
         let root = manifest_dir();
-        let node = which("node").unwrap_or_else(|| panic!("`node` is not on PATH; the C tests need Node.js (20+) for server-everything"));
-        let everything = root.join(".deps/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        let node = which("node").unwrap_or_else(|| {
+            panic!("`node` is not on PATH; the C tests need Node.js (20+) for server-everything")
+        });
+        let everything = root
+            .join(".deps/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
         let python = root.join(".deps/venv/bin/python");
         let list = vec![
             ("MCPLUG_NODE", node),
             ("MCPLUG_EVERYTHING", everything),
             ("MCPLUG_PYTHON", python),
-            ("MCPLUG_FAULT_SERVER", root.join("tests/servers/fault_server.py")),
-            ("MCPLUG_MODERN_SERVER", root.join("tests/servers/modern_server.py")),
+            (
+                "MCPLUG_FAULT_SERVER",
+                root.join("tests/servers/fault_server.py"),
+            ),
+            (
+                "MCPLUG_MODERN_SERVER",
+                root.join("tests/servers/modern_server.py"),
+            ),
         ];
         for (name, path) in &list {
             if !path.exists() {
                 let install = match *name {
-                    "MCPLUG_EVERYTHING" => format!("install it from the checkout's root:\n    {NPM_INSTALL}"),
-                    "MCPLUG_PYTHON" => format!("install it from the checkout's root:\n    {VENV_INSTALL}"),
+                    "MCPLUG_EVERYTHING" => {
+                        format!("install it from the checkout's root:\n    {NPM_INSTALL}")
+                    }
+                    "MCPLUG_PYTHON" => {
+                        format!("install it from the checkout's root:\n    {VENV_INSTALL}")
+                    }
                     _ => "it belongs to the repository; restore it from git".to_string(),
                 };
-                panic!("test peer {name} is missing: {} does not exist; {install}", path.display());
+                panic!(
+                    "test peer {name} is missing: {} does not exist; {install}",
+                    path.display()
+                );
             }
         }
-        let probe = Command::new(&list[2].1).args(["-c", "import mcp.server.mcpserver"]).output();
+        let probe = Command::new(&list[2].1)
+            .args(["-c", "import mcp.server.mcpserver"])
+            .output();
         match probe {
             Ok(o) if o.status.success() => {}
-            _ => panic!("{} cannot import mcp.server.mcpserver; install mcp 2.3.0:\n    {VENV_INSTALL}", list[2].1.display()),
+            _ => panic!(
+                "{} cannot import mcp.server.mcpserver; install mcp 2.3.0:\n    {VENV_INSTALL}",
+                list[2].1.display()
+            ),
         }
         list
     })
@@ -105,7 +138,15 @@ fn build(name: &str) -> PathBuf {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let lib = library_dir();
     let output = Command::new(&cc)
-        .args(["-std=c11", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-g", "-O1"])
+        .args([
+            "-std=c11",
+            "-Wall",
+            "-Wextra",
+            "-Wpedantic",
+            "-Werror",
+            "-g",
+            "-O1",
+        ])
         .arg("-I")
         .arg(root.join("include"))
         .arg("-I")
@@ -134,9 +175,13 @@ fn build(name: &str) -> PathBuf {
 /// Runs a command with a wall-clock bound; returns its exit code (None: killed at the bound),
 /// its stdout followed by its stderr, and how long it took.
 fn run_bounded(mut cmd: Command, bound: Duration) -> (Option<i32>, String, Duration) {
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(Stdio::null());
     let start = Instant::now();
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("could not start {cmd:?}: {e}"));
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("could not start {cmd:?}: {e}"));
     let drain = |mut r: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut buf = Vec::new();
@@ -166,7 +211,14 @@ fn run_bounded(mut cmd: Command, bound: Duration) -> (Option<i32>, String, Durat
     }
     match status {
         Some(s) => (s.code(), text, took),
-        None => (None, format!("{text}\n*** killed: still running after {} s ***\n", bound.as_secs()), took),
+        None => (
+            None,
+            format!(
+                "{text}\n*** killed: still running after {} s ***\n",
+                bound.as_secs()
+            ),
+            took,
+        ),
     }
 }
 
@@ -188,7 +240,11 @@ fn run(name: &str) {
     print!("{output}");
     println!("[{name}: exit {code:?} in {:.2} s]", took.as_secs_f64());
     if code != Some(0) {
-        let mut again = format!("LD_LIBRARY_PATH={} MCPLUG_TEST_TMPDIR={}", library_dir().display(), out_dir().join("tmp").display());
+        let mut again = format!(
+            "LD_LIBRARY_PATH={} MCPLUG_TEST_TMPDIR={}",
+            library_dir().display(),
+            out_dir().join("tmp").display()
+        );
         for (var, path) in peers() {
             again.push_str(&format!(" {var}={}", path.display()));
         }
@@ -197,14 +253,25 @@ fn run(name: &str) {
 
     if std::env::var("MCPLUG_VALGRIND").as_deref() == Ok("1") {
         let mut cmd = Command::new("valgrind");
-        cmd.args(["--leak-check=full", "--errors-for-leak-kinds=definite", "--error-exitcode=99", "--quiet"]).arg(&exe);
+        cmd.args([
+            "--leak-check=full",
+            "--errors-for-leak-kinds=definite",
+            "--error-exitcode=99",
+            "--quiet",
+        ])
+        .arg(&exe);
         configure(&mut cmd, true);
         let (code, output, took) = run_bounded(cmd, Duration::from_secs(900));
         print!("{output}");
-        println!("[{name} under valgrind: exit {code:?} in {:.2} s]", took.as_secs_f64());
+        println!(
+            "[{name} under valgrind: exit {code:?} in {:.2} s]",
+            took.as_secs_f64()
+        );
         match code {
             Some(0) => {}
-            Some(99) => panic!("valgrind found definite leaks or memory errors in C test {name}:\n{output}"),
+            Some(99) => {
+                panic!("valgrind found definite leaks or memory errors in C test {name}:\n{output}")
+            }
             _ => panic!("C test {name} failed under valgrind (exit {code:?}):\n{output}"),
         }
     }
@@ -243,8 +310,15 @@ fn every_c_test_is_run() {
     for entry in std::fs::read_dir(&dir).expect("read tests/c") {
         let path = entry.expect("dir entry").path();
         if path.extension().and_then(|e| e.to_str()) == Some("c") {
-            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
-            assert!(known.contains(&stem.as_str()), "tests/c/{stem}.c has no #[test] in tests/c_abi.rs");
+            let stem = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default()
+                .to_string();
+            assert!(
+                known.contains(&stem.as_str()),
+                "tests/c/{stem}.c has no #[test] in tests/c_abi.rs"
+            );
         }
     }
 }

@@ -13,14 +13,25 @@ fn committed_header_is_current() {
     let in_checkout = matches!(&inside, Ok(o) if o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "true");
     if !in_checkout {
         if root.join(".git").exists() {
-            panic!("{} has a .git but `git rev-parse` failed: {inside:?}", root.display());
+            panic!(
+                "{} has a .git but `git rev-parse` failed: {inside:?}",
+                root.display()
+            );
         }
-        println!("note: {} is not a git checkout; the header check is skipped", root.display());
+        println!(
+            "note: {} is not a git checkout; the header check is skipped",
+            root.display()
+        );
         return;
     }
-    let tracked = git(&["ls-files", "--error-unmatch", "--", "include/mcplug.h"]).expect("run git ls-files");
-    assert!(tracked.status.success(), "include/mcplug.h is not committed; build.rs generated it: commit it");
-    let diff = git(&["diff", "--exit-code", "HEAD", "--", "include/mcplug.h"]).expect("run git diff");
+    let tracked =
+        git(&["ls-files", "--error-unmatch", "--", "include/mcplug.h"]).expect("run git ls-files");
+    assert!(
+        tracked.status.success(),
+        "include/mcplug.h is not committed; build.rs generated it: commit it"
+    );
+    let diff =
+        git(&["diff", "--exit-code", "HEAD", "--", "include/mcplug.h"]).expect("run git diff");
     if !diff.status.success() {
         panic!(
             "include/mcplug.h differs from the committed one (build.rs regenerated it from src/ffi/); \

@@ -162,11 +162,8 @@ static void handle_arguments(mcplug_client *c) {
     CHECK_INVALID(mcplug_client_notify(c, NULL, NULL, &out), "method", "notify(method=NULL)");
     CHECK_INVALID(mcplug_client_notify(c, "notifications/" BAD_UTF8, NULL, &out), "method", "notify(method with invalid UTF-8)");
     CHECK_INVALID(mcplug_client_notify(c, "notifications/x", "{oops", &out), "params_json", "notify(malformed params_json)");
-    st = mcplug_client_notify(c, "notifications/x", "[1]", &out);
-    CHECK_TODO(st == MCPLUG_INVALID_ARGUMENT && is_error(out, "invalid_argument", "params_json"),
-               "mcplug_client_notify sends non-object params_json instead of rejecting it",
-               "notify(params_json an array) -> INVALID_ARGUMENT naming params_json (got %s)", status_name(st));
-    drop(&out);
+    CHECK_INVALID(mcplug_client_notify(c, "notifications/x", "[1]", &out), "params_json", "notify(params_json an array)");
+    CHECK_INVALID(mcplug_client_notify(c, "notifications/x", "\"s\"", &out), "params_json", "notify(params_json a string)");
     st = mcplug_client_notify(c, "notifications/roots/list_changed", NULL, &out);
     CHECK_STATUS(st, MCPLUG_OK, out, "notify(notifications/roots/list_changed) -> OK");
     CHECK_OUT(out != NULL && strcmp(out, "{}") == 0, out, "... and out is {}");
