@@ -37,7 +37,6 @@ fn main() {
     let generated = match cbindgen::Builder::new()
         .with_crate(&crate_dir)
         .with_config(config)
-        .with_src(crate_dir.join("src/ffi/mod.rs"))
         .generate()
     {
         Ok(g) => g,

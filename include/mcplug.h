@@ -190,129 +190,24 @@ enum mcplug_status mcplug_client_respond(struct mcplug_client *client,
                                          char **out);
 
 /**
- * Closes the connection gracefully and frees the handle. Calls running on the handle in other
- * threads return at once (`MCPLUG_CLOSED`); this waits for them, then for the server: its stdin
- * is closed, then its whole process group gets SIGTERM and SIGKILL if it lingers. When this
- * returns, the server and its children are gone. NULL is a no-op. No call may *start* on the
- * handle once this has been called.
+ * Closes the connection without freeing the handle: pending calls fail with `MCPLUG_CLOSED`
+ * at once, the server's stdin is closed, then its whole process group gets SIGTERM and SIGKILL
+ * if it lingers; when this returns, the server and its children are gone. Events still queued
+ * can be pulled, then `mcplug_client_next_event` returns `MCPLUG_CLOSED`. Safe to call from any
+ * thread while other calls run on the handle, and more than once; this is how a host stops an
+ * event-pump thread cleanly: close, join the pump (it sees `MCPLUG_CLOSED`), then free.
+ * `out` is `{}`.
  */
-void mcplug_client_free(struct mcplug_client *client);
+enum mcplug_status mcplug_client_close(struct mcplug_client *client, char **out);
 
 /**
- * The library's version, e.g. "0.1.0". Static: never free it.
- */
-const char *mcplug_version(void);
-
-/**
- * The ABI version (`MCPLUG_ABI_VERSION` of the library actually loaded).
- */
-uint32_t mcplug_abi_version(void);
-
-/**
- * Frees a string that mcplug returned through an `out` parameter. NULL is a no-op. Never pass a
- * string from anywhere else, and never free one twice.
- */
-void mcplug_string_free(char *s);
-
-/**
- * Cancels every in-flight blocking call whose options carried `"tag": tag`, from any thread.
- * Each such call returns `MCPLUG_CANCELLED` and the server is sent `notifications/cancelled`.
- *
- * Returns `MCPLUG_OK` if at least one call was found, `MCPLUG_NOT_FOUND` if none was (it may have
- * finished already), `MCPLUG_INVALID_ARGUMENT` if `tag` is NULL or not UTF-8.
- */
-enum mcplug_status mcplug_cancel(const char *tag);
-
-/**
- * Starts (or reaches) one MCP server and negotiates the protocol.
- *
- * `server_json`: one server entry in the Claude Code format — `{"command", "args", "env", "cwd"}`
- * for stdio (the default when `type` is absent), with an optional `"name"`.
- * `options_json` (NULL for defaults): `connect_timeout_ms` (30000), `request_timeout_ms` (60000),
- * `tool_timeout_ms` (null: no limit), `host_request_timeout_ms` (60000), `client_info`,
- * `capabilities`, `roots`, `protocol_versions`, `max_message_bytes`, `max_events`,
- * `shutdown_grace_ms`, and `tag` (so that `mcplug_cancel` can abort the connect).
- *
- * On `MCPLUG_OK`, `*client` is the new handle and `out` holds
- * `{"name", "era", "protocol_version", "server_info", "capabilities", "instructions", "result"}`.
- * Otherwise `*client` is untouched and no process is left running. Errors: `invalid_argument`,
- * `transport` (could not start), `timeout`, `closed` (the server exited), `protocol`, `rpc`,
- * `cancelled`, `not_implemented` (a transport this version lacks).
- */
-enum mcplug_status mcplug_client_connect(const char *server_json,
-                                         const char *options_json,
-                                         struct mcplug_client **client,
-                                         char **out);
-
-/**
- * Lists the server's tools, following pagination to the end: `out` is `{"tools": [...]}`.
- * With `"cursor"` in `options_json`, returns that one page as the server sent it (with
- * `nextCursor`). Options: `timeout_ms` (per page; default the request timeout), `tag`.
- */
-enum mcplug_status mcplug_client_list_tools(struct mcplug_client *client,
-                                            const char *options_json,
-                                            char **out);
-
-/**
- * Calls a tool. `arguments_json` is a JSON object (NULL: no arguments). `out` is the server's
- * `CallToolResult`, untouched — a result with `isError: true` is still `MCPLUG_OK`.
- * Options: `timeout_ms` (default: the connection's `tool_timeout_ms`, no limit unless set; null
- * for no limit), `tag`, `progress` (true: progress notifications arrive as events carrying the
- * tag), `reset_timeout_on_progress`, `max_total_timeout_ms`.
- * Errors: `rpc` (e.g. unknown tool), `timeout`, `cancelled`, `closed`, `invalid_argument`.
- */
-enum mcplug_status mcplug_client_call_tool(struct mcplug_client *client,
-                                           const char *name,
-                                           const char *arguments_json,
-                                           const char *options_json,
-                                           char **out);
-
-/**
- * Sends any request (`resources/read`, `prompts/get`, `completion/complete`, ...) and returns its
- * result untouched. `params_json` is a JSON object or NULL. Options: `timeout_ms` (default: the
- * request timeout), `tag`, `progress`, and `all_pages` (for list methods: follow `nextCursor`
- * and return every item under the list's field).
- */
-enum mcplug_status mcplug_client_request(struct mcplug_client *client,
-                                         const char *method,
-                                         const char *params_json,
-                                         const char *options_json,
-                                         char **out);
-
-/**
- * Sends a notification to the server (for example `notifications/roots/list_changed`).
- * `out` is `{}` on success.
- */
-enum mcplug_status mcplug_client_notify(struct mcplug_client *client,
-                                        const char *method,
-                                        const char *params_json,
-                                        char **out);
-
-/**
- * Waits up to `timeout_ms` (negative: forever; 0: only looks) for the next event: a server
- * notification, a server request needing `mcplug_client_respond`, a stderr line, or the final
- * `{"type": "closed"}`. Returns `MCPLUG_OK` with the event in `out`, `MCPLUG_TIMEOUT` when none
- * came, or `MCPLUG_CLOSED` once the connection is closed and every event was pulled.
- */
-enum mcplug_status mcplug_client_next_event(struct mcplug_client *client,
-                                            int32_t timeout_ms,
-                                            char **out);
-
-/**
- * Answers a server's request event: `{"id": "<event id>", "result": {...}}` or
- * `{"id": "<event id>", "error": {"code": -1, "message": "..."}}`. `out` is `{}` on success.
- * An id that is not waiting (answered, expired, unknown) is `MCPLUG_INVALID_ARGUMENT`.
- */
-enum mcplug_status mcplug_client_respond(struct mcplug_client *client,
-                                         const char *response_json,
-                                         char **out);
-
-/**
- * Closes the connection gracefully and frees the handle. Calls running on the handle in other
- * threads return at once (`MCPLUG_CLOSED`); this waits for them, then for the server: its stdin
- * is closed, then its whole process group gets SIGTERM and SIGKILL if it lingers. When this
- * returns, the server and its children are gone. NULL is a no-op. No call may *start* on the
- * handle once this has been called.
+ * Closes the connection (as `mcplug_client_close`) and frees the handle. Calls running on the
+ * handle in other threads return `MCPLUG_CLOSED` at once — a `mcplug_client_next_event` blocked
+ * in another thread too, dropping events still queued — and this waits for them to return
+ * before freeing. When this returns, the server and its children are gone. NULL is a no-op.
+ * No call may *start* on the handle once this has been called: a thread that loops on
+ * `mcplug_client_next_event` must stop at `MCPLUG_CLOSED` (or use `mcplug_client_close`, join
+ * it, then free).
  */
 void mcplug_client_free(struct mcplug_client *client);
 

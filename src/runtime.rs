@@ -3,15 +3,23 @@
 //! Blocking entry points (only in `ffi`) call [`block_on`] from the host's threads; the engine's
 //! own tasks (stdout readers, timers of server requests, process reapers) run on its workers.
 //! Never call [`block_on`] from a runtime thread.
+//!
+//! SIGPIPE: writing to a server that has just exited raises SIGPIPE in the writing thread, and its
+//! default action kills the whole host. So, when the runtime starts, a SIGPIPE disposition still
+//! at its default is set to "ignore" (as gRPC and Rust's own `main` do; a host that installed a
+//! handler keeps it), and the runtime's threads block the signal outright. A failed write then
+//! is just an error (`closed`).
 
 use once_cell::sync::Lazy;
 use std::future::Future;
 use tokio::runtime::{Builder, Runtime};
 
 static RUNTIME: Lazy<Runtime> = Lazy::new(|| {
+    ignore_default_sigpipe();
     Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("mcplug-rt")
+        .on_thread_start(block_sigpipe_in_this_thread)
         .enable_all()
         .build()
         .expect("mcplug: could not start its tokio runtime")
@@ -33,4 +41,27 @@ where
     F::Output: Send + 'static,
 {
     RUNTIME.spawn(fut)
+}
+
+fn ignore_default_sigpipe() {
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_DFL
+        {
+            let mut ignore: libc::sigaction = std::mem::zeroed();
+            ignore.sa_sigaction = libc::SIG_IGN;
+            libc::sigemptyset(&mut ignore.sa_mask);
+            libc::sigaction(libc::SIGPIPE, &ignore, std::ptr::null_mut());
+        }
+    }
+}
+
+fn block_sigpipe_in_this_thread() {
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }

@@ -86,6 +86,17 @@ impl EventQueue {
         self.ready.notify_all();
     }
 
+    /// Drops every queued event and closes the queue: waiters (and later pulls) get `Closed` at
+    /// once. For a handle being freed, whose pump must stop rather than drain.
+    pub fn abandon(&self) {
+        let mut s = self.state.lock();
+        s.queue.clear();
+        s.dropped = 0;
+        s.closed = true;
+        drop(s);
+        self.ready.notify_all();
+    }
+
     /// Waits for the next event: `None` waits forever, `Some(0)` only looks.
     pub fn pull(&self, wait: Option<Duration>) -> Pulled {
         let deadline = wait.map(|w| Instant::now() + w);

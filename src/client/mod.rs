@@ -323,10 +323,14 @@ impl Client {
     }
 
     /// Fails pending calls and wakes event waiters at once, without waiting for the server to
-    /// exit (for a host that is tearing a handle down from another thread).
-    pub fn begin_close(&self) {
+    /// exit; with `abandon_events`, queued events are dropped so that every waiter sees the end
+    /// now (a handle about to be freed).
+    pub fn begin_close(&self, abandon_events: bool) {
         self.shared
             .shut(Error::closed("the client was closed by the host"), false);
+        if abandon_events {
+            self.shared.events.abandon();
+        }
     }
 
     pub fn is_closed(&self) -> bool {

@@ -229,11 +229,33 @@ pub unsafe extern "C" fn mcplug_client_respond(
     })
 }
 
-/// Closes the connection gracefully and frees the handle. Calls running on the handle in other
-/// threads return at once (`MCPLUG_CLOSED`); this waits for them, then for the server: its stdin
-/// is closed, then its whole process group gets SIGTERM and SIGKILL if it lingers. When this
-/// returns, the server and its children are gone. NULL is a no-op. No call may *start* on the
-/// handle once this has been called.
+/// Closes the connection without freeing the handle: pending calls fail with `MCPLUG_CLOSED`
+/// at once, the server's stdin is closed, then its whole process group gets SIGTERM and SIGKILL
+/// if it lingers; when this returns, the server and its children are gone. Events still queued
+/// can be pulled, then `mcplug_client_next_event` returns `MCPLUG_CLOSED`. Safe to call from any
+/// thread while other calls run on the handle, and more than once; this is how a host stops an
+/// event-pump thread cleanly: close, join the pump (it sees `MCPLUG_CLOSED`), then free.
+/// `out` is `{}`.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_client_close(
+    client: *mut mcplug_client,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(client)?;
+        h.0.client.begin_close(false);
+        runtime::block_on(h.0.client.close());
+        Ok("{}".into())
+    })
+}
+
+/// Closes the connection (as `mcplug_client_close`) and frees the handle. Calls running on the
+/// handle in other threads return `MCPLUG_CLOSED` at once — a `mcplug_client_next_event` blocked
+/// in another thread too, dropping events still queued — and this waits for them to return
+/// before freeing. When this returns, the server and its children are gone. NULL is a no-op.
+/// No call may *start* on the handle once this has been called: a thread that loops on
+/// `mcplug_client_next_event` must stop at `MCPLUG_CLOSED` (or use `mcplug_client_close`, join
+/// it, then free).
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_client_free(client: *mut mcplug_client) {
     if client.is_null() {
@@ -241,7 +263,7 @@ pub unsafe extern "C" fn mcplug_client_free(client: *mut mcplug_client) {
     }
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let handle = unsafe { &*client };
-        handle.client.begin_close();
+        handle.client.begin_close(true);
         runtime::block_on(handle.client.close());
         while handle.active.load(Ordering::Acquire) != 0 {
             std::thread::sleep(Duration::from_millis(1));
