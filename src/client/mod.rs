@@ -326,11 +326,12 @@ impl Client {
     /// exit; with `abandon_events`, queued events are dropped so that every waiter sees the end
     /// now (a handle about to be freed).
     pub fn begin_close(&self, abandon_events: bool) {
-        self.shared
-            .shut(Error::closed("the client was closed by the host"), false);
         if abandon_events {
+            // First, so that no waiter can be handed the final `closed` event in between.
             self.shared.events.abandon();
         }
+        self.shared
+            .shut(Error::closed("the client was closed by the host"), false);
     }
 
     pub fn is_closed(&self) -> bool {
