@@ -1,0 +1,971 @@
+'use strict';
+/*
+ * mcplug for Node.js: an MCP client over the libmcplug C ABI (koffi 3, no compiler needed).
+ *
+ * Every call that may block runs on libuv's threadpool through koffi's `.async`, so the event
+ * loop never waits for the library. Three consequences shape this file:
+ *
+ * 1. The threadpool. koffi's `.async` is `napi_queue_async_work`, i.e. libuv's threadpool, whose
+ *    default size is 4. Each open Client has an event pump that waits in `next_event` (at most
+ *    PUMP_WAIT_MS at a time), and a tool call holds a thread for as long as the server takes. With
+ *    4 threads, two clients and two slow calls would stall every `fs`, `dns` and `zlib` call of
+ *    the process. So, when the user has not chosen a size, we set UV_THREADPOOL_SIZE to 64 at
+ *    require time. The trade-off: up to 64 mostly idle threads (their stacks are reserved, not
+ *    touched), and the setting only takes effect if nothing used the threadpool before this module
+ *    was required (libuv sizes the pool on first use) — require mcplug early, or set
+ *    UV_THREADPOOL_SIZE yourself. The value actually assumed is exported as `threadpoolSize`.
+ *
+ * 2. Two lanes. Calls that may take long (connect, tools, requests) share a "work" gate of
+ *    `workLimit` slots, below the pool size, so that short control calls (the pumps' waits,
+ *    answers to server requests, notifications, frees) always find a free thread: otherwise 64
+ *    slow tool calls could starve the pump that must deliver the sampling request they wait for.
+ *    Work beyond the gate waits in a JS queue (its timeout and AbortSignal count while it waits);
+ *    both lanes together also stay below koffi's `max_async_calls`.
+ *
+ * 3. Freeing safely. A call handed to `.async` may sit in libuv's queue before it enters the
+ *    library; freeing the handle in that window would be a use after free. So `close()` first
+ *    calls `mcplug_client_close` (the connection ends, every call inside returns CLOSED, and a
+ *    late one entering finds a closed but valid handle), waits until every call of ours has
+ *    returned, and only then calls `mcplug_client_free`. Both block, so both go through `.async`.
+ *    For the same reason a cancellation (AbortSignal, cancel(tag)) retries `mcplug_cancel` until
+ *    the call returns: a call not yet inside the library has not registered its tag.
+ *
+ * Every owned string the library returns comes through a koffi disposable type whose dispose
+ * function is `mcplug_string_free`, so each is freed exactly once, also after `.async`.
+ */
+
+const DEFAULT_THREADPOOL_SIZE = 64;
+if (!process.env.UV_THREADPOOL_SIZE) {
+  process.env.UV_THREADPOOL_SIZE = String(DEFAULT_THREADPOOL_SIZE);
+}
+
+const fs = require('fs');
+const path = require('path');
+const crypto = require('crypto');
+const { EventEmitter } = require('events');
+const koffi = require('koffi');
+
+/** The ABI this binding was written for; a library reporting another one is refused. */
+const ABI_VERSION = 1;
+
+/** `mcplug_status` values, fixed by the C ABI. */
+const Status = Object.freeze({
+  OK: 0,
+  INVALID_ARGUMENT: 1,
+  TIMEOUT: 2,
+  CANCELLED: 3,
+  CLOSED: 4,
+  TRANSPORT: 5,
+  PROTOCOL: 6,
+  RPC: 7,
+  NEEDS_AUTH: 8,
+  DENIED: 9,
+  CONFIG: 10,
+  PANIC: 11,
+  NOT_FOUND: 12,
+  NOT_IMPLEMENTED: 13,
+});
+
+/** Every error kind, indexed by status number. */
+const ERROR_KINDS = Object.freeze([
+  'invalid_argument', 'timeout', 'cancelled', 'closed', 'transport', 'protocol', 'rpc',
+  'needs_auth', 'denied', 'config', 'panic', 'not_found', 'not_implemented',
+]);
+const KIND_BY_STATUS = ['ok', ...ERROR_KINDS];
+
+/** How long one pump wait in `next_event` may hold a threadpool thread. */
+const PUMP_WAIT_MS = 250;
+/** How often a cancellation retries `mcplug_cancel` for a call not yet inside the library. */
+const CANCEL_RETRY_MS = 20;
+
+class McpError extends Error {
+  /**
+   * @param {string} message
+   * @param {{kind: string, code?: number, data?: unknown, status?: number, cause?: unknown}} details
+   */
+  constructor(message, { kind, code, data, status, cause } = {}) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = 'McpError';
+    this.kind = kind || 'panic';
+    this.status = status === undefined ? statusOfKind(this.kind) : status;
+    if (code !== undefined) this.code = code;
+    if (data !== undefined) this.data = data;
+  }
+}
+
+function statusOfKind(kind) {
+  const i = KIND_BY_STATUS.indexOf(kind);
+  return i < 0 ? undefined : i;
+}
+
+function errorOf(kind, message, extra) {
+  return new McpError(message, { kind, ...extra });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading the library
+
+function libraryFileName() {
+  if (process.platform === 'win32') return 'mcplug.dll';
+  if (process.platform === 'darwin') return 'libmcplug.dylib';
+  return 'libmcplug.so';
+}
+
+function findLibrary() {
+  const fromEnv = process.env.MCPLUG_LIBRARY;
+  if (fromEnv) {
+    if (!fs.existsSync(fromEnv)) {
+      throw new Error(`mcplug: MCPLUG_LIBRARY is set to ${fromEnv}, which does not exist`);
+    }
+    return fromEnv;
+  }
+  const file = libraryFileName();
+  const candidates = [
+    path.join(__dirname, file),
+    path.join(__dirname, '..', '..', 'target', 'release', file),
+    path.join(__dirname, '..', '..', 'target', 'debug', file),
+  ];
+  for (const candidate of candidates) {
+    if (fs.existsSync(candidate)) return candidate;
+  }
+  throw new Error(
+    `mcplug: cannot find ${file}; looked at ${candidates.join(', ')}. ` +
+      'Build it with `cargo build --release` in the mcplug checkout, or set MCPLUG_LIBRARY to its path.',
+  );
+}
+
+const libraryPath = findLibrary();
+const lib = koffi.load(libraryPath);
+
+// The ABI check comes before any other symbol is looked up, so that a library of another ABI is
+// refused with this message rather than with "cannot find function".
+const loadedAbi = lib.func('mcplug_abi_version', 'uint32', [])();
+if (loadedAbi !== ABI_VERSION) {
+  throw new Error(
+    `mcplug: ${libraryPath} has ABI version ${loadedAbi}, but this binding needs ABI version ${ABI_VERSION}; ` +
+      'use a library built from the same mcplug release as this package',
+  );
+}
+
+// Declared with anonymous types (array syntax): koffi's type names are process-wide, and a second
+// copy of this module (another version, or a test runner's fresh module registry) must still load.
+const mcplug_string_free = lib.func('mcplug_string_free', 'void', ['void *']);
+const OwnedString = koffi.disposable('str', (ptr) => mcplug_string_free(ptr));
+const OutString = koffi.out(koffi.pointer(OwnedString));
+const ClientHandle = koffi.pointer(koffi.opaque());
+const OutHandle = koffi.out(koffi.pointer(ClientHandle));
+
+const native = {
+  version: lib.func('mcplug_version', 'str', []),
+  abi_version: lib.func('mcplug_abi_version', 'uint32', []),
+  cancel: lib.func('mcplug_cancel', 'int', ['str']),
+  connect: lib.func('mcplug_client_connect', 'int', ['str', 'str', OutHandle, OutString]),
+  list_tools: lib.func('mcplug_client_list_tools', 'int', [ClientHandle, 'str', OutString]),
+  call_tool: lib.func('mcplug_client_call_tool', 'int', [ClientHandle, 'str', 'str', 'str', OutString]),
+  request: lib.func('mcplug_client_request', 'int', [ClientHandle, 'str', 'str', 'str', OutString]),
+  notify: lib.func('mcplug_client_notify', 'int', [ClientHandle, 'str', 'str', OutString]),
+  next_event: lib.func('mcplug_client_next_event', 'int', [ClientHandle, 'int32', OutString]),
+  respond: lib.func('mcplug_client_respond', 'int', [ClientHandle, 'str', OutString]),
+  client_close: lib.func('mcplug_client_close', 'int', [ClientHandle, OutString]),
+  client_free: lib.func('mcplug_client_free', 'void', [ClientHandle]),
+};
+
+/** Runs a native function on the threadpool; resolves with its return value and `out` string. */
+function callAsync(fn, args, wantsOut = true) {
+  return new Promise((resolve, reject) => {
+    const out = [null];
+    const all = wantsOut ? [...args, out] : args;
+    fn.async(...all, (err, status) => {
+      if (err) reject(err);
+      else resolve({ status, text: out[0] });
+    });
+  });
+}
+
+/** Turns a status and its `out` text into a value or an McpError. */
+function decode(status, text) {
+  if (status === Status.OK) {
+    try {
+      return JSON.parse(text);
+    } catch (e) {
+      throw errorOf('protocol', `mcplug returned a result that is not JSON: ${String(text).slice(0, 200)}`, { cause: e });
+    }
+  }
+  throw errorFromNative(status, text);
+}
+
+function errorFromNative(status, text) {
+  let body = null;
+  try {
+    body = text == null ? null : JSON.parse(text).error;
+  } catch {
+    body = null;
+  }
+  const kind = (body && body.kind) || KIND_BY_STATUS[status] || 'panic';
+  const message = (body && body.message) || `mcplug call failed with status ${status} (${kind})`;
+  return new McpError(message, { kind, code: body ? body.code : undefined, data: body ? body.data : undefined, status });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gates: bounded concurrency with a FIFO queue whose entries can be withdrawn.
+
+class Gate {
+  constructor(limit) {
+    this.limit = Math.max(1, limit);
+    this.active = 0;
+    this.queue = [];
+  }
+
+  /** Returns `{ready, withdraw}`; `ready` resolves once a slot is held (release it after). */
+  acquire() {
+    if (this.active < this.limit && this.queue.length === 0) {
+      this.active++;
+      return { ready: Promise.resolve(), withdraw: () => false, queued: false };
+    }
+    let entry;
+    const ready = new Promise((resolve, reject) => {
+      entry = { resolve, reject };
+      this.queue.push(entry);
+    });
+    const withdraw = (err) => {
+      const i = this.queue.indexOf(entry);
+      if (i < 0) return false;
+      this.queue.splice(i, 1);
+      entry.reject(err);
+      return true;
+    };
+    return { ready, withdraw, queued: true };
+  }
+
+  release() {
+    const next = this.queue.shift();
+    if (next) next.resolve(); // the slot passes straight on
+    else this.active--;
+  }
+}
+
+const threadpoolSize = Math.min(1024, Math.max(1, parseInt(process.env.UV_THREADPOOL_SIZE, 10) || 4));
+const koffiAsyncLimit = koffi.config().max_async_calls || 256;
+// Keep a quarter of the pool (at least 2 threads) for control calls.
+const workLimit = Math.max(1, Math.min(threadpoolSize - Math.max(2, Math.floor(threadpoolSize / 4)), Math.floor(koffiAsyncLimit * 0.6)));
+const controlLimit = Math.max(4, Math.min(64, Math.floor(koffiAsyncLimit * 0.3)));
+const workGate = new Gate(workLimit);
+const controlGate = new Gate(controlLimit);
+
+// ---------------------------------------------------------------------------------------------
+// Arguments
+
+function hasLoneSurrogate(s) {
+  if (typeof s.isWellFormed === 'function') return !s.isWellFormed();
+  return /[\ud800-\udbff](?![\udc00-\udfff])|(?:[^\ud800-\udbff]|^)[\udc00-\udfff]/.test(s);
+}
+
+/** Where in `value` a string (or key) with a lone surrogate sits, e.g. `.a[2]`; null if none. */
+function findLoneSurrogate(value, at, seen) {
+  if (typeof value === 'string') return hasLoneSurrogate(value) ? at || '(the value itself)' : null;
+  if (value === null || typeof value !== 'object' || seen.has(value)) return null;
+  seen.add(value);
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = findLoneSurrogate(value[i], `${at}[${i}]`, seen);
+      if (found) return found;
+    }
+    return null;
+  }
+  for (const key of Object.keys(value)) {
+    if (hasLoneSurrogate(key)) return `${at} (a key)`;
+    const found = findLoneSurrogate(value[key], `${at}.${key}`, seen);
+    if (found) return found;
+  }
+  return null;
+}
+
+/**
+ * JSON text for a value the library will parse, or an McpError (invalid_argument) before any
+ * native call: BigInt, cycles and lone UTF-16 surrogates cannot travel as UTF-8 JSON.
+ */
+function toJson(value, what) {
+  let text;
+  try {
+    text = JSON.stringify(value);
+  } catch (e) {
+    throw errorOf('invalid_argument', `\`${what}\` is not JSON-serialisable: ${e.message}`, { cause: e });
+  }
+  if (text === undefined) {
+    throw errorOf('invalid_argument', `\`${what}\` is not JSON-serialisable (got ${typeof value})`);
+  }
+  // JSON.stringify writes a lone surrogate as a \udXXX escape; serde (and UTF-8) refuse those.
+  if (/(?:^|[^\\])(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/i.test(text)) {
+    const where = findLoneSurrogate(value, '', new Set()) || '(somewhere)';
+    throw errorOf(
+      'invalid_argument',
+      `\`${what}\` contains a string with a lone UTF-16 surrogate at ${where}, which UTF-8 JSON cannot carry; ` +
+        'fix the string (e.g. with String.prototype.toWellFormed())',
+    );
+  }
+  return text;
+}
+
+function checkString(value, what) {
+  if (typeof value !== 'string') {
+    throw errorOf('invalid_argument', `\`${what}\` must be a string (got ${value === null ? 'null' : typeof value})`);
+  }
+  if (hasLoneSurrogate(value)) {
+    throw errorOf('invalid_argument', `\`${what}\` contains a lone UTF-16 surrogate, which UTF-8 cannot carry`);
+  }
+  return value;
+}
+
+function optionalObject(value, what) {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    throw errorOf('invalid_argument', `\`${what}\` must be an object (got ${Array.isArray(value) ? 'an array' : typeof value})`);
+  }
+  return toJson(value, what);
+}
+
+/** A timeout option: undefined = the default, null/Infinity = no limit, else positive ms. */
+function timeoutValue(value, what) {
+  if (value === undefined) return undefined;
+  if (value === null || value === Infinity) return null;
+  if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value)) {
+    throw errorOf('invalid_argument', `\`${what}\` must be a positive number of milliseconds, null or Infinity (got ${String(value)})`);
+  }
+  return Math.max(1, Math.ceil(value));
+}
+
+const tagPrefix = `mcplug-node-${process.pid}-${crypto.randomBytes(4).toString('hex')}-`;
+let tagCounter = 0;
+function internalTag() {
+  tagCounter += 1;
+  return tagPrefix + tagCounter;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operations: one record per blocking call, so that cancel(tag), AbortSignal and close() reach
+// calls still waiting in the JS queue as well as calls inside the library.
+
+/** tag -> Set<Op>, every live op (queued or in flight) of every client. */
+const opsByTag = new Map();
+
+class Op {
+  constructor(tag, label) {
+    this.tag = tag;
+    this.label = label;
+    this.queued = null; // the gate ticket while waiting for a slot
+    this.inFlight = false;
+    this.done = false;
+    this.cancelReason = null; // 'user' once cancellation was asked for
+    this.retry = null;
+    if (tag) {
+      let set = opsByTag.get(tag);
+      if (!set) opsByTag.set(tag, (set = new Set()));
+      set.add(this);
+    }
+  }
+
+  /** Asks for cancellation: withdraws a queued op, or cancels the native call until it returns. */
+  cancel(reason, queuedError) {
+    if (this.done) return false;
+    if (!this.cancelReason) this.cancelReason = reason;
+    if (this.queued) {
+      this.queued.withdraw(queuedError());
+      return true;
+    }
+    if (this.inFlight && this.tag && !this.retry) {
+      // The call may still sit in libuv's queue, not yet registered under its tag: retry until
+      // it returns.
+      const attempt = () => {
+        if (this.done) return;
+        native.cancel(this.tag);
+        this.retry = setTimeout(attempt, CANCEL_RETRY_MS);
+      };
+      attempt();
+    }
+    return true;
+  }
+
+  finish() {
+    this.done = true;
+    this.inFlight = false;
+    this.queued = null;
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = null;
+    if (this.tag) {
+      const set = opsByTag.get(this.tag);
+      if (set) {
+        set.delete(this);
+        if (set.size === 0) opsByTag.delete(this.tag);
+      }
+    }
+  }
+}
+
+function cancelledError(label) {
+  return errorOf('cancelled', `${label} was cancelled by the host`);
+}
+
+/**
+ * Runs one native call through a gate. `build(remainingMs)` returns the argument list (without
+ * `out`); `remainingMs` is the call's timeout minus the time it waited in the queue.
+ */
+async function runOp({ gate, fn, build, op, timeoutMs, signal, owner }) {
+  const started = Date.now();
+  const onAbort = () => op.cancel('user', () => cancelledError(op.label));
+  if (signal) {
+    if (signal.aborted) {
+      op.finish();
+      throw cancelledError(op.label);
+    }
+    signal.addEventListener('abort', onAbort, { once: true });
+  }
+  if (owner) owner._ops.add(op);
+  let queueTimer = null;
+  try {
+    const ticket = gate.acquire();
+    op.queued = ticket;
+    if (typeof timeoutMs === 'number' && ticket.queued) {
+      queueTimer = setTimeout(() => {
+        ticket.withdraw(errorOf('timeout', `${op.label} timed out after ${timeoutMs} ms waiting for a free worker thread`));
+      }, timeoutMs);
+    }
+    await ticket.ready;
+    op.queued = null;
+    if (queueTimer) clearTimeout(queueTimer);
+    queueTimer = null;
+    let status;
+    let text;
+    try {
+      if (owner && owner._state !== 'open') throw owner._closedError(op.label);
+      if (op.cancelReason) throw cancelledError(op.label);
+      // Only a call that really queued has its limit shortened (the library's error message
+      // then names the shortened limit).
+      let remaining = timeoutMs;
+      if (typeof timeoutMs === 'number' && ticket.queued) {
+        remaining = timeoutMs - (Date.now() - started);
+        if (remaining < 1) throw errorOf('timeout', `${op.label} timed out after ${timeoutMs} ms waiting for a free worker thread`);
+      }
+      const args = build(remaining);
+      op.inFlight = true;
+      ({ status, text } = await callAsync(fn, args));
+    } finally {
+      op.inFlight = false;
+      gate.release();
+    }
+    if (status === Status.CANCELLED && op.cancelReason === 'user') throw cancelledError(op.label);
+    return decode(status, text);
+  } finally {
+    if (queueTimer) clearTimeout(queueTimer);
+    if (signal) signal.removeEventListener('abort', onAbort);
+    op.finish();
+    if (owner) owner._opFinished(op);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client
+
+/** The capability a handler for a server request implies, declared at connect. */
+const CAPABILITY_OF_HANDLER = {
+  'sampling/createMessage': ['sampling', {}],
+  'elicitation/create': ['elicitation', { form: {} }],
+  'roots/list': ['roots', { listChanged: true }],
+};
+
+class Client extends EventEmitter {
+  /**
+   * Starts (or reaches) one MCP server and negotiates the protocol.
+   * @param {object} server one server entry: `{command, args, env, cwd, name}` for stdio
+   * @param {object} [opts]
+   */
+  static async connect(server, opts = {}) {
+    if (server === null || typeof server !== 'object' || Array.isArray(server)) {
+      throw errorOf('invalid_argument', '`server` must be an object such as {command, args}');
+    }
+    const {
+      handlers = {},
+      connectTimeoutMs,
+      requestTimeoutMs,
+      toolTimeoutMs,
+      hostRequestTimeoutMs,
+      clientInfo,
+      roots,
+      options = {},
+      signal,
+      tag,
+    } = opts;
+    if (handlers === null || typeof handlers !== 'object') throw errorOf('invalid_argument', '`handlers` must be an object');
+    for (const [method, fn] of Object.entries(handlers)) {
+      if (typeof fn !== 'function') throw errorOf('invalid_argument', `handler for ${method} is not a function`);
+    }
+    if (options === null || typeof options !== 'object') throw errorOf('invalid_argument', '`options` must be an object');
+
+    const merged = { ...options };
+    const setTimeoutOption = (key, value, what) => {
+      const v = timeoutValue(value, what);
+      if (v !== undefined) merged[key] = v;
+    };
+    setTimeoutOption('connect_timeout_ms', connectTimeoutMs, 'connectTimeoutMs');
+    setTimeoutOption('request_timeout_ms', requestTimeoutMs, 'requestTimeoutMs');
+    setTimeoutOption('tool_timeout_ms', toolTimeoutMs, 'toolTimeoutMs');
+    setTimeoutOption('host_request_timeout_ms', hostRequestTimeoutMs, 'hostRequestTimeoutMs');
+    if (clientInfo !== undefined) merged.client_info = clientInfo;
+    if (roots !== undefined) merged.roots = roots;
+    const capabilities = {};
+    for (const method of Object.keys(handlers)) {
+      const cap = CAPABILITY_OF_HANDLER[method];
+      if (cap) capabilities[cap[0]] = cap[1];
+    }
+    merged.capabilities = { ...capabilities, ...(options.capabilities || {}) };
+    const connectTag = tag === undefined ? internalTag() : checkString(tag, 'tag');
+    merged.tag = connectTag;
+    const serverJson = toJson(server, 'server');
+    const optionsJson = toJson(merged, 'options');
+    // Raw options are the library's to judge; only a valid limit also bounds the wait for a thread.
+    const rawConnectMs = merged.connect_timeout_ms;
+    const connectMs = typeof rawConnectMs === 'number' && rawConnectMs >= 1 && Number.isFinite(rawConnectMs) ? rawConnectMs : undefined;
+
+    const op = new Op(connectTag, 'connect');
+    let handle = null;
+    const info = await runOp({
+      gate: workGate,
+      fn: native.connect,
+      op,
+      signal,
+      timeoutMs: connectMs,
+      build: (remaining) => {
+        const out = [null];
+        handle = out;
+        const o = remaining === undefined ? optionsJson : toJson({ ...merged, connect_timeout_ms: remaining }, 'options');
+        return [serverJson, o, out];
+      },
+    }).catch((err) => {
+      // An abort that lost the race with a successful connect still leaves a handle to free.
+      if (handle && handle[0]) callAsync(native.client_free, [handle[0]], false).catch(() => {});
+      throw err;
+    });
+    if (op.cancelReason === 'user') {
+      if (handle && handle[0]) callAsync(native.client_free, [handle[0]], false).catch(() => {});
+      throw cancelledError('connect');
+    }
+    return new Client(handle[0], info, handlers);
+  }
+
+  /** Use Client.connect(). */
+  constructor(handle, info, handlers) {
+    super();
+    if (typeof handle !== 'bigint') throw new TypeError('use Client.connect() to create a Client');
+    this._handle = handle;
+    this._info = info;
+    this._handlers = { ...handlers };
+    this._state = 'open';
+    this._ops = new Set();
+    this._opWaiters = [];
+    this._byTag = new Map(); // tag -> Set<onProgress> of this client's calls that want progress
+    this._closeReason = null;
+    this._closedEmitted = false;
+    this._shutdownPromise = null;
+    this._stopPump = false;
+    this._pumpPull = null;
+    this._pumpDone = this._pump().catch((e) => process.emitWarning(`mcplug: the event pump failed: ${e && e.stack ? e.stack : e}`));
+  }
+
+  get name() { return this._info.name ?? null; }
+  get serverInfo() { return this._info.server_info; }
+  get protocolVersion() { return this._info.protocol_version; }
+  get era() { return this._info.era; }
+  get capabilities() { return this._info.capabilities; }
+  get instructions() { return this._info.instructions ?? null; }
+  /** Everything mcplug_client_connect returned, including the server's raw `result`. */
+  get connectResult() { return this._info; }
+  /** 'open' until close() (or the end of the connection), then 'closing', then 'closed'. */
+  get state() { return this._state; }
+
+  /** Lists every tool (all pages). */
+  async listTools({ timeoutMs, tag, signal } = {}) {
+    const res = await this._work('tools/list', native.list_tools, { timeoutMs, tag, signal }, (options) => [options]);
+    return res.tools;
+  }
+
+  /** Calls a tool; resolves with the CallToolResult (an `isError: true` result still resolves). */
+  async callTool(name, args = {}, { timeoutMs, tag, signal, onProgress, resetTimeoutOnProgress, maxTotalTimeoutMs } = {}) {
+    checkString(name, 'name');
+    const argsJson = optionalObject(args, 'arguments');
+    if (onProgress !== undefined && typeof onProgress !== 'function') throw errorOf('invalid_argument', '`onProgress` must be a function');
+    const extra = {};
+    if (resetTimeoutOnProgress) extra.reset_timeout_on_progress = true;
+    const maxTotal = timeoutValue(maxTotalTimeoutMs, 'maxTotalTimeoutMs');
+    if (maxTotal !== undefined) extra.max_total_timeout_ms = maxTotal;
+    return this._work(`tools/call ${name}`, native.call_tool, { timeoutMs, tag, signal, onProgress, extra },
+      (options) => [name, argsJson, options]);
+  }
+
+  /** Sends any request and resolves with its raw result. `allPages` follows nextCursor. */
+  async request(method, params, { timeoutMs, tag, signal, allPages, onProgress } = {}) {
+    checkString(method, 'method');
+    const paramsJson = optionalObject(params, 'params');
+    const extra = allPages ? { all_pages: true } : {};
+    return this._work(method, native.request, { timeoutMs, tag, signal, onProgress, extra },
+      (options) => [method, paramsJson, options]);
+  }
+
+  /** Sends a notification. */
+  async notify(method, params) {
+    checkString(method, 'method');
+    const paramsJson = optionalObject(params, 'params');
+    await this._control(`notification ${method}`, native.notify, [method, paramsJson]);
+  }
+
+  /** Answers a server request event (one without a handler) with a result. */
+  async respond(id, result = {}) {
+    checkString(id, 'id');
+    await this._control('respond', native.respond, [toJson({ id, result }, 'result')]);
+  }
+
+  /** Answers a server request event with a JSON-RPC error `{code, message, data?}`. */
+  async respondError(id, error) {
+    checkString(id, 'id');
+    if (!error || typeof error !== 'object') throw errorOf('invalid_argument', '`error` must be {code, message}');
+    const body = { code: Number.isInteger(error.code) ? error.code : -32603, message: String(error.message ?? 'error') };
+    if (error.data !== undefined) body.data = error.data;
+    await this._control('respond', native.respond, [toJson({ id, error: body }, 'error')]);
+  }
+
+  /** Closes the connection and frees the handle; the server and its children are gone after. */
+  close() {
+    return this._shutdown('the client was closed by the host');
+  }
+
+  // -- internals -------------------------------------------------------------------------------
+
+  _closedError(label) {
+    const why = this._closeReason || 'the client is closed';
+    return errorOf('closed', label ? `${label}: ${why}` : why);
+  }
+
+  _checkOpen(label) {
+    if (this._state !== 'open') throw this._closedError(label);
+  }
+
+  async _work(label, fn, { timeoutMs, tag, signal, onProgress, extra = {} }, buildArgs) {
+    this._checkOpen(label);
+    const limit = timeoutValue(timeoutMs, 'timeoutMs');
+    const callTag = tag === undefined ? internalTag() : checkString(tag, 'tag');
+    const base = { ...extra, tag: callTag };
+    if (limit !== undefined) base.timeout_ms = limit;
+    if (onProgress) base.progress = true;
+    const op = new Op(callTag, label);
+    if (onProgress) {
+      if (typeof onProgress !== 'function') throw errorOf('invalid_argument', '`onProgress` must be a function');
+      let set = this._byTag.get(callTag);
+      if (!set) this._byTag.set(callTag, (set = new Set()));
+      set.add(onProgress);
+    }
+    try {
+      const result = await runOp({
+        gate: workGate,
+        fn,
+        op,
+        signal,
+        owner: this,
+        timeoutMs: limit === null ? undefined : limit,
+        build: (remaining) => {
+          const options = remaining === undefined || remaining === limit ? base : { ...base, timeout_ms: remaining };
+          return [this._handle, ...buildArgs(JSON.stringify(options))];
+        },
+      });
+      // Every progress notification the server sent before its result is in the event queue by
+      // now: hand them to onProgress before the promise settles.
+      if (onProgress) await this._drainEvents();
+      return result;
+    } finally {
+      if (onProgress) {
+        const set = this._byTag.get(callTag);
+        if (set) {
+          set.delete(onProgress);
+          if (set.size === 0) this._byTag.delete(callTag);
+        }
+      }
+    }
+  }
+
+  async _control(label, fn, args) {
+    this._checkOpen(label);
+    const op = new Op(null, label);
+    return runOp({ gate: controlGate, fn, op, owner: this, build: () => [this._handle, ...args] });
+  }
+
+  _opFinished(op) {
+    this._ops.delete(op);
+    const waiters = this._opWaiters;
+    this._opWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  /**
+   * Pulls whatever events are queued right now (without waiting) and dispatches them, so that a
+   * call's progress notifications reach onProgress before the call's promise settles.
+   */
+  async _drainEvents() {
+    for (let i = 0; i < 10000 && this._state === 'open'; i++) {
+      const pumpPull = this._pumpPull;
+      let ev;
+      try {
+        ev = await this._control('next_event', native.next_event, [0]);
+      } catch {
+        // Nothing queued. The pump's pull that was running meanwhile may have taken the last
+        // event without having handed it over yet: give it a moment (it is usually blocked on an
+        // empty queue, hence the short bound).
+        if (pumpPull) await Promise.race([pumpPull.catch(() => {}), new Promise((r) => setTimeout(r, 5))]);
+        return;
+      }
+      this._dispatch(ev);
+    }
+  }
+
+  async _pump() {
+    let reason = null;
+    try {
+      while (!this._stopPump) {
+        let ev;
+        try {
+          this._pumpPull = this._control('next_event', native.next_event, [PUMP_WAIT_MS]);
+          ev = await this._pumpPull;
+        } catch (e) {
+          if (e instanceof McpError && e.kind === 'timeout') continue;
+          if (!(e instanceof McpError) || e.kind !== 'closed') reason = `the event pump stopped: ${e.message}`;
+          break;
+        }
+        this._dispatch(ev);
+      }
+    } finally {
+      this._pumpPull = null;
+      if (!this._stopPump) {
+        // The connection ended by itself (the server exited): release the handle now.
+        this._shutdown(this._closeReasonFromEvent || reason || 'the connection is closed').catch(() => {});
+      }
+    }
+  }
+
+  /** Like emit(), but a listener that throws neither stops the pump nor the other listeners. */
+  _emitSafe(name, ...args) {
+    for (const listener of this.rawListeners(name)) {
+      try {
+        Reflect.apply(listener, this, args); // a once() wrapper removes itself here
+      } catch (e) {
+        this._reportHandlerError(e, `'${name}' listener`);
+      }
+    }
+  }
+
+  _reportHandlerError(err, where) {
+    if (this.listenerCount('handlerError') > 0) {
+      try {
+        this.emit('handlerError', err, where);
+        return;
+      } catch {
+        // fall through to the warning
+      }
+    }
+    process.emitWarning(`mcplug: a ${where} handler threw: ${err && err.stack ? err.stack : err}`, 'McplugHandlerWarning');
+  }
+
+  _dispatch(ev) {
+    if (!ev || typeof ev !== 'object') return;
+    this._emitSafe('event', ev);
+    switch (ev.type) {
+      case 'notification': {
+        if (ev.method === 'notifications/progress' && ev.tag) {
+          const set = this._byTag.get(ev.tag);
+          if (set) {
+            for (const fn of [...set]) {
+              try {
+                fn(ev.params || {});
+              } catch (e) {
+                this._reportHandlerError(e, 'onProgress');
+              }
+            }
+          }
+        }
+        const handler = this._handlers[ev.method];
+        if (handler) {
+          try {
+            const r = handler(ev.params || {}, { method: ev.method, client: this });
+            if (r && typeof r.then === 'function') r.then(undefined, (e) => this._reportHandlerError(e, ev.method));
+          } catch (e) {
+            this._reportHandlerError(e, ev.method);
+          }
+        }
+        const n = { method: ev.method, params: ev.params || {} };
+        if (ev.tag) n.tag = ev.tag;
+        this._emitSafe('notification', n);
+        break;
+      }
+      case 'request':
+        this._handleRequest(ev);
+        break;
+      case 'stderr':
+        this._emitSafe('stderr', ev.line);
+        break;
+      case 'closed':
+        this._closeReasonFromEvent = ev.reason || 'the connection is closed';
+        this._emitClosed({ reason: this._closeReasonFromEvent, kind: ev.kind });
+        break;
+      case 'invalid_message':
+        this._emitSafe('invalidMessage', { error: ev.error, line: ev.line });
+        break;
+      case 'overflow':
+        this._emitSafe('overflow', ev.dropped);
+        break;
+      case 'request_expired':
+        this._emitSafe('requestExpired', { id: ev.id, method: ev.method });
+        break;
+      default:
+        break;
+    }
+  }
+
+  _emitClosed(info) {
+    if (this._closedEmitted) return;
+    this._closedEmitted = true;
+    this._emitSafe('closed', info);
+  }
+
+  async _handleRequest(ev) {
+    const handler = this._handlers[ev.method];
+    if (!handler && this.listenerCount('request') > 0) {
+      // The listener answers with respond()/respondError().
+      this._emitSafe('request', { id: ev.id, method: ev.method, params: ev.params || {} });
+      return;
+    }
+    let answer;
+    if (!handler) {
+      answer = { id: ev.id, error: { code: -32601, message: `Method not found: ${ev.method} (no handler for it in this client)` } };
+    } else {
+      try {
+        const result = await handler(ev.params || {}, { id: ev.id, method: ev.method, client: this });
+        answer = { id: ev.id, result: result === undefined || result === null ? {} : result };
+      } catch (e) {
+        const error = {
+          code: e && Number.isInteger(e.code) ? e.code : -32603,
+          message: e && e.message ? String(e.message) : String(e),
+        };
+        if (e && e.data !== undefined) error.data = e.data;
+        answer = { id: ev.id, error };
+      }
+    }
+    let text;
+    try {
+      text = toJson(answer, 'handler result');
+    } catch (e) {
+      text = JSON.stringify({ id: ev.id, error: { code: -32603, message: `the ${ev.method} handler returned a value that is not JSON: ${e.message}` } });
+    }
+    if (this._state !== 'open') return;
+    try {
+      await this._control('respond', native.respond, [text]);
+    } catch (e) {
+      if (this._state === 'open' && !(e instanceof McpError && e.kind === 'closed')) this._reportHandlerError(e, `${ev.method} (answering the server)`);
+    }
+  }
+
+  _shutdown(reason) {
+    if (this._shutdownPromise) return this._shutdownPromise;
+    this._state = 'closing';
+    this._closeReason = reason;
+    this._stopPump = true;
+    this._shutdownPromise = (async () => {
+      const handle = this._handle;
+      // 1. Calls still waiting in the JS queue never reach the library.
+      for (const op of this._ops) {
+        if (op.queued) op.queued.withdraw(this._closedError(op.label));
+      }
+      // 2. Close without freeing (blocks ~1-2 s: off the loop). Calls inside the library return
+      //    CLOSED at once, the pump's wait ends, and a call that sat in libuv's queue and enters
+      //    only now finds the handle closed but still valid: it returns CLOSED too.
+      if (handle) {
+        try {
+          await controlGateRun(() => callAsync(native.client_close, [handle]));
+        } catch (e) {
+          process.emitWarning(`mcplug: mcplug_client_close failed: ${e && e.message}`, 'McplugWarning');
+        }
+      }
+      // 3. Free only once nothing of ours is inside the library for this handle.
+      while (this._ops.size > 0) {
+        await new Promise((resolve) => {
+          const timer = setTimeout(resolve, 100);
+          this._opWaiters.push(() => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+      }
+      this._handle = null;
+      if (handle) await controlGateRun(() => callAsync(native.client_free, [handle], false));
+      this._state = 'closed';
+      this._emitClosed({ reason });
+    })();
+    return this._shutdownPromise;
+  }
+}
+
+if (typeof Symbol.asyncDispose === 'symbol') {
+  Client.prototype[Symbol.asyncDispose] = function asyncDispose() {
+    return this.close();
+  };
+}
+
+async function controlGateRun(fn) {
+  const ticket = controlGate.acquire();
+  await ticket.ready;
+  try {
+    return await fn();
+  } finally {
+    controlGate.release();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Module functions
+
+/**
+ * Cancels every in-flight call carrying `tag` (in this module, and any other mcplug host in the
+ * process). Returns true if one was found.
+ */
+function cancel(tag) {
+  checkString(tag, 'tag');
+  let found = false;
+  const set = opsByTag.get(tag);
+  if (set) {
+    for (const op of [...set]) {
+      if (op.cancel('user', () => cancelledError(op.label))) found = true;
+    }
+  }
+  const status = native.cancel(tag);
+  if (status === Status.OK) return true;
+  if (status === Status.NOT_FOUND) return found;
+  throw errorFromNative(status, null);
+}
+
+/** The library's version string, e.g. "0.1.0". */
+function version() {
+  return native.version();
+}
+
+/** The ABI version of the loaded library (equal to ABI_VERSION, or loading would have failed). */
+function abiVersion() {
+  return native.abi_version();
+}
+
+module.exports = {
+  Client,
+  McpError,
+  ERROR_KINDS,
+  Status,
+  ABI_VERSION,
+  cancel,
+  version,
+  abiVersion,
+  libraryPath,
+  threadpoolSize,
+  workLimit,
+};

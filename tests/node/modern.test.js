@@ -1,0 +1,40 @@
+'use strict';
+// A 2026-07-28 (modern era) server on the Python SDK: mcplug negotiates the modern era and tools
+// work there; server-everything (legacy) negotiates 2025-11-25 (see everything.test.js).
+
+const h = require('./helpers');
+const { test, describe } = require('node:test');
+const assert = require('node:assert/strict');
+
+describe('modern server (2026-07-28)', { timeout: 60000 }, () => {
+  test('negotiates 2026-07-28 and its tools work', async (t) => {
+    const client = await h.connect(t, h.modernServer(), { connectTimeoutMs: 20000 });
+    assert.equal(client.era, 'modern');
+    assert.equal(client.protocolVersion, '2026-07-28');
+    assert.equal(client.serverInfo.name, 'modern-test-server');
+    assert.equal(client.instructions, 'mcplug modern-era test server');
+
+    const tools = await client.listTools({ timeoutMs: 10000 });
+    assert.deepEqual(tools.map((x) => x.name).sort(), ['add', 'echo']);
+
+    const echo = await client.callTool('echo', { message: 'modern ✓' }, { timeoutMs: 10000 });
+    assert.equal(h.textOf(echo), 'Echo: modern ✓');
+    assert.notEqual(echo.isError, true);
+    const sum = await client.callTool('add', { a: 40, b: 2 }, { timeoutMs: 10000 });
+    assert.equal(h.textOf(sum), '42');
+    assert.deepEqual(sum.structuredContent, { result: 42 });
+
+    // Bad arguments come back as a tool error, and the connection stays usable.
+    const bad = await client.callTool('add', { a: 'x', b: 2 }, { timeoutMs: 10000 });
+    assert.equal(bad.isError, true);
+    assert.equal(h.textOf(await client.callTool('echo', { message: 'again' })), 'Echo: again');
+  });
+
+  test('concurrent calls on a modern connection', async (t) => {
+    const client = await h.connect(t, h.modernServer(), { connectTimeoutMs: 20000 });
+    const results = await h.within(20000, Promise.all(
+      Array.from({ length: 50 }, (_, i) => client.callTool('add', { a: i, b: 1000 })),
+    ), '50 calls');
+    results.forEach((r, i) => assert.equal(h.textOf(r), String(i + 1000)));
+  });
+});
