@@ -1,0 +1,439 @@
+"""Writes BENCHMARKS.md from one benches/run.sh run (peer-bench table and raw runs, callgrind
+outputs, peak-RSS runs); with --quick, checks that every mcplug client ran every scenario and
+exits 1 otherwise. Called by benches/run.sh; stdlib only."""
+import argparse
+import json
+import os
+import platform
+import re
+import statistics as st
+import subprocess
+import sys
+from collections import defaultdict
+
+FLOOR = 'floor: Rust parent/child, pipes + serde_json'
+RAW = 'raw Rust client (blocking pipes) -> server'
+RM_C = 'rmcp 3.11 client, tokio current_thread'
+RM_M = 'rmcp 3.11 client, tokio multi_thread'
+TS = 'TS SDK 1.32.2 (Node 20) StdioClientTransport'
+PY = 'Python SDK mcp 2.3.0 stdio_client'
+MC, MPY, MNODE = 'mcplug (C)', 'mcplug (Python)', 'mcplug (Node)'
+MCPLUG = [MC, MPY, MNODE]
+SHORT = {FLOOR: 'floor', RAW: 'raw client', RM_C: 'rmcp (current_thread)', RM_M: 'rmcp (multi_thread)',
+         TS: 'TS SDK', PY: 'Python SDK', MC: 'mcplug (C)'}
+SCENARIOS = ['s1', 's2', 's2p', 's3', 's3p', 's4']
+REQUIRED = {'s1': ['ttl_ms'], 's2': ['p50_us', 'p99_us', 'calls_per_s', 'hwm_kib', 'cpu_us_per_call'],
+            's2p': ['p50_us', 'cpu_us_per_call'], 's3': ['calls_per_s', 'cpu_us_per_call'],
+            's3p': ['calls_per_s', 'cpu_us_per_call'], 's4': ['mib_per_s']}
+# (key, label, lower_is_better)
+METRICS = [
+    ('s1.ttl_ms', 'S1 cold start: launch to first tools/list answer (ms)', True),
+    ('s1.wall_ms', 'S1 whole process, exit included (ms)', True),
+    ('s2.p50_us', 'S2 p50 latency (us)', True),
+    ('s2.cpu_us_per_call', 'S2 client CPU per call (us)', True),
+    ('s2p.p50_us', 'S2 1-CPU p50 latency (us)', True),
+    ('s2p.cpu_us_per_call', 'S2 1-CPU client CPU per call (us)', True),
+    ('s3.calls_per_s', 'S3 calls/s, 64 in flight', False),
+    ('s3.cpu_us_per_call', 'S3 client CPU per call (us)', True),
+    ('s3p.calls_per_s', 'S3 1-CPU calls/s', False),
+    ('s4.mib_per_s', 'S4 1 MiB echo, MiB/s', False),
+    ('s2.hwm_kib', 'S2 peak RSS (VmHWM)', True),
+]
+BEGIN, END = '<!-- analysis:begin -->', '<!-- analysis:end -->'
+
+
+def load_raw(path):
+    """(rep, row, 'scen.key') -> value, and row -> 'scen.key' -> [values]"""
+    per_rep, values = {}, defaultdict(lambda: defaultdict(list))
+    with open(path) as f:
+        for line in f:
+            d = json.loads(line)
+            for k, v in d.items():
+                if isinstance(v, (int, float)) and k not in ('rep', 'n', 'conc', 'size'):
+                    key = f"{d['scen']}.{k}"
+                    per_rep[(d['rep'], d['row'], key)] = v
+                    values[d['row']][key].append(v)
+    return per_rep, values
+
+
+def med(values, row, key):
+    v = values.get(row, {}).get(key)
+    return st.median(v) if v else None
+
+
+def paired(per_rep, row, ref, key):
+    """median over repetitions of row/ref measured in the same repetition"""
+    rs = [v / per_rep[(rep, ref, k)] for (rep, r, k), v in per_rep.items()
+          if r == row and k == key and per_rep.get((rep, ref, k))]
+    return st.median(rs) if rs else None
+
+
+def fnum(v, nd=1):
+    if v is None:
+        return '-'
+    if abs(v) >= 1000:
+        return f'{v:,.0f}'
+    return f'{v:,.{nd}f}'
+
+
+def fratio(r):
+    return '-' if r is None else f'{r:.2f}x'
+
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30).stdout.strip()
+    except Exception:
+        return ''
+
+
+def machine():
+    cpu = ''
+    try:
+        for line in open('/proc/cpuinfo'):
+            if line.startswith('model name'):
+                cpu = line.split(':', 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {'nproc': os.cpu_count(), 'cpu': cpu, 'kernel': platform.release(),
+            'rustc': sh('rustc --version'), 'node': sh('node --version'),
+            'python': sh(f'{sys.executable} --version') or platform.python_version(),
+            'valgrind': sh('valgrind --version'), 'load': sh('cat /proc/loadavg')}
+
+
+# ---- callgrind ----
+
+LINE = re.compile(r'^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*?)(?:\s+\[([^\]]*)\])?\s*$')
+
+
+def cg_total(path):
+    with open(path) as f:
+        for line in f:
+            if line.startswith('totals:') or line.startswith('summary:'):
+                return int(line.split()[1])
+    return None
+
+
+def cg_functions(path):
+    """function -> (self Ir, object) from callgrind_annotate"""
+    text = sh(f'callgrind_annotate --inclusive=no --threshold=100 --auto=no {path}')
+    fns, started = {}, False
+    for line in text.splitlines():
+        if 'file:function' in line:
+            started = True
+            continue
+        if not started or line.startswith('---'):
+            continue
+        if not line.strip() and fns:
+            break  # the end of the function table
+        m = LINE.match(line)
+        if not m:
+            continue
+        ir = int(m.group(1).replace(',', ''))
+        fl_fn = m.group(2)
+        # "file:function": the first colon that is not half of a Rust "::"
+        sep = re.search(r'(?<!:):(?!:)', fl_fn)
+        fn = fl_fn[sep.end():] if sep else fl_fn
+        fn = re.sub(r"'\d+$", '', fn)
+        old = fns.get(fn, (0, None))
+        fns[fn] = (old[0] + ir, m.group(3) or old[1])
+    return fns
+
+
+LIBC_BENCH = ('vfprintf', '_IO_', 'vsnprintf', 'snprintf', 'sprintf', 'msort', 'qsort', '__strchrnul',
+              'printf_positional', '__printf_fp', 'hack_digit', '__mpn_', 'outstring', 'pad_func')
+
+
+def group_of(fn, obj, bench_bins):
+    name = fn
+    if name.startswith('<') and ' as ' in name:
+        # <Type as Trait>::method: the Type's crate, unless the Type is a primitive (str, [T], A)
+        left, right = name[1:].split(' as ', 1)
+        left = left.lstrip('&*[').replace('mut ', '').replace('dyn ', '')
+        name = left if '::' in left.split('<')[0] else right
+    name = name.lstrip('<&*[').replace('mut ', '').replace('dyn ', '')
+    if '::' in name:
+        crate = name.split('::', 1)[0].split('<')[0]
+        if crate in ('core', 'alloc', 'std'):
+            return 'Rust std (core/alloc/std)'
+        if crate in ('mcpbench', 'rmcp_client', 'floor'):
+            return 'the bench program itself'
+        return crate
+    base = os.path.basename(obj or '')
+    if base in bench_bins:
+        return 'the bench program itself'
+    if any(name.startswith(p) or p in name for p in LIBC_BENCH):
+        return 'the bench program itself'   # libc printf/qsort: only the C bench program calls those
+    if 'malloc' in name or 'free' in name or name in ('_int_malloc', '_int_free', 'realloc', 'calloc', '_int_realloc'):
+        return 'libc malloc/free'
+    if base == 'libmcplug.so' or name.startswith('mcplug_'):
+        return 'mcplug'  # the C entry points, and compiler builtins linked into the library
+    if base.startswith('libm.so'):
+        return 'libm'
+    if base.startswith('libc.so'):
+        return 'libc (memcpy, strlen, syscall stubs)'
+    if base.startswith('ld-linux'):
+        return 'ld.so (__tls_get_addr: TLS of a shared library)'
+    return 'other'
+
+
+def cg_section(cgdir, n1, n2):
+    rows, breakdowns = [], []
+    names = [('mcplug-c', 'mcplug (C) over the C ABI', ['mcplug_client']),
+             ('raw', 'raw Rust client (hand-written, blocking pipes)', ['floor']),
+             ('rmcp', 'rmcp 3.11 client, tokio current_thread', ['rmcp_client'])]
+    per_call = {}
+    for tag, label, bins in names:
+        f1, f2 = f'{cgdir}/{tag}.{n1}.out', f'{cgdir}/{tag}.{n2}.out'
+        if not (os.path.exists(f1) and os.path.exists(f2)):
+            rows.append(f'| {label} | - | - | - |')
+            continue
+        t1, t2 = cg_total(f1), cg_total(f2)
+        pc = (t2 - t1) / (n2 - n1)
+        per_call[tag] = pc
+        rows.append(f'| {label} | {t1:,} | {t2:,} | **{pc:,.0f}** |')
+        a, b = cg_functions(f1), cg_functions(f2)
+        diff = {}
+        for fn in set(a) | set(b):
+            d = (b.get(fn, (0, None))[0] - a.get(fn, (0, None))[0]) / (n2 - n1)
+            diff[fn] = (d, b.get(fn, a.get(fn))[1])
+        groups = defaultdict(float)
+        for fn, (d, obj) in diff.items():
+            groups[group_of(fn, obj, bins)] += d
+        top = sorted(diff.items(), key=lambda kv: -kv[1][0])[:15]
+        out = [f'#### {label}: {pc:,.0f} instructions per call', '',
+               '| where (by crate / library) | Ir per call | share |', '|---|---:|---:|']
+        for g, d in sorted(groups.items(), key=lambda kv: -kv[1]):
+            if abs(d) >= pc * 0.005:
+                out.append(f'| {g} | {d:,.0f} | {d / pc * 100:.1f}% |')
+        out += ['', '| function (self cost) | Ir per call | share |', '|---|---:|---:|']
+        for fn, (d, obj) in top:
+            short = fn if len(fn) <= 110 else fn[:107] + '...'
+            out.append(f'| `{short}` | {d:,.0f} | {d / pc * 100:.1f}% |')
+        breakdowns.append('\n'.join(out))
+    return rows, breakdowns, per_call
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--table', required=True)
+    ap.add_argument('--raw', required=True)
+    ap.add_argument('--stderr-log', default='')
+    ap.add_argument('--callgrind', required=True)
+    ap.add_argument('--cg-n', nargs=2, type=int, required=True)
+    ap.add_argument('--rss', required=True)
+    ap.add_argument('--out', required=True)
+    ap.add_argument('--started', default='')
+    ap.add_argument('--run-all-seconds', type=int, default=0)
+    ap.add_argument('--peer-bench', default='')
+    ap.add_argument('--quick', action='store_true')
+    a = ap.parse_args()
+
+    table_text = open(a.table).read()
+    notes = [l[len('# note: '):] for l in table_text.splitlines() if l.startswith('# note: ')]
+    per_rep, values = load_raw(a.raw)
+
+    # ---- did every mcplug client run every scenario? ----
+    failures = []
+    for c in MCPLUG:
+        for scen in SCENARIOS:
+            for k in REQUIRED[scen]:
+                v = med(values, c, f'{scen}.{k}')
+                if v is None or not v > 0:
+                    failures.append(f'{c}: no {scen}.{k}')
+    failures += [n for n in notes if n.split(' ', 1)[-1].startswith('mcplug')]
+    cg_n1, cg_n2 = a.cg_n
+    cg_rows, cg_breakdowns, cg_per_call = cg_section(a.callgrind, cg_n1, cg_n2)
+
+    rss = [json.loads(l) for l in open(a.rss) if l.strip()]
+    with_lib = [d for d in rss if d.get('client') == 'mcplug-c']
+    without = [d for d in rss if d.get('client') == 'c-no-library']
+    if not with_lib or not without:
+        failures.append('peak RSS runs missing')
+    hwm_with = st.median(d['hwm_kib'] for d in with_lib) if with_lib else None
+    hwm_start = st.median(d['hwm_start_kib'] for d in with_lib) if with_lib else None
+    hwm_without = st.median(d['hwm_kib'] for d in without) if without else None
+    rss_added = (hwm_with - hwm_without) / 1024 if hwm_with and hwm_without else None
+
+    M = lambda row, key: med(values, row, key)
+    P = lambda row, ref, key: paired(per_rep, row, ref, key)
+
+    # ---- targets (issue #3) ----
+    targets = []
+
+    def target(who, what, measured, ok):
+        targets.append((who, what, measured, None if ok is None else ('met' if ok else '**missed**')))
+
+    def le(x, lim):
+        return None if x is None else x <= lim
+
+    def ge(x, lim):
+        return None if x is None else x >= lim
+
+    for key, label in (('s2p', '1 CPU'), ('s2', 'unpinned')):
+        r = P(MC, RAW, f'{key}.cpu_us_per_call')
+        target('C', f'S2 client CPU per call <= 1.5x the raw client ({label})',
+               f'{fnum(M(MC, f"{key}.cpu_us_per_call"), 2)} vs {fnum(M(RAW, f"{key}.cpu_us_per_call"), 2)} us: {fratio(r)}', le(r, 1.5))
+    for key, label in (('s2p', '1 CPU'), ('s2', 'unpinned')):
+        r = P(MC, RM_C, f'{key}.cpu_us_per_call')
+        target('C', f'S2 client CPU per call <= 0.5x rmcp current_thread ({label})',
+               f'{fnum(M(MC, f"{key}.cpu_us_per_call"), 2)} vs {fnum(M(RM_C, f"{key}.cpu_us_per_call"), 2)} us: {fratio(r)}', le(r, 0.5))
+    ipc = cg_per_call.get('mcplug-c')
+    target('C', '<= 20,000 instructions per call (callgrind, S2)', fnum(ipc, 0) if ipc else '-', le(ipc, 20000))
+    for key, label in (('s3', 'unpinned'), ('s3p', '1 CPU')):
+        r = P(MC, RAW, f'{key}.calls_per_s')
+        target('C', f'S3 calls/s >= the raw client ({label})',
+               f'{fnum(M(MC, f"{key}.calls_per_s"))} vs {fnum(M(RAW, f"{key}.calls_per_s"))}: {fratio(r)}', ge(r, 1.0))
+    r = P(MC, FLOOR, 's4.mib_per_s')
+    target('C', 'S4 MiB/s >= 0.9x the floor', f'{fnum(M(MC, "s4.mib_per_s"))} vs {fnum(M(FLOOR, "s4.mib_per_s"))}: {fratio(r)}', ge(r, 0.9))
+    r = P(MC, RAW, 's1.ttl_ms')
+    target('C', 'S1 cold start <= 1.3x the raw client', f'{fnum(M(MC, "s1.ttl_ms"), 2)} vs {fnum(M(RAW, "s1.ttl_ms"), 2)} ms: {fratio(r)}', le(r, 1.3))
+    target('C', 'the library adds <= 8 MiB to a C host\'s peak RSS',
+           f'{fnum(rss_added, 1)} MiB ({fnum(hwm_with, 0)} KiB with, {fnum(hwm_without, 0)} KiB without)', le(rss_added, 8.0))
+    for who, row, lim, sdk in (('Python', MPY, 15, PY), ('Node', MNODE, 25, TS)):
+        for key, label in (('s2p', '1 CPU'), ('s2', 'unpinned')):
+            v = M(row, f'{key}.cpu_us_per_call')
+            target(who, f'S2 client CPU <= {lim} us per call ({label})', f'{fnum(v, 1)} us', le(v, lim))
+        r = P(row, sdk, 's1.ttl_ms')
+        target(who, f'S1 cold start <= 1/10 of the {SHORT[sdk]}',
+               f'{fnum(M(row, "s1.ttl_ms"), 1)} vs {fnum(M(sdk, "s1.ttl_ms"), 1)} ms: {fratio(r)}', le(r, 0.1))
+
+    # ---- the document ----
+    mach = machine()
+    commit = sh('git rev-parse --short HEAD') + (' (with uncommitted changes)' if sh('git status --porcelain -- src Cargo.toml bindings benches') else '')
+    env_keys = ['REPS', 'S1_REPS', 'N2', 'N3', 'C3', 'N4', 'SZ4', 'NH']
+    env_set = ' '.join(f'{k}={os.environ[k]}' for k in env_keys if k in os.environ)
+    L = []
+    L.append('# mcplug benchmarks' + (' (quick smoke run: tiny N, figures mean nothing)' if a.quick else ''))
+    L.append('')
+    L.append(f'Generated by `benches/run.sh{" --quick" if a.quick else ""}` (started {a.started}, run_all.sh took '
+             f'{a.run_all_seconds // 60} min {a.run_all_seconds % 60} s), commit {commit}. mcplug is measured '
+             'beside the other MCP clients by [peer-bench](../shared/peer-bench/README.md) in one run, against one '
+             'server (a minimal rmcp stdio server with an `echo` tool), clients interleaved within each repetition; '
+             'compare clients by ratios within this run, by pinned (1-CPU) latency, by CPU per call and by instruction '
+             'counts, not by absolute times from another day (see LESSONS: the hypervisor\'s wake-up cost changes by the hour).')
+    L.append('')
+    L.append('## Machine and command')
+    L.append('')
+    L.append(f'- Machine: {mach["nproc"]} CPUs (nproc), {mach["cpu"]}, Linux {mach["kernel"]}; load average at the end: {mach["load"]}')
+    L.append(f'- Tools: {mach["rustc"]}, Node {mach["node"]}, {mach["python"]}, {mach["valgrind"]}')
+    L.append(f'- Command: `benches/run.sh{" --quick" if a.quick else ""}`' + (f' with `{env_set}`' if env_set else '') +
+             ', which builds `target/release/libmcplug.so` and the C clients, then runs')
+    L.append(f'  `MCPB_EXTRA_CLIENT=\'mcplug (C)|target/bench/mcplug_client;;mcplug (Python)|python3 benches/clients/mcplug_client.py;;'
+             f'mcplug (Node)|node benches/clients/mcplug_client.js\' {a.peer_bench or "../shared/peer-bench"}/run_all.sh`')
+    L.append(f'  (absolute paths in the real command), then callgrind (S2 x {cg_n1} and x {cg_n2}) and the peak-RSS runs.')
+    L.append('- Clients: `benches/clients/mcplug_client.c` (C ABI; S3 = 64 pthreads sharing one handle), '
+             '`mcplug_client.py` (Python binding, sync API; S3 = 64 threads on one `Client` — faster than '
+             '`mcplug.aio` with 64 tasks, which `MCPB_PY_S3=aio` selects), `mcplug_client.js` (Node binding; S3 = '
+             '64 concurrent promises). Each checks every answer (`content[0].text` equals the text sent).')
+    L.append('')
+    L.append('## Targets (issue #3)')
+    L.append('')
+    L.append('Ratios are medians over repetitions of mcplug / reference measured in the same repetition.')
+    L.append('')
+    L.append('| from | target | measured | |')
+    L.append('|---|---|---|---|')
+    for who, what, measured, ok in targets:
+        L.append(f'| {who} | {what} | {measured} | {ok or "-"} |')
+    L.append('')
+    L.append('## The peer-bench table (pinned and unpinned)')
+    L.append('')
+    L.append('Verbatim output of `run_all.sh`; "(Nx)" is the paired slowdown against the floor. "1-CPU" columns: '
+             'client and server pinned to vCPU 0 (`taskset -c 0`).')
+    L.append('')
+    tl = table_text.splitlines()
+    L += [l for l in tl if l.startswith('| ') or l.startswith('|-')]
+    L.append('')
+    L.append('```')
+    L += [l for l in tl if l.startswith('# ')]
+    L.append('```')
+    L.append('')
+    L.append('## mcplug against the floor and each peer')
+    L.append('')
+    L.append('mcplug\'s value divided by the reference\'s (median of per-repetition ratios). Where lower is better '
+             '(times, CPU, memory) below 1 means mcplug is better; where higher is better (calls/s, MiB/s) above 1 does.')
+    for c in MCPLUG:
+        refs = [FLOOR, RAW, RM_C, RM_M, TS, PY] + ([MC] if c != MC else [])
+        L.append('')
+        L.append(f'### {c}')
+        L.append('')
+        L.append('| metric | better | ' + c + ' | ' + ' | '.join(f'/ {SHORT[r]}' for r in refs) + ' |')
+        L.append('|---|---|---:|' + '---:|' * len(refs))
+        for key, label, lower in METRICS:
+            v = M(c, key)
+            if key.endswith('hwm_kib') and v is not None:
+                vs = f'{v / 1024:.1f} MiB'
+            else:
+                vs = fnum(v, 1)
+            L.append(f'| {label} | {"lower" if lower else "higher"} | {vs} | ' +
+                     ' | '.join(fratio(P(c, r, key)) for r in refs) + ' |')
+    L.append('')
+    L.append('## Instructions per call (callgrind)')
+    L.append('')
+    L.append(f'`valgrind --tool=callgrind` of the client process only (the server is not traced), S2 with {cg_n1} '
+             f'and with {cg_n2} calls; (Ir of the {cg_n2}-call run - Ir of the {cg_n1}-call run) / {cg_n2 - cg_n1} '
+             'cancels start-up and teardown. Unlike time, it repeats from run to run. Every thread of the client '
+             'counts (the library\'s runtime threads too). The C client\'s own work (snprintf of the request, '
+             'the JSON check of the answer, the latency sort) is in its figure, as the raw client\'s serde_json is '
+             'in its own.')
+    L.append('')
+    L.append(f'| client | Ir, {cg_n1} calls | Ir, {cg_n2} calls | Ir per call |')
+    L.append('|---|---:|---:|---:|')
+    L += cg_rows
+    if cg_per_call.get('mcplug-c') and cg_per_call.get('raw') and cg_per_call.get('rmcp'):
+        L.append('')
+        L.append(f'mcplug (C) / raw client: {cg_per_call["mcplug-c"] / cg_per_call["raw"]:.2f}x; '
+                 f'mcplug (C) / rmcp: {cg_per_call["mcplug-c"] / cg_per_call["rmcp"]:.2f}x.')
+    L.append('')
+    L.append('### Where the instructions go, per call')
+    L.append('')
+    L.append(f'Self cost per function, the {cg_n2}-call profile minus the {cg_n1}-call one, divided by {cg_n2 - cg_n1} '
+             '(`callgrind_annotate --inclusive=no`); inlined code counts in the function it was inlined into.')
+    for b in cg_breakdowns:
+        L.append('')
+        L.append(b)
+    L.append('')
+    L.append('## Peak RSS of a C host')
+    L.append('')
+    L.append(f'`target/bench/mcplug_client SERVER rss {with_lib[0]["n"] if with_lib else "?"}` (connect, tools/list, '
+             '200 warm-up calls and the S2 loop; VmHWM at the end) against `rss_baseline` (the same C host without '
+             'the library: libc and the same latency array), medians of 3:')
+    L.append('')
+    L.append(f'- with mcplug: {fnum(hwm_with, 0)} KiB (VmHWM at `main()` before the first library call: {fnum(hwm_start, 0)} KiB, '
+             'the library loaded but unused)')
+    L.append(f'- without: {fnum(hwm_without, 0)} KiB')
+    L.append(f'- **added by the library: {fnum(rss_added, 2)} MiB** (target: at most 8 MiB). For comparison, S2 VmHWM in '
+             f'the table: raw Rust client {fnum((M(RAW, "s2.hwm_kib") or 0) / 1024, 1)} MiB, rmcp '
+             f'{fnum((M(RM_C, "s2.hwm_kib") or 0) / 1024, 1)} MiB, mcplug (C) {fnum((M(MC, "s2.hwm_kib") or 0) / 1024, 1)} MiB.')
+    L.append('')
+    # the hand-written analysis survives regeneration
+    analysis = None
+    if os.path.exists(a.out):
+        old = open(a.out).read()
+        if BEGIN in old and END in old:
+            analysis = old[old.index(BEGIN):old.index(END) + len(END)]
+    L.append('## Where the time goes (the targets missed)')
+    L.append('')
+    L.append(analysis or f'{BEGIN}\n(not written yet)\n{END}')
+    L.append('')
+    if failures:
+        L.append('## Failures')
+        L.append('')
+        L += [f'- {f}' for f in failures]
+        L.append('')
+    open(a.out, 'w').write('\n'.join(L))
+    print(f'wrote {a.out}', file=sys.stderr)
+
+    print('\n'.join(f'{who:6s} {ok or "-":12s} {what}: {measured}' for who, what, measured, ok in targets), file=sys.stderr)
+    if failures:
+        print('\nFAILED: an mcplug client did not complete every scenario:', file=sys.stderr)
+        for f in failures:
+            print(f'  {f}', file=sys.stderr)
+        if a.stderr_log:
+            print(f'  client stderr: {a.stderr_log}', file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == '__main__':
+    main()

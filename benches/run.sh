@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# mcplug measured beside the other MCP clients, in one run, against one server (peer-bench).
+#
+#   benches/run.sh            the full run (about 20 min): writes BENCHMARKS.md at the top of the checkout
+#   benches/run.sh --quick    the CI smoke test (about a minute once peer-bench is built): tiny N, REPS=1,
+#                             every client once; fails if any mcplug client fails; judges no speed and
+#                             writes target/bench/BENCHMARKS.quick.md instead
+#
+# Steps: builds libmcplug (release) and the C clients; runs peer-bench's run_all.sh with the three
+# mcplug clients added through MCPB_EXTRA_CLIENT (C ABI, Python binding, Node binding), so the floor,
+# the peers and mcplug share the same server and the same repetitions; counts instructions per call
+# with callgrind (C client, raw client, rmcp); measures what the library adds to a C host's peak RSS;
+# then benches/report.py writes the report.
+#
+# Environment:
+#   MCPLUG_PEER_BENCH   peer-bench's folder (default: <checkout>/../shared/peer-bench); run as it is
+#   PEER_BENCH_WORK     where run_all.sh builds the peers and keeps results (default /tmp/peer-bench;
+#                       the first run builds rmcp there, a few minutes)
+#   REPS S1_REPS N2 N3 C3 N4 SZ4 NH   passed on to run_all.sh (defaults there; --quick sets tiny ones)
+#   CG_N1 CG_N2         the two S2 sizes of the callgrind difference (default 1000 and 3000)
+set -euo pipefail
+
+quick=0
+case "${1:-}" in
+  --quick) quick=1 ;;
+  "") ;;
+  *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+esac
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(git -C "$here" rev-parse --show-toplevel)
+cd "$root"
+PB=${MCPLUG_PEER_BENCH:-$root/../shared/peer-bench}
+if [ ! -x "$PB/run_all.sh" ]; then
+  echo "peer-bench not found at $PB (set MCPLUG_PEER_BENCH to its folder)" >&2
+  exit 1
+fi
+PB=$(cd "$PB" && pwd)
+export PEER_BENCH_WORK=${PEER_BENCH_WORK:-/tmp/peer-bench}
+out=$root/target/bench
+mkdir -p "$out"
+case "$root" in *[[:space:]]*)
+  # run_all.sh splits a client's command line on whitespace
+  echo "the checkout path contains whitespace; peer-bench cannot run clients from it" >&2; exit 1 ;;
+esac
+
+if [ $quick = 1 ]; then
+  # Small enough for CI, yet every scenario and every client runs once. The HTTP rows of run_all.sh
+  # run too (NH tiny; their fixed Nagle rows take a few seconds) but nothing depends on them.
+  export REPS=${REPS:-1} S1_REPS=${S1_REPS:-1} N2=${N2:-50} N3=${N3:-256} C3=${C3:-64} N4=${N4:-2} \
+    SZ4=${SZ4:-65536} NH=${NH:-5}
+  CG_N1=${CG_N1:-20} CG_N2=${CG_N2:-60}
+  RSS_N=200
+  report=$out/BENCHMARKS.quick.md
+else
+  CG_N1=${CG_N1:-1000} CG_N2=${CG_N2:-3000}
+  RSS_N=${N2:-10000}
+  report=$root/BENCHMARKS.md
+fi
+
+echo "== building libmcplug (release) and the C bench clients" >&2
+cargo build --release --lib >&2
+CC=${CC:-cc}
+"$CC" -O2 -std=c11 -Wall -Wextra -Wpedantic -Werror -pthread -Iinclude benches/clients/mcplug_client.c \
+  -o "$out/mcplug_client" -L"$root/target/release" -lmcplug -Wl,-rpath,"$root/target/release"
+"$CC" -O2 -std=c11 -Wall -Wextra -Wpedantic -Werror benches/clients/rss_baseline.c -o "$out/rss_baseline"
+if [ ! -f bindings/node/node_modules/koffi/package.json ]; then
+  echo "== installing the Node binding's dependency (koffi)" >&2
+  (cd bindings/node && npm install --no-audit --no-fund --loglevel=error >&2)
+fi
+
+# The interpreter itself, not a pyenv shim (a shell script that would add its start-up to S1).
+PY=$(python3 -c 'import sys; print(sys.executable)')
+NODE=$(command -v node)
+export MCPB_EXTRA_CLIENT="mcplug (C)|$out/mcplug_client;;mcplug (Python)|$PY $root/benches/clients/mcplug_client.py;;mcplug (Node)|$NODE $root/benches/clients/mcplug_client.js"
+
+echo "== peer-bench: $PB/run_all.sh (work dir $PEER_BENCH_WORK)" >&2
+started=$(date -u +%FT%TZ)
+t_start=$(date +%s)
+"$PB/run_all.sh" | tee "$out/run_all.out"
+t_run_all=$(( $(date +%s) - t_start ))
+
+R=$PEER_BENCH_WORK/rust/target/release
+SRV=$R/mcp_server
+
+# ---- instructions per call: callgrind, S2 at two sizes; the difference / (N2 - N1) cancels start-up ----
+cg=$out/callgrind
+rm -rf "$cg"
+mkdir -p "$cg"
+if command -v valgrind >/dev/null; then
+  echo "== callgrind: S2 x $CG_N1 and x $CG_N2 calls (C client, raw client, rmcp current_thread)" >&2
+  for n in "$CG_N1" "$CG_N2"; do
+    timeout 900 valgrind --tool=callgrind --callgrind-out-file="$cg/mcplug-c.$n.out" \
+      "$out/mcplug_client" "$SRV" s2 "$n" >"$cg/mcplug-c.$n.json" 2>"$cg/mcplug-c.$n.log" ||
+      { echo "mcplug (C) failed under callgrind: see $cg/mcplug-c.$n.log" >&2; exit 1; }
+    MCPB_SERVER=$SRV timeout 900 valgrind --tool=callgrind --callgrind-out-file="$cg/raw.$n.out" \
+      "$R/floor" s2 "$n" >"$cg/raw.$n.json" 2>"$cg/raw.$n.log" || echo "callgrind of the raw client failed" >&2
+    MCPB_RT=current timeout 900 valgrind --tool=callgrind --callgrind-out-file="$cg/rmcp.$n.out" \
+      "$R/rmcp_client" "$SRV" s2 "$n" >"$cg/rmcp.$n.json" 2>"$cg/rmcp.$n.log" || echo "callgrind of rmcp failed" >&2
+  done
+else
+  echo "== valgrind not installed: no instruction counts" >&2
+fi
+
+# ---- peak RSS: a C host with the library (after connect + S2) against the same host without it ----
+echo "== peak RSS: mcplug_client rss $RSS_N vs rss_baseline $RSS_N (x3)" >&2
+: >"$out/rss.jsonl"
+for _ in 1 2 3; do
+  "$out/mcplug_client" "$SRV" rss "$RSS_N" >>"$out/rss.jsonl"
+  "$out/rss_baseline" "$RSS_N" >>"$out/rss.jsonl"
+done
+
+raw_jsonl=$(sed -n 's/^# raw runs: \([^ ]*\).*/\1/p' "$out/run_all.out" | tail -1)
+stderr_log=$(sed -n 's/^# raw runs: .*client stderr: \([^ ]*\).*/\1/p' "$out/run_all.out" | tail -1)
+args=(--table "$out/run_all.out" --raw "$raw_jsonl" --stderr-log "$stderr_log" --callgrind "$cg"
+  --cg-n "$CG_N1" "$CG_N2" --rss "$out/rss.jsonl" --out "$report" --started "$started"
+  --run-all-seconds "$t_run_all" --peer-bench "$PB")
+[ $quick = 1 ] && args+=(--quick)
+python3 benches/report.py "${args[@]}"
