@@ -1,0 +1,86 @@
+"""mcplug: an MCP (Model Context Protocol) client, backed by libmcplug through ctypes.
+
+    import mcplug
+    with mcplug.Client.connect({"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"]}) as c:
+        c.call_tool("echo", {"message": "hi"}, timeout=5.0)
+
+``mcplug.aio`` has the same client for asyncio.
+
+Threads: every method may be called from any thread. Each client pumps its events on one daemon
+thread; sync handlers run there (a slow handler delays the client's other events, never its
+calls). Requests with no handler are answered "method not found", unless you declared the
+capability yourself in ``options["capabilities"]``: then they come to ``next_event`` and you
+answer with ``respond``. Close clients (``with``/``close()``); a forgotten one is closed when
+garbage-collected or at exit, so no server process outlives its client.
+"""
+from __future__ import annotations
+
+from . import _ffi
+from ._client import Client
+from ._errors import (
+    CancelledError,
+    ClosedError,
+    ConfigError,
+    DeniedError,
+    InvalidArgumentError,
+    McpError,
+    NeedsAuthError,
+    NotFoundError,
+    PanicError,
+    ProtocolError,
+    RpcError,
+    TimeoutError,
+    TransportError,
+    UnsupportedError,
+)
+
+__version__ = "0.1.0"
+ABI_VERSION = _ffi.ABI_VERSION
+
+__all__ = [
+    "ABI_VERSION",
+    "CancelledError",
+    "Client",
+    "ClosedError",
+    "ConfigError",
+    "DeniedError",
+    "InvalidArgumentError",
+    "McpError",
+    "NeedsAuthError",
+    "NotFoundError",
+    "PanicError",
+    "ProtocolError",
+    "RpcError",
+    "TimeoutError",
+    "TransportError",
+    "UnsupportedError",
+    "abi_version",
+    "aio",
+    "cancel",
+    "library_path",
+    "version",
+]
+
+
+def version() -> str:
+    """The version of the loaded library (``mcplug_version()``)."""
+    return _ffi.version()
+
+
+def abi_version() -> int:
+    """The ABI version of the loaded library; equal to ``ABI_VERSION`` or the import failed."""
+    return _ffi.abi_version()
+
+
+def library_path() -> str:
+    """Where the loaded libmcplug came from."""
+    return str(_ffi.LIBRARY_PATH)
+
+
+def cancel(tag: str) -> bool:
+    """Cancels the in-flight call(s) carrying ``tag``, from any thread: they raise
+    CancelledError and the server is sent notifications/cancelled. False if none was found."""
+    return _ffi.cancel(tag)
+
+
+from . import aio  # noqa: E402  (aio imports the package's modules above)

@@ -1,0 +1,118 @@
+"""Exceptions: one McpError subclass per stable error kind of the C ABI."""
+from __future__ import annotations
+
+import builtins
+import json
+from typing import Any, Dict, Optional, Type
+
+
+class McpError(Exception):
+    """An error from mcplug or the server; ``kind`` is the stable snake_case kind of the C ABI."""
+
+    kind: str = "unknown"
+
+    def __init__(self, message: str, *, kind: Optional[str] = None, code: Optional[int] = None, data: Any = None):
+        super().__init__(message)
+        if kind is not None:
+            self.kind = kind
+        self.message = message
+        self.code = code
+        self.data = data
+
+    def __str__(self) -> str:
+        return self.message if self.code is None else f"{self.message} (code {self.code})"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(kind={self.kind!r}, message={self.message!r}, code={self.code!r})"
+
+
+class InvalidArgumentError(McpError):
+    kind = "invalid_argument"
+
+
+class TimeoutError(McpError, builtins.TimeoutError):
+    """A local timer ran out; also a builtins.TimeoutError so generic handlers catch it."""
+
+    kind = "timeout"
+
+
+class CancelledError(McpError):
+    kind = "cancelled"
+
+
+class ClosedError(McpError):
+    kind = "closed"
+
+
+class TransportError(McpError):
+    kind = "transport"
+
+
+class ProtocolError(McpError):
+    kind = "protocol"
+
+
+class RpcError(McpError):
+    """The server answered with a JSON-RPC error: ``code``, ``message`` and ``data`` are its own."""
+
+    kind = "rpc"
+
+
+class NeedsAuthError(McpError):
+    kind = "needs_auth"
+
+
+class DeniedError(McpError):
+    kind = "denied"
+
+
+class ConfigError(McpError):
+    kind = "config"
+
+
+class PanicError(McpError):
+    kind = "panic"
+
+
+class NotFoundError(McpError):
+    kind = "not_found"
+
+
+class UnsupportedError(McpError):
+    """The kind ``not_implemented``: a feature this version of mcplug lacks."""
+
+    kind = "not_implemented"
+
+
+_BY_KIND: Dict[str, Type[McpError]] = {
+    cls.kind: cls
+    for cls in (
+        InvalidArgumentError, TimeoutError, CancelledError, ClosedError, TransportError, ProtocolError,
+        RpcError, NeedsAuthError, DeniedError, ConfigError, PanicError, NotFoundError, UnsupportedError,
+    )
+}
+
+# The C status numbers, for the rare error that comes without an error object.
+_BY_STATUS = {
+    1: "invalid_argument", 2: "timeout", 3: "cancelled", 4: "closed", 5: "transport", 6: "protocol",
+    7: "rpc", 8: "needs_auth", 9: "denied", 10: "config", 11: "panic", 12: "not_found", 13: "not_implemented",
+}
+
+
+def make_error(kind: str, message: str, code: Optional[int] = None, data: Any = None) -> McpError:
+    cls = _BY_KIND.get(kind, McpError)
+    return cls(message, kind=kind, code=code, data=data)
+
+
+def error_from_json(status: int, text: Optional[str]) -> McpError:
+    """The exception for a non-OK status and its `{"error": {...}}` out-string."""
+    fallback = _BY_STATUS.get(status, "unknown")
+    try:
+        obj = json.loads(text) if text else {}
+        err = obj.get("error") or {}
+    except (ValueError, AttributeError):
+        err = {}
+    kind = err.get("kind") or fallback
+    message = err.get("message") or f"mcplug call failed with status {status} ({fallback})"
+    code = err.get("code")
+    return make_error(kind, message, code if isinstance(code, int) else None, err.get("data"))

@@ -1,0 +1,297 @@
+"""The asyncio client: the same methods as ``mcplug.Client``, as coroutines.
+
+Blocking library calls run on a dedicated thread pool, so the event loop is never blocked.
+Every call carries a tag: cancelling the awaiting task cancels the call in the library, and the
+server is sent ``notifications/cancelled``. Handlers may be ``async def`` (run on the loop) or
+plain functions (run on the pump thread).
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import inspect
+import logging
+from typing import Any, Awaitable, Callable, Deque, Dict, List, Mapping, Optional, TypeVar, Union
+
+from . import _ffi
+from ._client import _Info
+from ._core import (
+    EVENT_QUEUE_LIMIT,
+    Core,
+    Done,
+    Handler,
+    call_options,
+    connect_blocking,
+    connect_options,
+    new_tag,
+)
+from ._errors import CancelledError, ClosedError, InvalidArgumentError
+from ._managed import AsyncManaged
+
+__all__ = ["Client"]
+
+log = logging.getLogger("mcplug")
+T = TypeVar("T")
+Timeout = Optional[float]
+AsyncHandler = Callable[[Any], Union[Any, Awaitable[Any]]]
+
+#: Blocking calls of every asyncio client run here (one thread per call in flight).
+_EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="mcplug-aio")
+
+
+async def _await(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+class _LoopRunner:
+    """Runs plain handlers on the pump thread and async ones on the loop, without waiting for
+    them: a slow async handler never stalls other events."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    def run(self, fn: Handler, arg: Any, done: Optional[Done]) -> None:
+        try:
+            result = fn(arg)
+        except Exception as e:
+            _report(done, None, e)
+            return
+        if not inspect.isawaitable(result):
+            _report(done, result, None)
+            return
+        try:
+            future = asyncio.run_coroutine_threadsafe(_await(result), self._loop)
+        except RuntimeError as e:  # the loop is closed
+            if inspect.iscoroutine(result):
+                result.close()
+            _report(done, None, e)
+            return
+
+        def finished(f: "concurrent.futures.Future[Any]") -> None:
+            if f.cancelled():
+                outcome: Any = None
+                exc: Optional[BaseException] = asyncio.CancelledError()
+            else:
+                exc = f.exception()
+                outcome = None if exc is not None else f.result()
+            if done is None:
+                if exc is not None and not isinstance(exc, asyncio.CancelledError):
+                    log.error("mcplug: an async event handler raised", exc_info=exc)
+                return
+            try:  # answering is a blocking library call: never on the loop thread
+                _EXECUTOR.submit(done, outcome, exc)
+            except RuntimeError:
+                pass
+
+        future.add_done_callback(finished)
+
+
+def _report(done: Optional[Done], result: Any, exc: Optional[BaseException]) -> None:
+    if done is not None:
+        done(result, exc)
+    elif exc is not None:
+        log.error("mcplug: an event handler raised", exc_info=exc)
+
+
+class _LoopSink:
+    """Events no handler took, delivered onto the loop for ``await Client.next_event()``."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int = EVENT_QUEUE_LIMIT) -> None:
+        self._loop = loop
+        self._items: Deque[Dict[str, Any]] = collections.deque()
+        self._ready = asyncio.Event()
+        self._limit = limit
+        self._dropped = 0
+        self._closed = False
+
+    def put(self, event: Dict[str, Any]) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._put, event)
+        except RuntimeError:
+            pass  # the loop is gone; nobody can read it
+
+    def close(self) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._close)
+        except RuntimeError:
+            pass
+
+    def _put(self, event: Dict[str, Any]) -> None:
+        if len(self._items) >= self._limit:
+            drop = next((i for i, e in enumerate(self._items) if e.get("type") != "request"), None)
+            if drop is not None:
+                del self._items[drop]
+                self._dropped += 1
+        self._items.append(event)
+        self._ready.set()
+
+    def _close(self) -> None:
+        self._closed = True
+        self._ready.set()
+
+    async def get(self, timeout: Optional[float]) -> Optional[Dict[str, Any]]:
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + max(0.0, timeout)
+        while True:
+            if self._dropped:
+                n, self._dropped = self._dropped, 0
+                return {"type": "overflow", "dropped": n}
+            if self._items:
+                return self._items.popleft()
+            if self._closed:
+                raise ClosedError("the connection is closed and every event was delivered", kind="closed")
+            self._ready.clear()
+            if deadline is None:
+                await self._ready.wait()
+                continue
+            left = deadline - loop.time()
+            if left <= 0:
+                return None
+            try:
+                await asyncio.wait_for(self._ready.wait(), left)
+            except asyncio.TimeoutError:
+                pass
+
+
+class _Cancelled:
+    flag = False
+
+
+async def _run(
+    job: Callable[[], T],
+    tag: Optional[str],
+    orphan: Optional[Callable[[T], None]] = None,
+) -> T:
+    """Runs a blocking call on the pool. If the awaiting task is cancelled, the call is cancelled
+    in the library by its tag (retrying until the call has registered it), and ``orphan`` gets a
+    result that arrives anyway (a connection nobody will own)."""
+    loop = asyncio.get_running_loop()
+    state = _Cancelled()
+
+    def guarded() -> T:
+        if state.flag:
+            raise CancelledError("cancelled before it started", kind="cancelled")
+        return job()
+
+    cfut = _EXECUTOR.submit(guarded)
+    afut = asyncio.wrap_future(cfut, loop=loop)
+    try:
+        return await asyncio.shield(afut)
+    except asyncio.CancelledError:
+        state.flag = True
+        afut.add_done_callback(lambda f: f.cancelled() or f.exception())  # nobody reads it
+        if orphan is not None:
+            def adopt(f: "concurrent.futures.Future[T]") -> None:
+                if not f.cancelled() and f.exception() is None:
+                    orphan(f.result())
+            cfut.add_done_callback(adopt)
+        if tag is not None and not cfut.cancel():
+            _cancel_until_done(loop, cfut, tag, 0)
+        raise
+
+
+def _cancel_until_done(loop: asyncio.AbstractEventLoop, cfut: "concurrent.futures.Future[Any]", tag: str, attempt: int) -> None:
+    # The call may not have reached the library yet: keep trying until it is found or finishes.
+    if cfut.done() or attempt > 300:
+        return
+    try:
+        if _ffi.cancel(tag):
+            return
+    except Exception:
+        return
+    loop.call_later(min(0.005 * (attempt + 1), 0.1), _cancel_until_done, loop, cfut, tag, attempt + 1)
+
+
+class Client(_Info, AsyncManaged):
+    """One MCP server, for asyncio. ``async with await Client.connect(cfg) as c: ...``"""
+
+    def __init__(self, _core: Core, _sink: _LoopSink) -> None:
+        if not isinstance(_core, Core):
+            raise TypeError("use `await mcplug.aio.Client.connect(...)` to create a Client")
+        self._core = _core
+        self._sink = _sink
+        self._attach(_core.close)
+
+    @classmethod
+    async def connect(
+        cls,
+        server: Mapping[str, Any],
+        *,
+        handlers: Optional[Mapping[str, AsyncHandler]] = None,
+        connect_timeout: Timeout = None,
+        request_timeout: Timeout = None,
+        tool_timeout: Timeout = None,
+        options: Optional[Mapping[str, Any]] = None,
+    ) -> "Client":
+        """Starts the server and negotiates, off the loop. See ``mcplug.Client.connect``."""
+        loop = asyncio.get_running_loop()
+        opts, manual = connect_options(handlers, connect_timeout, request_timeout, tool_timeout, options)
+        tag = opts.setdefault("tag", new_tag())
+        sink = _LoopSink(loop)
+        runner = _LoopRunner(loop)
+
+        def job() -> Core:
+            handle, info = connect_blocking(server, opts)
+            core = Core(handle, info, handlers, manual, runner, sink)
+            core.start()
+            return core
+
+        core = await _run(job, tag, orphan=lambda c: c.close())
+        return cls(core, sink)
+
+    async def list_tools(self, *, timeout: Timeout = None, tag: Optional[str] = None) -> List[Dict[str, Any]]:
+        opts = call_options(timeout, tag or new_tag())
+        return await _run(lambda: self._core.list_tools(opts), opts["tag"])
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        timeout: Timeout = None,
+        tag: Optional[str] = None,
+        progress: Union[AsyncHandler, bool, None] = None,
+    ) -> Dict[str, Any]:
+        """The raw CallToolResult; cancelling the task cancels the call on the server too."""
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise InvalidArgumentError(f"`arguments` must be a dict (got {type(arguments).__name__})")
+        opts = call_options(timeout, tag or new_tag())
+        return await _run(lambda: self._core.call_tool(name, arguments, opts, progress), opts["tag"])
+
+    async def request(
+        self,
+        method: str,
+        params: Optional[Mapping[str, Any]] = None,
+        *,
+        timeout: Timeout = None,
+        tag: Optional[str] = None,
+        all_pages: bool = False,
+        progress: Union[AsyncHandler, bool, None] = None,
+    ) -> Dict[str, Any]:
+        opts = call_options(timeout, tag or new_tag())
+        if all_pages:
+            opts["all_pages"] = True
+        return await _run(lambda: self._core.request(method, params, opts, progress), opts["tag"])
+
+    async def notify(self, method: str, params: Optional[Mapping[str, Any]] = None) -> None:
+        await _run(lambda: self._core.notify(method, params), None)
+
+    async def next_event(self, timeout: Timeout = None) -> Optional[Dict[str, Any]]:
+        """The next event no handler took, or None after ``timeout`` seconds (None: no limit)."""
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))):
+            raise InvalidArgumentError(f"`timeout` must be a number of seconds or None (got {timeout!r})")
+        return await self._sink.get(None if timeout is None or timeout == float("inf") else float(timeout))
+
+    async def respond(self, event_id: str, result: Any = None, *, error: Any = None) -> None:
+        await _run(lambda: self._core.respond(event_id, result, error), None)
+
+    async def close(self) -> None:
+        """Closes the connection off the loop; the server is gone when this returns."""
+        if self.closed:
+            return
+        await asyncio.get_running_loop().run_in_executor(_EXECUTOR, self._close_now)
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<mcplug.aio.Client {self.server_info.get('name', '?')!r} {self.protocol_version} {state}>"

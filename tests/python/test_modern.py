@@ -1,0 +1,42 @@
+"""The modern era (2026-07-28) against the Python SDK's server: negotiated without initialize, and
+tools work."""
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import mcplug
+from conftest import text_of
+
+
+def test_negotiates_2026_07_28_and_tools_work(modern_server: Dict[str, Any]) -> None:
+    with mcplug.Client.connect(modern_server, connect_timeout=30) as client:
+        assert client.era == "modern"
+        assert client.protocol_version == "2026-07-28"
+        assert client.server_info["name"] == "modern-test-server"
+        assert "2026-07-28" in client.connect_result["supported_versions"]
+        assert client.instructions == "mcplug modern-era test server"
+        assert sorted(t["name"] for t in client.list_tools()) == ["add", "echo"]
+        echo = client.call_tool("echo", {"message": "hi"})
+        assert echo["content"] == [{"type": "text", "text": "Echo: hi"}]
+        assert echo["isError"] is False
+        add = client.call_tool("add", {"a": 2, "b": 3})
+        assert text_of(add) == "5"
+        assert add["structuredContent"] == {"result": 5}
+
+
+def test_restricting_to_a_legacy_version_uses_initialize(modern_server: Dict[str, Any]) -> None:
+    with mcplug.Client.connect(modern_server, options={"protocol_versions": ["2025-11-25"]}) as client:
+        assert client.era == "legacy"
+        assert client.protocol_version == "2025-11-25"
+        assert client.call_tool("add", {"a": 40, "b": 2})["structuredContent"] == {"result": 42}
+
+
+def test_unknown_tool_on_the_modern_server(modern_server: Dict[str, Any]) -> None:
+    with mcplug.Client.connect(modern_server) as client:
+        try:
+            result = client.call_tool("no-such-tool", {})
+        except mcplug.RpcError as e:  # either form is allowed by the spec; both must be clear
+            assert "no-such-tool" in e.message
+        else:
+            assert result["isError"] is True and "no-such-tool" in text_of(result)
+        assert text_of(client.call_tool("echo", {"message": "still"})) == "Echo: still"
