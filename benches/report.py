@@ -141,6 +141,47 @@ def cg_functions(path):
     return fns
 
 
+def cg_inclusive(path):
+    """function -> inclusive Ir (the largest of its file:function entries: inlined code splits a
+    function over several files, and the entry under its own file covers the whole of it)"""
+    text = sh(f'callgrind_annotate --inclusive=yes --threshold=100 --auto=no {path}')
+    fns, started = {}, False
+    for line in text.splitlines():
+        if 'file:function' in line:
+            started = True
+            continue
+        if not started or line.startswith('---'):
+            continue
+        if not line.strip() and fns:
+            break
+        m = LINE.match(line)
+        if not m:
+            continue
+        sep = re.search(r'(?<!:):(?!:)', m.group(2))
+        fn = re.sub(r"'\d+$", '', m.group(2)[sep.end():] if sep else m.group(2))
+        fns[fn] = max(fns.get(fn, 0), int(m.group(1).replace(',', '')))
+    return fns
+
+
+def engine_steps(f1, f2, n1, n2, per_call):
+    """the library's own functions by inclusive cost per call: where a call's instructions go"""
+    a, b = cg_inclusive(f1), cg_inclusive(f2)
+    rows = []
+    for fn, v in b.items():
+        if not (fn.startswith('mcplug') or fn.startswith('<mcplug') or 'multi_thread::worker::run' in fn
+                or fn.startswith('tokio::runtime::park::CachedParkThread::block_on')):
+            continue
+        d = (v - a.get(fn, 0)) / (n2 - n1)
+        if d >= per_call * 0.02:
+            rows.append((d, fn))
+    rows.sort(reverse=True)
+    out = ['', '| library function (inclusive: itself and what it calls) | Ir per call | share |', '|---|---:|---:|']
+    for d, fn in rows[:16]:
+        short = fn if len(fn) <= 110 else fn[:107] + '...'
+        out.append(f'| `{short}` | {d:,.0f} | {d / per_call * 100:.1f}% |')
+    return out
+
+
 LIBC_BENCH = ('vfprintf', '_IO_', 'vsnprintf', 'snprintf', 'sprintf', 'msort', 'qsort', '__strchrnul',
               'printf_positional', '__printf_fp', 'hack_digit', '__mpn_', 'outstring', 'pad_func')
 
@@ -211,6 +252,8 @@ def cg_section(cgdir, n1, n2):
         for fn, (d, obj) in top:
             short = fn if len(fn) <= 110 else fn[:107] + '...'
             out.append(f'| `{short}` | {d:,.0f} | {d / pc * 100:.1f}% |')
+        if tag == 'mcplug-c':
+            out += engine_steps(f1, f2, n1, n2, pc)
         breakdowns.append('\n'.join(out))
     return rows, breakdowns, per_call
 
@@ -227,6 +270,8 @@ def main():
     ap.add_argument('--started', default='')
     ap.add_argument('--run-all-seconds', type=int, default=0)
     ap.add_argument('--peer-bench', default='')
+    ap.add_argument('--commit', default='')
+    ap.add_argument('--dirty', default='', help='tracked files of the measured code that differed from the commit')
     ap.add_argument('--quick', action='store_true')
     a = ap.parse_args()
 
@@ -301,7 +346,10 @@ def main():
 
     # ---- the document ----
     mach = machine()
-    commit = sh('git rev-parse --short HEAD') + (' (with uncommitted changes)' if sh('git status --porcelain -- src Cargo.toml bindings benches') else '')
+    # what was measured: the commit, plus any uncommitted change to the code that ran (taken by run.sh
+    # before it built anything)
+    dirty = a.dirty.split()
+    commit = (a.commit or '?') + (f' plus uncommitted changes to {", ".join(dirty)}' if dirty else '')
     env_keys = ['REPS', 'S1_REPS', 'N2', 'N3', 'C3', 'N4', 'SZ4', 'NH']
     env_set = ' '.join(f'{k}={os.environ[k]}' for k in env_keys if k in os.environ)
     L = []

@@ -58,6 +58,10 @@ else
   report=$root/BENCHMARKS.md
 fi
 
+# what is measured: this commit, plus whatever tracked code differs from it (said in the report)
+commit=$(git rev-parse --short HEAD)
+dirty=$(git status --porcelain --untracked-files=no -- src Cargo.toml Cargo.lock build.rs bindings benches | cut -c4- | tr '\n' ' ')
+
 echo "== building libmcplug (release) and the C bench clients" >&2
 cargo build --release --lib >&2
 CC=${CC:-cc}
@@ -114,6 +118,9 @@ raw_jsonl=$(sed -n 's/^# raw runs: \([^ ]*\).*/\1/p' "$out/run_all.out" | tail -
 stderr_log=$(sed -n 's/^# raw runs: .*client stderr: \([^ ]*\).*/\1/p' "$out/run_all.out" | tail -1)
 args=(--table "$out/run_all.out" --raw "$raw_jsonl" --stderr-log "$stderr_log" --callgrind "$cg"
   --cg-n "$CG_N1" "$CG_N2" --rss "$out/rss.jsonl" --out "$report" --started "$started"
-  --run-all-seconds "$t_run_all" --peer-bench "$PB")
+  --run-all-seconds "$t_run_all" --peer-bench "$PB" --commit "$commit" --dirty "$dirty")
 [ $quick = 1 ] && args+=(--quick)
+# kept so that the report can be written again from this run's outputs (after editing its analysis)
+printf '#!/usr/bin/env bash\ncd %q && exec python3 benches/report.py%s\n' "$root" "$(printf ' %q' "${args[@]}")" >"$out/report.sh"
+chmod +x "$out/report.sh"
 python3 benches/report.py "${args[@]}"
