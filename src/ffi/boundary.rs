@@ -102,7 +102,20 @@ pub fn json_arg(ptr: *const c_char, name: &str) -> Result<Option<Value>, Error> 
     let text = str_arg(ptr, name)?;
     serde_json::from_str(text)
         .map(Some)
-        .map_err(|e| Error::invalid(format!("`{name}` is not valid JSON: {e}")))
+        .map_err(|e| bad_json(name, e))
+}
+
+/// The error for malformed JSON, with a hint for the one case whose serde message is cryptic:
+/// a `\uD8xx` escape without its pair, which JSON's grammar allows but Unicode text cannot hold.
+fn bad_json(name: &str, e: serde_json::Error) -> Error {
+    let msg = e.to_string();
+    if msg.contains("hex escape") || msg.contains("surrogate") {
+        return Error::invalid(format!(
+            "`{name}` is not valid JSON text: it has a \\u escape of a lone UTF-16 surrogate, \
+             which is not a Unicode character ({msg})"
+        ));
+    }
+    Error::invalid(format!("`{name}` is not valid JSON: {msg}"))
 }
 
 /// An optional JSON object argument, validated but kept as text (NULL or `null`: `None`).
@@ -111,8 +124,12 @@ pub fn raw_object_arg<'a>(ptr: *const c_char, name: &str) -> Result<Option<&'a R
         return Ok(None);
     }
     let text = str_arg(ptr, name)?;
-    let raw: &RawValue = serde_json::from_str(text)
-        .map_err(|e| Error::invalid(format!("`{name}` is not valid JSON: {e}")))?;
+    let raw: &RawValue = serde_json::from_str(text).map_err(|e| bad_json(name, e))?;
+    // Validating into a RawValue skips over string escapes; a `\uD800`-style escape must still be
+    // refused as it is everywhere else, so text that has one gets a full parse.
+    if has_surrogate_escape(text) {
+        serde_json::from_str::<Value>(text).map_err(|e| bad_json(name, e))?;
+    }
     match raw.get().as_bytes().first() {
         Some(b'{') => Ok(Some(raw)),
         Some(b'n') => Ok(None),
@@ -121,6 +138,13 @@ pub fn raw_object_arg<'a>(ptr: *const c_char, name: &str) -> Result<Option<&'a R
             raw.get()
         ))),
     }
+}
+
+/// Whether `text` has a `\uD800`–`\uDFFF` escape (cheap scan; most text has no `\u` at all).
+fn has_surrogate_escape(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.windows(3)
+        .any(|w| w[0] == b'\\' && w[1] == b'u' && (w[2] == b'd' || w[2] == b'D'))
 }
 
 /// A required JSON argument.

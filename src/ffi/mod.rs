@@ -83,8 +83,10 @@ pub unsafe extern "C" fn mcplug_string_free(s: *mut c_char) {
 /// Cancels every in-flight blocking call whose options carried `"tag": tag`, from any thread.
 /// Each such call returns `MCPLUG_CANCELLED` and the server is sent `notifications/cancelled`.
 ///
-/// Returns `MCPLUG_OK` if at least one call was found, `MCPLUG_NOT_FOUND` if none was (it may have
-/// finished already), `MCPLUG_INVALID_ARGUMENT` if `tag` is NULL or not UTF-8.
+/// Returns `MCPLUG_OK` if at least one call was found, `MCPLUG_NOT_FOUND` if none was — it may
+/// have finished already, or not have started yet: a host that starts a call on a worker thread
+/// and cancels it at once should retry while the call has not returned —,
+/// `MCPLUG_INVALID_ARGUMENT` if `tag` is NULL or not UTF-8.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_cancel(tag: *const c_char) -> mcplug_status {
     let status = ffi_boundary!(std::ptr::null_mut(), {

@@ -116,6 +116,10 @@ static void handle_arguments(mcplug_client *c) {
     /* call_tool */
     CHECK_INVALID(mcplug_client_call_tool(c, NULL, "{}", NULL, &out), "name", "call_tool(name=NULL)");
     CHECK_INVALID(mcplug_client_call_tool(c, "ec" BAD_UTF8 "ho", "{}", NULL, &out), "name", "call_tool(name with invalid UTF-8)");
+    CHECK_INVALID(mcplug_client_call_tool(c, "echo", "{\"message\":\"\\ud800\"}", NULL, &out), "surrogate",
+                  "call_tool(arguments_json with a lone surrogate escape) -> refused, as request() refuses it");
+    CHECK_INVALID(mcplug_client_call_tool(c, "echo", "{\"message\":\"x\\uDC00y\"}", NULL, &out), "surrogate",
+                  "call_tool(arguments_json with a lone low surrogate escape)");
     CHECK_INVALID(mcplug_client_call_tool(c, "echo", "{\"message\": hi}", NULL, &out), "arguments_json",
                   "call_tool(arguments_json not JSON)");
     CHECK_INVALID(mcplug_client_call_tool(c, "echo", "", NULL, &out), "arguments_json", "call_tool(arguments_json empty)");
