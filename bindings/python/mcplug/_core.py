@@ -195,6 +195,19 @@ class SyncRunner:
             done(result, None)
 
 
+
+def append_bounded(items: Deque[Dict[str, Any]], event: Dict[str, Any], limit: int) -> int:
+    """Appends an event; past ``limit`` the oldest event that needs no answer is dropped (a
+    request never is). Returns how many were dropped (0 or 1)."""
+    dropped = 0
+    if len(items) >= limit:
+        drop = next((i for i, e in enumerate(items) if e.get("type") != "request"), None)
+        if drop is not None:
+            del items[drop]
+            dropped = 1
+    items.append(event)
+    return dropped
+
 class QueueSink:
     """Events no handler took, for ``Client.next_event``; bounded, dropping the oldest."""
 
@@ -207,12 +220,7 @@ class QueueSink:
 
     def put(self, event: Dict[str, Any]) -> None:
         with self._cond:
-            if len(self._items) >= self._limit:
-                drop = next((i for i, e in enumerate(self._items) if e.get("type") != "request"), None)
-                if drop is not None:
-                    del self._items[drop]
-                    self._dropped += 1
-            self._items.append(event)
+            self._dropped += append_bounded(self._items, event, self._limit)
             self._cond.notify()
 
     def close(self) -> None:

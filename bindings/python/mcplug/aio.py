@@ -17,6 +17,7 @@ from typing import Any, Awaitable, Callable, Deque, Dict, List, Mapping, Optiona
 from . import _ffi
 from ._client import _Info
 from ._core import (
+    append_bounded,
     EVENT_QUEUE_LIMIT,
     Core,
     Done,
@@ -118,12 +119,7 @@ class _LoopSink:
             pass
 
     def _put(self, event: Dict[str, Any]) -> None:
-        if len(self._items) >= self._limit:
-            drop = next((i for i, e in enumerate(self._items) if e.get("type") != "request"), None)
-            if drop is not None:
-                del self._items[drop]
-                self._dropped += 1
-        self._items.append(event)
+        self._dropped += append_bounded(self._items, event, self._limit)
         self._ready.set()
 
     def _close(self) -> None:
