@@ -102,7 +102,7 @@ impl Default for ConnectOptions {
             request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
             tool_timeout: None,
             host_request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            client_info: json!({"name": "mcplug", "version": crate::VERSION}),
+            client_info: json!({"name": "mcplug", "version": env!("CARGO_PKG_VERSION")}),
             capabilities: json!({}),
             roots: None,
             modern_versions: era::MODERN_VERSIONS.iter().map(|s| s.to_string()).collect(),

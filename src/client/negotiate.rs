@@ -1,0 +1,194 @@
+//! Era negotiation (SPEC-CHECKLIST §1): the `server/discover` probe of the 2026-07-28 revision,
+//! the fallback to the legacy `initialize` handshake, and the era cache.
+
+use super::*;
+
+/// Servers (by signature) already found to be legacy: later connections skip the
+/// `server/discover` probe, which a silent legacy server would make them wait for.
+static LEGACY_SERVERS: Lazy<Mutex<HashSet<String>>> = Lazy::new(Default::default);
+
+impl Shared {
+    /// The era negotiation of SPEC-CHECKLIST §1: probe `server/discover`, fall back to
+    /// `initialize` on anything that is not positive evidence of a modern server.
+    pub(super) async fn negotiate(&self, signature: &str) -> Result<Value> {
+        let opts = &self.options;
+        let known_legacy = LEGACY_SERVERS.lock().contains(signature);
+        let probed = !opts.modern_versions.is_empty() && !known_legacy;
+        if probed {
+            let probe_timeout = match opts.connect_timeout {
+                Some(c) => options::MAX_PROBE_TIMEOUT.min(c / 2),
+                None => options::MAX_PROBE_TIMEOUT,
+            };
+            let mut version = opts.modern_versions[0].clone();
+            for attempt in 0..2 {
+                let params =
+                    era::stamp_modern_meta(None, &version, &opts.capabilities, &opts.client_info);
+                let probe = self
+                    .send_request(Send {
+                        method: "server/discover",
+                        body: Body::Params(Some(params)),
+                        timeout: Some(probe_timeout),
+                        cancellable: false,
+                        options: None,
+                    })
+                    .await;
+                match probe.map(|r| r.value()) {
+                    Ok(result) => {
+                        let supported = string_list(result.get("supportedVersions"));
+                        if let Some(v) = opts.modern_versions.iter().find(|v| supported.contains(v))
+                        {
+                            return Ok(self.adopt_modern(v, result));
+                        }
+                        break; // answers discover but offers no modern version: a legacy advertisement
+                    }
+                    Err(e)
+                        if e.kind == ErrorKind::Rpc
+                            && e.code == Some(codes::UNSUPPORTED_PROTOCOL_VERSION) =>
+                    {
+                        let supported =
+                            string_list(e.data.as_ref().and_then(|d| d.get("supported")));
+                        if let Some(v) = opts.modern_versions.iter().find(|v| supported.contains(v))
+                        {
+                            if attempt == 0 {
+                                version = v.clone();
+                                continue;
+                            }
+                        }
+                        if !supported.is_empty()
+                            && !supported.iter().any(|v| opts.legacy_versions.contains(v))
+                        {
+                            return Err(Error::protocol(format!(
+                                "the server supports protocol versions {supported:?}; this client offers {:?}",
+                                opts.modern_versions.iter().chain(opts.legacy_versions.iter()).collect::<Vec<_>>()
+                            )));
+                        }
+                        break;
+                    }
+                    // Any other JSON-RPC error, or silence: a legacy server.
+                    Err(e) if e.kind == ErrorKind::Rpc || e.kind == ErrorKind::Timeout => break,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        if opts.legacy_versions.is_empty() {
+            return Err(Error::protocol(format!(
+                "the server did not answer server/discover as a {} server, and protocol_versions allows no legacy version",
+                opts.modern_versions.join("/")
+            )));
+        }
+        let result = self.initialize().await;
+        match result {
+            Ok(info) => {
+                // Only a probe that failed is evidence; a host that ruled out the modern era is not.
+                if probed {
+                    LEGACY_SERVERS.lock().insert(signature.to_string());
+                }
+                Ok(info)
+            }
+            Err(e) => {
+                LEGACY_SERVERS.lock().remove(signature);
+                Err(e)
+            }
+        }
+    }
+
+    pub(super) async fn initialize(&self) -> Result<Value> {
+        let opts = &self.options;
+        let params = json!({
+            "protocolVersion": opts.legacy_versions[0],
+            "capabilities": opts.capabilities,
+            "clientInfo": opts.client_info,
+        });
+        let result = self
+            .send_request(Send {
+                method: "initialize",
+                body: Body::Params(Some(params)),
+                timeout: opts.connect_timeout,
+                cancellable: false,
+                options: None,
+            })
+            .await?
+            .value();
+        let version = result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if !opts.legacy_versions.contains(&version) {
+            return Err(Error::protocol(format!(
+                "the server chose protocol version {version:?}, which this client does not offer (it offers {})",
+                opts.legacy_versions.join(", ")
+            )));
+        }
+        *self.era.write() = Some(EraState {
+            era: Era::Legacy {
+                version: version.clone(),
+            },
+            modern_meta: None,
+        });
+        self.transport()?
+            .clone()
+            .send(protocol::encode_notification(
+                "notifications/initialized",
+                None,
+            ))
+            .await?;
+        Ok(json!({
+            "name": self.name,
+            "era": "legacy",
+            "protocol_version": version,
+            "server_info": result.get("serverInfo").cloned().unwrap_or(json!({})),
+            "capabilities": result.get("capabilities").cloned().unwrap_or(json!({})),
+            "instructions": result.get("instructions").cloned().unwrap_or(Value::Null),
+            "result": result,
+        }))
+    }
+
+    pub(super) fn adopt_modern(&self, version: &str, result: Value) -> Value {
+        // The per-request `_meta` entries, serialized once for the tool-call fast path.
+        let mut fragment = Map::new();
+        fragment.insert(era::META_PROTOCOL_VERSION.into(), json!(version));
+        fragment.insert(
+            era::META_CLIENT_CAPABILITIES.into(),
+            self.options.capabilities.clone(),
+        );
+        fragment.insert(
+            era::META_CLIENT_INFO.into(),
+            self.options.client_info.clone(),
+        );
+        let text = Value::Object(fragment).to_string();
+        let modern_meta = text[1..text.len() - 1].to_string();
+        *self.era.write() = Some(EraState {
+            era: Era::Modern {
+                version: version.to_string(),
+            },
+            modern_meta: Some(modern_meta),
+        });
+        let server_info = result
+            .get("_meta")
+            .and_then(|m| m.get(era::META_SERVER_INFO))
+            .or_else(|| result.get("serverInfo"))
+            .cloned()
+            .unwrap_or(json!({}));
+        json!({
+            "name": self.name,
+            "era": "modern",
+            "protocol_version": version,
+            "server_info": server_info,
+            "capabilities": result.get("capabilities").cloned().unwrap_or(json!({})),
+            "instructions": result.get("instructions").cloned().unwrap_or(Value::Null),
+            "supported_versions": result.get("supportedVersions").cloned().unwrap_or(json!([])),
+            "result": result,
+        })
+    }
+}
+
+fn string_list(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|l| {
+            l.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}

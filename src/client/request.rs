@@ -1,0 +1,360 @@
+//! One request on the wire: its encoding for each era, its own timer, its cancel, and the
+//! check of what came back.
+
+use super::*;
+
+/// What a request carries. Tool calls, the hot path, are written straight into the message
+/// buffer with the host's arguments as the raw text it gave.
+pub(super) enum Body<'a> {
+    Params(Option<Value>),
+    ToolCall {
+        name: &'a str,
+        arguments: Option<&'a RawValue>,
+    },
+}
+
+/// How one request is sent; the public calls fill it from the host's options.
+pub(super) struct Send<'a> {
+    pub(super) method: &'a str,
+    pub(super) body: Body<'a>,
+    pub(super) timeout: Option<Duration>,
+    /// May this request be cancelled with `notifications/cancelled`? (Never `initialize`.)
+    pub(super) cancellable: bool,
+    pub(super) options: Option<&'a CallOptions>,
+}
+
+impl Shared {
+    /// Sends one request and waits for its answer, its own timer, or a cancel.
+    pub(super) async fn send_request(&self, send: Send<'_>) -> Result<RawJson> {
+        self.check_open()?;
+        let options = send.options;
+        let guard = options.and_then(|o| o.tag.as_deref()).map(cancel::register);
+        let (id, mut answer) = self.pending.register();
+        if self.closed.load(Ordering::SeqCst) {
+            self.pending.forget(id);
+            self.check_open()?;
+        }
+
+        let wants_progress = options.is_some_and(|o| o.progress);
+        let reset = options
+            .filter(|o| o.reset_timeout_on_progress && o.progress)
+            .map(|_| Arc::new(Notify::new()));
+        if wants_progress {
+            self.progress.lock().insert(
+                id.to_string(),
+                ProgressRoute {
+                    tag: options.and_then(|o| o.tag.clone()),
+                    reset: reset.clone(),
+                },
+            );
+        }
+        let (message, modern) = {
+            let era = self.era.read();
+            let modern = era.as_ref().and_then(|s| s.modern_meta.as_deref());
+            let message = match send.body {
+                Body::Params(params) => {
+                    self.encode_params(id, send.method, params, wants_progress, era.as_ref())
+                }
+                Body::ToolCall { name, arguments } => {
+                    encode_tool_call(id, name, arguments, wants_progress, modern)
+                }
+            };
+            (message, modern.is_some())
+        };
+
+        let outcome = async {
+            let start = Instant::now();
+            let mut deadline = send.timeout.map(|t| start + t);
+            let hard_deadline = options.and_then(|o| o.max_total_timeout).map(|m| start + m);
+            if let (Some(d), Some(h)) = (deadline, hard_deadline) {
+                deadline = Some(d.min(h));
+            }
+            // The send counts against the same timer and cancel: a server that stopped reading
+            // must not hold a caller past its timeout.
+            let mut sending = self.transport()?.clone().send(message);
+            let sent = tokio::select! {
+                r = &mut sending => Some(r),
+                _ = sleep_until_opt(deadline) => None,
+                _ = cancelled(guard.as_ref()) => None,
+            };
+            match sent {
+                Some(Ok(())) => {}
+                Some(Err(e)) => {
+                    self.pending.forget(id);
+                    return Err(self.check_open().err().unwrap_or(e));
+                }
+                None => {
+                    self.pending.forget(id);
+                    // Let the half-written message finish (never leave a partial line), then tell
+                    // the server to drop it.
+                    let transport = self.transport()?.clone();
+                    let cancellable = send.cancellable;
+                    crate::runtime::spawn(async move {
+                        if sending.await.is_ok() && cancellable {
+                            let msg = protocol::encode_notification(
+                                "notifications/cancelled",
+                                Some(&json!({"requestId": id, "reason": "timed out or cancelled while sending"})),
+                            );
+                            let _ = transport.send(msg).await;
+                        }
+                    });
+                    return Err(if guard.as_ref().is_some_and(|g| g.signal.is_fired()) {
+                        Error::new(ErrorKind::Cancelled, format!("{} was cancelled by the host", send.method))
+                    } else {
+                        Error::timeout(format!(
+                            "{} timed out after {} ms while still being sent (the server is not reading its input)",
+                            send.method,
+                            send.timeout.map(millis).unwrap_or_default()
+                        ))
+                    });
+                }
+            }
+            loop {
+                tokio::select! {
+                    biased;
+                    r = &mut answer => {
+                        return match r {
+                            Ok(r) => r,
+                            Err(_) => Err(self.check_open().err().unwrap_or_else(|| Error::closed("the connection is closed"))),
+                        };
+                    }
+                    _ = sleep_until_opt(deadline) => {
+                        if self.pending.forget(id) {
+                            let limit = send.timeout.map(millis).unwrap_or_default();
+                            if send.cancellable {
+                                self.send_cancelled(id, "timeout").await;
+                            }
+                            return Err(Error::timeout(format!(
+                                "{} timed out after {limit} ms{}",
+                                send.method,
+                                if send.cancellable { " (the server was sent notifications/cancelled)" } else { "" }
+                            )));
+                        }
+                        // The answer won the race; take it on the next turn.
+                        deadline = None;
+                    }
+                    _ = cancelled(guard.as_ref()) => {
+                        if self.pending.forget(id) {
+                            if send.cancellable {
+                                self.send_cancelled(id, "cancelled by the host").await;
+                            }
+                            return Err(Error::new(ErrorKind::Cancelled, format!("{} was cancelled by the host", send.method)));
+                        }
+                    }
+                    _ = notified_opt(reset.as_deref()) => {
+                        if let Some(t) = send.timeout {
+                            let mut d = Instant::now() + t;
+                            if let Some(h) = hard_deadline { d = d.min(h); }
+                            deadline = Some(d);
+                        }
+                    }
+                }
+            }
+        }
+        .await;
+        if wants_progress {
+            self.progress.lock().remove(&id.to_string());
+        }
+        let result = outcome?;
+        if modern {
+            check_result_type(send.method, result)
+        } else {
+            Ok(result)
+        }
+    }
+
+    /// A request whose params the engine holds as a tree: the progress token and (modern era)
+    /// the per-request `_meta` are merged into whatever `_meta` the caller gave.
+    pub(super) fn encode_params(
+        &self,
+        id: u64,
+        method: &str,
+        mut params: Option<Value>,
+        wants_progress: bool,
+        era: Option<&EraState>,
+    ) -> Vec<u8> {
+        if wants_progress {
+            let mut p = match params.take() {
+                Some(Value::Object(m)) => m,
+                _ => Map::new(),
+            };
+            let meta = p.entry("_meta").or_insert_with(|| json!({}));
+            if let Some(meta) = meta.as_object_mut() {
+                meta.insert("progressToken".into(), json!(id));
+            }
+            params = Some(Value::Object(p));
+        }
+        if let Some(EraState {
+            era: Era::Modern { version },
+            ..
+        }) = era
+        {
+            params = Some(era::stamp_modern_meta(
+                params,
+                version,
+                &self.options.capabilities,
+                &self.options.client_info,
+            ));
+        }
+        Outgoing::request(id, method, 0)
+            .params(params.as_ref())
+            .finish()
+    }
+
+    pub(super) async fn send_cancelled(&self, id: u64, reason: &str) {
+        if self.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        let msg = protocol::encode_notification(
+            "notifications/cancelled",
+            Some(&json!({"requestId": id, "reason": reason})),
+        );
+        if let Ok(t) = self.transport() {
+            let _ = t.clone().send(msg).await;
+        }
+    }
+}
+
+fn millis(d: Duration) -> u128 {
+    d.as_millis()
+}
+
+/// Writes a `tools/call` request straight into its buffer: the host's arguments are copied as
+/// the text it gave, and the modern `_meta` is the fragment serialized at connect.
+fn encode_tool_call(
+    id: u64,
+    name: &str,
+    arguments: Option<&RawValue>,
+    progress: bool,
+    modern_meta: Option<&str>,
+) -> Vec<u8> {
+    let args_len = arguments.map_or(0, |a| a.get().len());
+    let mut out = Outgoing::request(
+        id,
+        "tools/call",
+        args_len + name.len() + modern_meta.map_or(0, str::len) + 48,
+    )
+    .raw(b",\"params\":{");
+    if modern_meta.is_some() || progress {
+        out = out.raw(b"\"_meta\":{");
+        if let Some(meta) = modern_meta {
+            out = out.raw(meta.as_bytes());
+            if progress {
+                out = out.raw(b",");
+            }
+        }
+        if progress {
+            out = out.raw(b"\"progressToken\":").number(id);
+        }
+        out = out.raw(b"},");
+    }
+    out = out.raw(b"\"name\":").string(name);
+    if let Some(args) = arguments {
+        out = out.raw(b",\"arguments\":").raw(args.get().as_bytes());
+    }
+    out.raw(b"}").finish()
+}
+
+/// The modern era's `resultType`: absent or "complete" is a final result.
+fn check_result_type(method: &str, result: RawJson) -> Result<RawJson> {
+    #[derive(serde::Deserialize)]
+    struct ResultType<'a> {
+        #[serde(rename = "resultType", borrow)]
+        result_type: Option<std::borrow::Cow<'a, str>>,
+    }
+    // Most results have no resultType: find that out without parsing them.
+    if !result.as_str().contains("\"resultType\"") {
+        return Ok(result);
+    }
+    let found = serde_json::from_str::<ResultType>(result.as_str())
+        .ok()
+        .and_then(|r| r.result_type.map(|c| c.into_owned()));
+    match found.as_deref() {
+        None | Some("complete") => Ok(result),
+        Some("input_required") => Err(Error::not_implemented(format!(
+            "the server answered {method} with an InputRequiredResult (multi round-trip request), \
+             which this version of mcplug does not handle yet"
+        ))),
+        Some("task") => Err(Error::not_implemented(format!(
+            "the server answered {method} with a task, which this version of mcplug does not handle yet"
+        ))),
+        Some(other) => Err(Error::protocol(format!("{method}: unknown resultType {other:?}"))),
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn notified_opt(n: Option<&Notify>) {
+    match n {
+        Some(n) => n.notified().await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_call_encoding_is_valid_json_in_every_era() {
+        let args: &RawValue =
+            serde_json::from_str(r#" {"message": "a\nb", "n": 123456789012345678901234567890} "#)
+                .unwrap();
+        let meta = r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"x"}"#;
+        for (progress, modern) in [
+            (false, None),
+            (true, None),
+            (false, Some(meta)),
+            (true, Some(meta)),
+        ] {
+            let line = encode_tool_call(7, "na\"me", Some(args), progress, modern);
+            assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1, "one line");
+            let text = std::str::from_utf8(&line).unwrap();
+            let v: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
+            assert_eq!(v["id"], 7);
+            assert_eq!(v["params"]["name"], "na\"me");
+            assert!(
+                text.contains("123456789012345678901234567890"),
+                "arguments copied verbatim: {text}"
+            );
+            assert_eq!(
+                v["params"]["_meta"]["progressToken"].as_u64(),
+                progress.then_some(7)
+            );
+            assert_eq!(
+                v["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str(),
+                modern.map(|_| "2026-07-28")
+            );
+        }
+        let v: Value =
+            serde_json::from_slice(&encode_tool_call(1, "t", None, false, None)).unwrap();
+        assert_eq!(v["params"], json!({"name": "t"}));
+    }
+
+    #[test]
+    fn result_type_is_checked_without_parsing_plain_results() {
+        let ok = RawJson::from_value(&json!({"content": []}));
+        assert!(check_result_type("tools/call", ok).is_ok());
+        let done = RawJson::from_value(&json!({"resultType": "complete"}));
+        assert!(check_result_type("tools/call", done).is_ok());
+        let mrtr = RawJson::from_value(&json!({"resultType": "input_required"}));
+        assert_eq!(
+            check_result_type("tools/call", mrtr).unwrap_err().kind,
+            ErrorKind::NotImplemented
+        );
+        let odd = RawJson::from_value(&json!({"resultType": "banana"}));
+        assert_eq!(
+            check_result_type("tools/call", odd).unwrap_err().kind,
+            ErrorKind::Protocol
+        );
+        // The words inside content are not a resultType.
+        let text =
+            RawJson::from_value(&json!({"content": [{"type": "text", "text": "\"resultType\""}]}));
+        assert!(check_result_type("tools/call", text).is_ok());
+    }
+}
