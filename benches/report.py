@@ -270,6 +270,7 @@ def main():
     ap.add_argument('--started', default='')
     ap.add_argument('--run-all-seconds', type=int, default=0)
     ap.add_argument('--peer-bench', default='')
+    ap.add_argument('--load', default='', help='/proc/loadavg before and after run_all.sh')
     ap.add_argument('--commit', default='')
     ap.add_argument('--dirty', default='', help='tracked files of the measured code that differed from the commit')
     ap.add_argument('--quick', action='store_true')
@@ -364,7 +365,8 @@ def main():
     L.append('')
     L.append('## Machine and command')
     L.append('')
-    L.append(f'- Machine: {mach["nproc"]} CPUs (nproc), {mach["cpu"]}, Linux {mach["kernel"]}; load average at the end: {mach["load"]}')
+    L.append(f'- Machine: {mach["nproc"]} CPUs (nproc), {mach["cpu"]}, Linux {mach["kernel"]}; /proc/loadavg '
+             f'{a.load or "(not recorded)"} (other work on the machine shows here)')
     L.append(f'- Tools: {mach["rustc"]}, Node {mach["node"]}, {mach["python"]}, {mach["valgrind"]}')
     L.append(f'- Command: `benches/run.sh{" --quick" if a.quick else ""}`' + (f' with `{env_set}`' if env_set else '') +
              ', which builds `target/release/libmcplug.so` and the C clients, then runs')

@@ -80,9 +80,11 @@ export MCPB_EXTRA_CLIENT="mcplug (C)|$out/mcplug_client;;mcplug (Python)|$PY $ro
 
 echo "== peer-bench: $PB/run_all.sh (work dir $PEER_BENCH_WORK)" >&2
 started=$(date -u +%FT%TZ)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 t_start=$(date +%s)
 "$PB/run_all.sh" | tee "$out/run_all.out"
 t_run_all=$(( $(date +%s) - t_start ))
+load="before run_all.sh: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 R=$PEER_BENCH_WORK/rust/target/release
 SRV=$R/mcp_server
@@ -118,7 +120,7 @@ raw_jsonl=$(sed -n 's/^# raw runs: \([^ ]*\).*/\1/p' "$out/run_all.out" | tail -
 stderr_log=$(sed -n 's/^# raw runs: .*client stderr: \([^ ]*\).*/\1/p' "$out/run_all.out" | tail -1)
 args=(--table "$out/run_all.out" --raw "$raw_jsonl" --stderr-log "$stderr_log" --callgrind "$cg"
   --cg-n "$CG_N1" "$CG_N2" --rss "$out/rss.jsonl" --out "$report" --started "$started"
-  --run-all-seconds "$t_run_all" --peer-bench "$PB" --commit "$commit" --dirty "$dirty")
+  --run-all-seconds "$t_run_all" --peer-bench "$PB" --commit "$commit" --dirty "$dirty" --load "$load")
 [ $quick = 1 ] && args+=(--quick)
 # kept so that the report can be written again from this run's outputs (after editing its analysis)
 printf '#!/usr/bin/env bash\ncd %q && exec python3 benches/report.py%s\n' "$root" "$(printf ' %q' "${args[@]}")" >"$out/report.sh"
