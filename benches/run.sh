@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # mcplug measured beside the other MCP clients, in one run, against one server (peer-bench).
 #
-#   benches/run.sh            the full run (about 20 min): writes BENCHMARKS.md at the top of the checkout
-#   benches/run.sh --quick    the CI smoke test (about a minute once peer-bench is built): tiny N, REPS=1,
-#                             every client once; fails if any mcplug client fails; judges no speed and
-#                             writes target/bench/BENCHMARKS.quick.md instead
+#   benches/run.sh            the full run (about 10 min): writes BENCHMARKS.md at the top of the checkout
+#   benches/run.sh --quick    the CI smoke test (about 2.5 min once peer-bench's dependencies are built): tiny
+#                             N, REPS=1, every client once; fails if any mcplug client fails; judges no speed
+#                             and writes target/bench/BENCHMARKS.quick.md instead
+# Each run spends about 1.5 min in run_all.sh rebuilding peer-bench's own crate: it copies its sources
+# afresh (new mtimes), so its binaries always look stale. The first run also builds rmcp (about 3.5 min).
 #
 # Steps: builds libmcplug (release) and the C clients; runs peer-bench's run_all.sh with the three
 # mcplug clients added through MCPB_EXTRA_CLIENT (C ABI, Python binding, Node binding), so the floor,
