@@ -397,6 +397,49 @@ def test_close_wakes_a_blocked_call_and_later_calls_fail(fault: FaultFactory) ->
     client.close()  # twice is fine
 
 
+def test_close_while_sixteen_threads_keep_calling(fault: FaultFactory) -> None:
+    """The gate counts calls without a lock: close() racing with calls that start, run and return
+    on 16 threads must fail each late call with ClosedError, wait for the running ones, and free
+    the handle exactly once — with no call ever reaching a freed handle (that would crash)."""
+    server = fault()
+    client = mcplug.Client.connect(server)
+    pid = server_pid(server)
+    outcomes: List[str] = []
+    started = threading.Barrier(17)
+
+    def worker(index: int) -> None:
+        started.wait(10)
+        for j in range(100_000):
+            try:
+                # odd threads with a timeout (the general path), even ones without (the fast one)
+                got = text_of(client.call_tool("echo", {"message": f"{index}.{j}"}, timeout=30 if index % 2 else None))
+            except mcplug.ClosedError:
+                outcomes.append("closed")
+                return
+            except Exception as e:  # collected, asserted below
+                outcomes.append(repr(e))
+                return
+            if got != f"Echo: {index}.{j}":
+                outcomes.append(f"{index}.{j} got {got!r}")
+                return
+        outcomes.append("never closed")
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    started.wait(10)
+    time.sleep(0.3)  # calls in every state: starting, inside the library, returning
+    t0 = time.monotonic()
+    client.close()
+    assert time.monotonic() - t0 < 5
+    for t in threads:
+        t.join(10)
+    assert not any(t.is_alive() for t in threads)
+    assert outcomes == ["closed"] * 16
+    assert client._core._handle is None and client._core._calls == []
+    assert wait_until(lambda: not alive(pid), 5)
+
+
 def test_close_from_inside_a_handler(fault: FaultFactory) -> None:
     closed = threading.Event()
     holder: Dict[str, mcplug.Client] = {}

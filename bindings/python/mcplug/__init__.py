@@ -15,6 +15,8 @@ garbage-collected or at exit, so no server process outlives its client.
 """
 from __future__ import annotations
 
+TYPE_CHECKING = False  # not typing's: see _codec
+
 from . import _ffi
 from ._client import Client
 from ._errors import (
@@ -83,4 +85,19 @@ def cancel(tag: str) -> bool:
     return _ffi.cancel(tag)
 
 
-from . import aio  # noqa: E402  (aio imports the package's modules above)
+if TYPE_CHECKING:
+    from . import aio
+else:
+
+    def __getattr__(name: str) -> object:
+        # ``mcplug.aio`` is imported on first use: asyncio and concurrent.futures cost a cold
+        # start ~30 ms that a sync host never needs. ``import mcplug.aio`` and
+        # ``from mcplug import aio`` work as before.
+        if name == "aio":
+            import importlib  # not `from . import aio`: that asks this function again
+
+            return importlib.import_module(".aio", __name__)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    def __dir__() -> list:
+        return sorted(set(globals()) | set(__all__))

@@ -1,13 +1,17 @@
 """The synchronous client."""
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, Optional, Union
-
-from ._core import Core, Handler, QueueSink, SyncRunner, call_options, connect_blocking, connect_options
+from ._core import Core, QueueSink, SyncRunner, call_options, connect_blocking, connect_options
 from ._errors import InvalidArgumentError
 from ._managed import Managed
 
-Timeout = Optional[float]
+TYPE_CHECKING = False  # not typing's: see _codec
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Mapping, Optional, Union
+
+    from ._core import Handler
+
+    Timeout = Optional[float]
 
 
 class _Info:
@@ -100,6 +104,8 @@ class Client(_Info, Managed):
         for them, and they arrive as events carrying the call's tag. ``tag`` lets
         ``mcplug.cancel(tag)`` cancel the call from another thread.
         """
+        if timeout is None and tag is None and progress is None:
+            return self._core.call_tool(name, arguments, None, None)  # no options to build
         return self._core.call_tool(name, arguments, call_options(timeout, tag), progress)
 
     def request(

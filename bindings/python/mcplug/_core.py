@@ -9,27 +9,34 @@ from __future__ import annotations
 
 import collections
 import itertools
-import json
-import logging
 import math
 import os
 import threading
 import time
-from contextlib import contextmanager
-from ctypes import byref, c_void_p
-from typing import Any, Callable, Deque, Dict, Iterator, List, Mapping, Optional, Set, Tuple, Union
+from collections.abc import Mapping
+from ctypes import byref, c_char_p, c_void_p
 
-from . import _ffi
-from ._errors import ClosedError, InvalidArgumentError, McpError
+from . import _codec, _ffi
+from ._errors import ClosedError, InvalidArgumentError, McpError, error_from_json
 
-log = logging.getLogger("mcplug")
+TYPE_CHECKING = False  # not typing's: see _codec
+if TYPE_CHECKING:
+    from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple, Union
 
-#: A handler gets the request's or notification's ``params`` ("*" gets the whole event).
-Handler = Callable[[Any], Any]
-#: A progress callback (called with each notifications/progress params), or True for events only.
-Progress = Union[Handler, bool, None]
-#: Called once a handler finished: (result, exception).
-Done = Callable[[Any, Optional[BaseException]], None]
+    #: A handler gets the request's or notification's ``params`` ("*" gets the whole event).
+    Handler = Callable[[Any], Any]
+    #: A progress callback (called with each notifications/progress params), or True for events only.
+    Progress = Union[Handler, bool, None]
+    #: Called once a handler finished: (result, exception).
+    Done = Callable[[Any, Optional[BaseException]], None]
+
+
+def _log() -> Any:
+    """The "mcplug" logger; logging is imported on the first message, not by ``import mcplug``."""
+    import logging
+
+    return logging.getLogger("mcplug")
+
 
 EVENT_QUEUE_LIMIT = 10_000
 PUMP_WAIT_MS = 250
@@ -49,6 +56,19 @@ _DECLARED: Dict[str, Any] = {"sampling": {}, "elicitation": {}, "roots": {"listC
 
 _tag_counter = itertools.count(1)
 
+# Bound once: a module global is one lookup, ``_ffi.lib.name`` is three.
+_OK = _ffi.OK
+_encode_chunks = _codec.encode_chunks
+_loads = _codec.loads
+_string_free = _ffi.string_free
+_call_tool_fast = _ffi.call_tool_fast
+_string_free_fast = _ffi.string_free_fast
+_list_tools = _ffi.lib.mcplug_client_list_tools
+_call_tool = _ffi.lib.mcplug_client_call_tool
+_request = _ffi.lib.mcplug_client_request
+_notify = _ffi.lib.mcplug_client_notify
+_respond = _ffi.lib.mcplug_client_respond
+
 
 def new_tag() -> str:
     """A tag unique in this process (the library's cancel registry is process-wide)."""
@@ -66,15 +86,29 @@ def encode(text: str, what: str) -> bytes:
 
 def dumps(value: Any, what: str) -> bytes:
     """JSON for the library as UTF-8; refuses up front what JSON cannot carry (NaN, sets,
-    objects) and strings that are not Unicode (lone surrogates, which most servers choke on)."""
+    objects) and strings that are not Unicode (lone surrogates, which most servers choke on:
+    the strict UTF-8 encode is the check, in the same pass that makes the bytes)."""
     try:
-        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+        try:
+            text = "".join(_encode_chunks(value, 0))
+        except RecursionError:
+            text = _codec.dumps(value)  # a cycle: json's own check says so
+        return text.encode()
+    except UnicodeEncodeError as e:  # before ValueError, its base class
+        raise InvalidArgumentError(f"`{what}` holds a string that is not valid Unicode (a lone surrogate?): {e}") from None
     except (TypeError, ValueError) as e:
         raise InvalidArgumentError(f"`{what}` is not JSON-serialisable: {e}") from None
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise InvalidArgumentError(f"`{what}` holds a string that is not valid Unicode (a lone surrogate?): {e}") from None
+
+
+def _object_json(value: Optional[Mapping[str, Any]], what: str) -> Optional[bytes]:
+    """A dict parameter (``arguments``, ``params``) as JSON, or None for None."""
+    if value is None:
+        return None
+    if type(value) is dict:  # the usual case: no copy, no ABC isinstance
+        return dumps(value, what)
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentError(f"`{what}` must be a dict (got {type(value).__name__})")
+    return dumps(dict(value), what)
 
 
 _ABSENT = object()
@@ -189,7 +223,7 @@ class SyncRunner:
             if done is not None:
                 done(None, e)
             else:
-                log.exception("mcplug: an event handler raised")
+                _log().exception("mcplug: an event handler raised")
             return
         if done is not None:
             done(result, None)
@@ -273,7 +307,10 @@ class Core:
         self._pull_seq = 0
         self._idle_seq = 0
         self._pump_exited = False
-        self._inflight = 0  # calls past the gate, maybe inside the library
+        #: One entry per call past the gate, maybe inside the library. list.append and list.pop
+        #: are atomic, so a call counts itself in and out without taking ``_cond``.
+        self._calls: List[None] = []
+        self._handle_arg = c_void_p(handle)  # built once, not converted from int on every call
         self._free_pending = False
         self._pump = threading.Thread(target=self._pump_loop, name="mcplug-pump", daemon=True)
 
@@ -281,28 +318,49 @@ class Core:
         self._pump.start()
 
     # -- the gate: no call may start on the handle once close began ----------------------------
+    #
+    # A call counts itself in (append), then checks ``_closing``; close() sets ``_closing``, then
+    # waits for the count to reach zero. Either the call sees ``_closing`` and backs out, or close()
+    # sees the call and waits for it. On the way out a call counts itself out (pop), then looks at
+    # ``_closing`` again: only while closing does it take the lock, to wake close() or to free the
+    # handle if close() gave up waiting. The handle is never freed while a call is counted.
 
-    @contextmanager
-    def _enter(self) -> Iterator[int]:
-        with self._cond:
-            if self._closing or self._handle is None:
-                raise ClosedError("the client is closed", kind="closed")
-            self._inflight += 1
-            handle = self._handle
+    def _invoke(self, fn: Any, *args: Any) -> Tuple[int, Optional[str]]:
+        """``fn(handle, *args, out)`` through the gate; returns (status, out-string)."""
+        calls = self._calls
+        calls.append(None)
+        out = c_char_p()
         try:
-            yield handle
+            if self._closing:
+                raise ClosedError("the client is closed", kind="closed")
+            status: int = fn(self._handle_arg, *args, out)
         finally:
-            with self._cond:
-                self._inflight -= 1
-                last = self._inflight == 0
-                if last:
-                    self._cond.notify_all()
-            if last and self._free_pending:
-                self._free_if_unused()  # close() gave up waiting for us: we free
+            # Out of the gate first: a KeyboardInterrupt between two of these lines may leak a
+            # string, but never a count that would make close() wait for a call that is gone.
+            calls.pop()
+            if self._closing:
+                self._left_while_closing()
+            raw = out.value  # copies the owned string, which is freed right here, once
+            if raw is not None:
+                _string_free(out)
+        return status, None if raw is None else raw.decode("utf-8")
+
+    def _left_while_closing(self) -> None:
+        with self._cond:
+            self._cond.notify_all()  # close() may be waiting for the last call
+        if self._free_pending:
+            self._free_if_unused()  # close() gave up waiting for us: the last one out frees
 
     # -- blocking calls --------------------------------------------------------------------------
 
-    def _call(self, fn: Any, args: List[Any], options: Dict[str, Any], progress: Progress) -> Any:
+    def _call(self, fn: Any, args: Tuple[Any, ...], options: Optional[Dict[str, Any]], progress: Progress) -> Any:
+        if progress is None or progress is False:
+            status, text = self._invoke(fn, *args, dumps(options, "options") if options else None)
+            if status == _OK:
+                return _loads(text) if text else None
+            raise error_from_json(status, text)
+        if options is None:
+            options = {}
         if progress is True:
             # Progress events go to handlers / next_event, carrying the call's tag.
             options["progress"] = True
@@ -318,9 +376,7 @@ class Core:
         else:
             progress = None
         try:
-            options_json = dumps(options, "options") if options else None
-            with self._enter() as handle:
-                status, text = _ffi.invoke(fn, handle, *args, options_json)
+            status, text = self._invoke(fn, *args, dumps(options, "options"))
             if progress is not None:
                 self._flush_progress()
         finally:
@@ -333,33 +389,45 @@ class Core:
                         self._routes.pop(options["tag"], None)
         return _ffi.checked(status, text)
 
-    def list_tools(self, options: Dict[str, Any]) -> List[Dict[str, Any]]:
-        result = self._call(_ffi.lib.mcplug_client_list_tools, [], options, None)
+    def list_tools(self, options: Optional[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        result = self._call(_list_tools, (), options, None)
         return list(result.get("tools", []))
 
-    def call_tool(self, name: str, arguments: Optional[Mapping[str, Any]], options: Dict[str, Any], progress: Progress) -> Dict[str, Any]:
-        name_b = encode(name, "name")
-        if arguments is not None and not isinstance(arguments, Mapping):
-            raise InvalidArgumentError(f"`arguments` must be a dict (got {type(arguments).__name__})")
-        args_b = None if arguments is None else dumps(dict(arguments), "arguments")
-        result: Dict[str, Any] = self._call(_ffi.lib.mcplug_client_call_tool, [name_b, args_b], options, progress)
-        return result
+    def call_tool(self, name: str, arguments: Optional[Mapping[str, Any]], options: Optional[Dict[str, Any]], progress: Progress) -> Dict[str, Any]:
+        name_b = name.encode() if type(name) is str and name.isascii() else encode(name, "name")
+        args_b = dumps(arguments, "arguments") if type(arguments) is dict else _object_json(arguments, "arguments")
+        if options or progress is not None:
+            result: Dict[str, Any] = self._call(_call_tool, (name_b, args_b), options, progress)
+            return result
+        # The common call (no options), with _invoke and _call written out: every Python frame
+        # costs ~0.1 us here, and this is the path a host runs thousands of times a second.
+        calls = self._calls
+        calls.append(None)
+        out = c_char_p()
+        try:
+            if self._closing:
+                raise ClosedError("the client is closed", kind="closed")
+            status: int = _call_tool_fast(self._handle_arg, name_b, args_b, None, byref(out))
+        finally:
+            calls.pop()
+            if self._closing:
+                self._left_while_closing()
+            raw = out.value
+            if raw is not None:
+                _string_free_fast(out)
+        text = None if raw is None else raw.decode()
+        if status == _OK:
+            return _loads(text) if text else None  # type: ignore[no-any-return]
+        raise error_from_json(status, text)
 
-    def request(self, method: str, params: Optional[Mapping[str, Any]], options: Dict[str, Any], progress: Progress) -> Dict[str, Any]:
+    def request(self, method: str, params: Optional[Mapping[str, Any]], options: Optional[Dict[str, Any]], progress: Progress) -> Dict[str, Any]:
         method_b = encode(method, "method")
-        if params is not None and not isinstance(params, Mapping):
-            raise InvalidArgumentError(f"`params` must be a dict (got {type(params).__name__})")
-        params_b = None if params is None else dumps(dict(params), "params")
-        result: Dict[str, Any] = self._call(_ffi.lib.mcplug_client_request, [method_b, params_b], options, progress)
+        result: Dict[str, Any] = self._call(_request, (method_b, _object_json(params, "params")), options, progress)
         return result
 
     def notify(self, method: str, params: Optional[Mapping[str, Any]]) -> None:
         method_b = encode(method, "method")
-        if params is not None and not isinstance(params, Mapping):
-            raise InvalidArgumentError(f"`params` must be a dict (got {type(params).__name__})")
-        params_b = None if params is None else dumps(dict(params), "params")
-        with self._enter() as handle:
-            status, text = _ffi.invoke(_ffi.lib.mcplug_client_notify, handle, method_b, params_b)
+        status, text = self._invoke(_notify, method_b, _object_json(params, "params"))
         _ffi.checked(status, text)
 
     def respond(self, event_id: str, result: Any = None, error: Any = None) -> None:
@@ -373,8 +441,7 @@ class Core:
         else:
             answer["result"] = {} if result is None else result
         payload = dumps(answer, "response")
-        with self._enter() as handle:
-            status, text = _ffi.invoke(_ffi.lib.mcplug_client_respond, handle, payload)
+        status, text = self._invoke(_respond, payload)
         _ffi.checked(status, text)
 
     def _respond_quietly(self, event_id: str, result: Any, error: Any) -> None:
@@ -390,7 +457,7 @@ class Core:
         except ClosedError:
             pass
         except McpError as e:
-            log.warning("mcplug: could not answer server request %s: %s", event_id, e)
+            _log().warning("mcplug: could not answer server request %s: %s", event_id, e)
 
     # -- the event pump ----------------------------------------------------------------------------
 
@@ -423,9 +490,9 @@ class Core:
                 if status == _ffi.OK:
                     failures = 0
                     try:
-                        event = json.loads(text or "null")
+                        event = _codec.loads(text or "null")
                     except ValueError:
-                        log.error("mcplug: an event was not JSON: %r", text)
+                        _log().error("mcplug: an event was not JSON: %r", text)
                         continue
                     if isinstance(event, dict):
                         self._dispatch(event)
@@ -437,7 +504,7 @@ class Core:
                     break
                 else:
                     failures += 1
-                    log.error("mcplug: next_event failed (status %d): %s", status, text)
+                    _log().error("mcplug: next_event failed (status %d): %s", status, text)
                     if failures >= 20:
                         break
                     time.sleep(0.05)
@@ -475,14 +542,14 @@ class Core:
                 return
             self._sink.put(event)
         except Exception:
-            log.exception("mcplug: dispatching an event failed")
+            _log().exception("mcplug: dispatching an event failed")
 
     def _on_request(self, event: Dict[str, Any]) -> None:
         method = event.get("method")
         event_id = event.get("id")
         handler = self._handlers.get(method) if isinstance(method, str) else None
         if not isinstance(event_id, str):
-            log.error("mcplug: a request event without an id: %r", event)
+            _log().error("mcplug: a request event without an id: %r", event)
             return
         if handler is None:
             if method in self._manual:
@@ -518,12 +585,12 @@ class Core:
             if handle is not None:
                 status, text = _ffi.invoke(_ffi.lib.mcplug_client_close, c_void_p(handle))
                 if status != _ffi.OK:
-                    log.warning("mcplug: mcplug_client_close failed (status %d): %s", status, text)
+                    _log().warning("mcplug: mcplug_client_close failed (status %d): %s", status, text)
             if not on_pump and self._pump.is_alive():
                 self._pump.join(PUMP_JOIN_S)
             deadline = time.monotonic() + PUMP_JOIN_S
             with self._cond:
-                while self._inflight and time.monotonic() < deadline:
+                while self._calls and time.monotonic() < deadline:
                     self._cond.wait(max(0.0, deadline - time.monotonic()))
                 self._free_pending = True
             self._free_if_unused(pump_is_caller=on_pump)
@@ -537,7 +604,7 @@ class Core:
         or the pump exiting after a slow handler — frees it, so it is freed exactly once."""
         with self._cond:
             pump_idle = self._pump_exited or pump_is_caller or self._pump.ident is None
-            if not self._free_pending or self._inflight or not pump_idle or self._handle is None:
+            if not self._free_pending or self._calls or not pump_idle or self._handle is None:
                 return
             handle = self._handle
             self._handle = None

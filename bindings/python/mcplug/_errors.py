@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import builtins
-import json
-from typing import Any, Dict, Optional, Type
+
+from ._codec import loads
+
+TYPE_CHECKING = False  # not typing's: see _codec
+if TYPE_CHECKING:
+    from typing import Any, Dict, Optional, Type
 
 
 class McpError(Exception):
@@ -108,7 +112,7 @@ def error_from_json(status: int, text: Optional[str]) -> McpError:
     """The exception for a non-OK status and its `{"error": {...}}` out-string."""
     fallback = _BY_STATUS.get(status, "unknown")
     try:
-        obj = json.loads(text) if text else {}
+        obj = loads(text) if text else {}
         err = obj.get("error") or {}
     except (ValueError, AttributeError):
         err = {}

@@ -1,20 +1,26 @@
 """The ctypes declarations of libmcplug and the one place that turns its out-strings into Python.
 
-Every returned string is owned by the caller: we read it with ``string_at`` and hand it back to
-``mcplug_string_free`` exactly once. No restype is ``c_char_p`` for an owned string, because ctypes
-would copy it into ``bytes`` and drop the pointer, leaking it.
+Every returned string is owned by the caller: the out-parameter is a ``c_char_p`` whose ``.value``
+copies it into ``bytes``, and the pointer it still holds goes back to ``mcplug_string_free``
+exactly once. No restype is ``c_char_p`` for an owned string, because ctypes would copy it into
+``bytes`` and drop the pointer, leaking it.
+
+Imports are few and cheap on purpose (no pathlib, typing, logging or json): ``import mcplug`` is
+part of every host's cold start.
 """
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import sys
-from ctypes import POINTER, byref, c_char_p, c_int, c_int32, c_uint32, c_void_p
-from pathlib import Path
-from typing import Any, List, Optional, Tuple
+from ctypes import POINTER, c_char_p, c_int, c_int32, c_uint32, c_void_p
 
+from . import _codec
 from ._errors import error_from_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, List, Optional, Tuple
 
 #: The ABI this binding was written for; a library reporting another number is refused.
 ABI_VERSION = 1
@@ -34,32 +40,32 @@ else:
     _LIB_NAME = "libmcplug.so"
 
 
-def _candidates() -> List[Path]:
+def _candidates() -> List[str]:
     """Where the library may be, in the order the API contract gives."""
     env = os.environ.get("MCPLUG_LIBRARY")
     if env:
-        return [Path(env)]
-    here = Path(__file__).resolve().parent
-    checkout = here.parent.parent.parent  # bindings/python/mcplug -> the repository root
+        return [env]
+    here = os.path.dirname(os.path.realpath(__file__))
+    checkout = os.path.dirname(os.path.dirname(os.path.dirname(here)))  # bindings/python/mcplug -> the repository root
     return [
-        here / _LIB_NAME,
-        checkout / "target" / "release" / _LIB_NAME,
-        checkout / "target" / "debug" / _LIB_NAME,
+        os.path.join(here, _LIB_NAME),
+        os.path.join(checkout, "target", "release", _LIB_NAME),
+        os.path.join(checkout, "target", "debug", _LIB_NAME),
     ]
 
 
-def _load() -> Tuple[ctypes.CDLL, Path]:
+def _load() -> Tuple[ctypes.CDLL, str]:
     candidates = _candidates()
     if os.environ.get("MCPLUG_LIBRARY"):
         path = candidates[0]
         try:
-            return ctypes.CDLL(str(path)), path
+            return ctypes.CDLL(path), path
         except OSError as e:
             raise ImportError(f"mcplug: cannot load the library named by MCPLUG_LIBRARY ({path}): {e}") from e
     for path in candidates:
-        if path.is_file():
+        if os.path.isfile(path):
             try:
-                return ctypes.CDLL(str(path)), path
+                return ctypes.CDLL(path), path
             except OSError as e:
                 raise ImportError(f"mcplug: cannot load {path}: {e}") from e
     tried = ", ".join(str(p) for p in candidates)
@@ -71,7 +77,10 @@ def _load() -> Tuple[ctypes.CDLL, Path]:
 
 lib, LIBRARY_PATH = _load()
 
-_out = POINTER(c_void_p)
+# Out-strings are read through a c_char_p: ``.value`` copies the text without a call into
+# ctypes.string_at (a Python function around another foreign call), and ctypes passes the c_char_p
+# itself by reference where POINTER(c_char_p) is expected.
+_out = POINTER(c_char_p)
 _handle_out = POINTER(c_void_p)
 
 
@@ -101,6 +110,23 @@ _declare("mcplug_client_respond", c_int, [c_void_p, c_char_p, _out])
 _declare("mcplug_client_close", c_int, [c_void_p, _out])
 _declare("mcplug_client_free", None, [c_void_p])
 
+#: mcplug_string_free only returns memory: called through a PyDLL (the same loaded library) it
+#: keeps the GIL, instead of dropping and retaking it once per call.
+_pydll = ctypes.PyDLL(LIBRARY_PATH, handle=lib._handle)
+string_free = _pydll.mcplug_string_free
+string_free.restype = None
+string_free.argtypes = [c_void_p]
+
+# The per-call hot path's own pointers to two of the functions above, without argtypes. With
+# argtypes ctypes calls each argument's ``from_param`` (a call and an object per argument, ~0.3 us
+# for call_tool's five); without them it converts the Python objects directly. Only code that
+# passes exactly the C types may use these: a c_void_p handle, bytes or None for each char*,
+# ``byref(c_char_p)`` for the out-string, and a c_char_p holding an out-string to free.
+call_tool_fast = lib["mcplug_client_call_tool"]
+call_tool_fast.restype = c_int
+string_free_fast = _pydll["mcplug_string_free"]
+string_free_fast.restype = None
+
 _loaded_abi = int(lib.mcplug_abi_version())
 if _loaded_abi != ABI_VERSION:
     raise ImportError(
@@ -109,22 +135,21 @@ if _loaded_abi != ABI_VERSION:
     )
 
 
-def take_string(ptr: c_void_p) -> Optional[str]:
+def take_string(out: c_char_p) -> Optional[str]:
     """Copies an owned out-string into Python and frees it (once)."""
-    if not ptr.value:
+    raw = out.value
+    if raw is None:
         return None
-    try:
-        return ctypes.string_at(ptr.value).decode("utf-8")
-    finally:
-        lib.mcplug_string_free(ptr)
-        ptr.value = None
+    string_free(out)
+    out.value = None
+    return raw.decode("utf-8")
 
 
 def invoke(fn: Any, *args: Any) -> Tuple[int, Optional[str]]:
     """Calls a fallible function, appending the out-parameter; returns (status, text)."""
-    out = c_void_p()
+    out = c_char_p()
     try:
-        status = int(fn(*args, byref(out)))
+        status: int = fn(*args, out)
     finally:
         text = take_string(out)
     return status, text
@@ -133,7 +158,7 @@ def invoke(fn: Any, *args: Any) -> Tuple[int, Optional[str]]:
 def checked(status: int, text: Optional[str]) -> Any:
     """The decoded result on OK; otherwise raises the McpError subclass of the error's kind."""
     if status == OK:
-        return json.loads(text) if text else None
+        return _codec.loads(text) if text else None
     raise error_from_json(status, text)
 
 

@@ -4,11 +4,14 @@ without being closed — so a forgotten client never leaves a server process beh
 from __future__ import annotations
 
 import weakref
-from types import TracebackType
-from typing import Callable, Optional, Type, TypeVar
 
-_T = TypeVar("_T", bound="Managed")
-_A = TypeVar("_A", bound="AsyncManaged")
+TYPE_CHECKING = False  # not typing's: see _codec
+if TYPE_CHECKING:
+    from types import TracebackType
+    from typing import Callable, Optional, Type, TypeVar
+
+    _T = TypeVar("_T", bound="Managed")
+    _A = TypeVar("_A", bound="AsyncManaged")
 
 
 class _Owner:

@@ -12,7 +12,7 @@ import collections
 import concurrent.futures
 import inspect
 import logging
-from typing import Any, Awaitable, Callable, Deque, Dict, List, Mapping, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Deque, Dict, List, Mapping, Optional, TypeVar, Union
 
 from . import _ffi
 from ._client import _Info
@@ -20,8 +20,6 @@ from ._core import (
     append_bounded,
     EVENT_QUEUE_LIMIT,
     Core,
-    Done,
-    Handler,
     call_options,
     connect_blocking,
     connect_options,
@@ -29,6 +27,9 @@ from ._core import (
 )
 from ._errors import CancelledError, ClosedError, InvalidArgumentError
 from ._managed import AsyncManaged
+
+if TYPE_CHECKING:
+    from ._core import Done, Handler
 
 __all__ = ["Client"]
 
