@@ -11,6 +11,7 @@
 //! is just an error (`closed`).
 
 use once_cell::sync::Lazy;
+use std::cell::Cell;
 use std::future::Future;
 use tokio::runtime::{Builder, Runtime};
 
@@ -29,10 +30,24 @@ pub fn handle() -> &'static tokio::runtime::Handle {
     RUNTIME.handle()
 }
 
+thread_local! {
+    /// Set while a host thread is inside [`block_on`]: such a thread may block (it is not a
+    /// runtime worker), so a caller waiting for an answer may read the transport itself.
+    static IN_HOST_CALL: Cell<bool> = const { Cell::new(false) };
+}
+
 /// Runs `fut` to completion on the calling (host) thread, inside the runtime's context, so that
 /// timers and I/O created inside `fut` belong to the runtime.
 pub fn block_on<F: Future>(fut: F) -> F::Output {
-    RUNTIME.block_on(fut)
+    let outer = IN_HOST_CALL.with(|c| c.replace(true));
+    let out = RUNTIME.block_on(fut);
+    IN_HOST_CALL.with(|c| c.set(outer));
+    out
+}
+
+/// Whether this thread is a host thread inside [`block_on`] (never true on a runtime worker).
+pub fn on_host_thread() -> bool {
+    IN_HOST_CALL.with(Cell::get)
 }
 
 pub fn spawn<F>(fut: F) -> tokio::task::JoinHandle<F::Output>

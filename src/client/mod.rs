@@ -63,6 +63,8 @@ struct Shared {
     progress: Mutex<HashMap<String, ProgressRoute>>,
     era: RwLock<Option<EraState>>,
     closed: AtomicBool,
+    /// Notified when `closed` is set.
+    closed_now: Notify,
     close_reason: Mutex<Option<Error>>,
     /// The last non-JSON line the server wrote to stdout, for the message when it dies.
     last_invalid: Mutex<Option<String>>,
@@ -94,6 +96,7 @@ impl Client {
             progress: Mutex::new(HashMap::new()),
             era: RwLock::new(None),
             closed: AtomicBool::new(false),
+            closed_now: Notify::new(),
             close_reason: Mutex::new(None),
             last_invalid: Mutex::new(None),
         });
@@ -118,11 +121,7 @@ impl Client {
         let outcome = tokio::select! {
             r = with_limit(limit, negotiate) => match r {
                 Some(r) => r,
-                None => Err(Error::timeout(format!(
-                    "connect timed out after {} ms: the server did not complete the handshake{}",
-                    limit.map(|d| d.as_millis()).unwrap_or_default(),
-                    client.shared.stderr_hint()
-                ))),
+                None => Err(client.shared.connect_timed_out()),
             },
             _ = cancelled(guard.as_ref()) => Err(Error::new(ErrorKind::Cancelled, "connect was cancelled by the host")),
         };
@@ -365,6 +364,34 @@ impl Shared {
         Ok(())
     }
 
+    /// The reason the connection closed, waiting a moment for the transport to report it;
+    /// `fallback` if it does not.
+    async fn close_reason_soon(&self, fallback: Error) -> Error {
+        let wait = async {
+            loop {
+                let notified = self.closed_now.notified();
+                if let Err(e) = self.check_open() {
+                    return e;
+                }
+                notified.await;
+            }
+        };
+        tokio::time::timeout(Duration::from_millis(500), wait)
+            .await
+            .unwrap_or(fallback)
+    }
+
+    fn connect_timed_out(&self) -> Error {
+        Error::timeout(format!(
+            "connect timed out after {} ms: the server did not complete the handshake{}",
+            self.options
+                .connect_timeout
+                .map(|d| d.as_millis())
+                .unwrap_or_default(),
+            self.stderr_hint()
+        ))
+    }
+
     fn stderr_hint(&self) -> String {
         let tail = self
             .transport
@@ -394,6 +421,7 @@ impl Shared {
             return;
         }
         *self.close_reason.lock() = Some(reason.clone());
+        self.closed_now.notify_waiters();
         self.pending.fail_all(&reason);
         for (_, r) in self.host_requests.lock().drain() {
             r.timer.abort();

@@ -12,6 +12,7 @@ impl Shared {
     /// `initialize` on anything that is not positive evidence of a modern server.
     pub(super) async fn negotiate(&self, signature: &str) -> Result<Value> {
         let opts = &self.options;
+        let deadline = opts.connect_timeout.map(|c| Instant::now() + c);
         let known_legacy = LEGACY_SERVERS.lock().contains(signature);
         let probed = !opts.modern_versions.is_empty() && !known_legacy;
         if probed {
@@ -76,7 +77,10 @@ impl Shared {
                 opts.modern_versions.join("/")
             )));
         }
-        let result = self.initialize().await;
+        let result = match self.initialize(deadline).await {
+            Err(e) if e.kind == ErrorKind::Timeout => Err(self.connect_timed_out()),
+            other => other,
+        };
         match result {
             Ok(info) => {
                 // Only a probe that failed is evidence; a host that ruled out the modern era is not.
@@ -92,7 +96,8 @@ impl Shared {
         }
     }
 
-    pub(super) async fn initialize(&self) -> Result<Value> {
+    /// The legacy handshake, within what is left of the connect budget.
+    pub(super) async fn initialize(&self, deadline: Option<Instant>) -> Result<Value> {
         let opts = &self.options;
         let params = json!({
             "protocolVersion": opts.legacy_versions[0],
@@ -103,7 +108,7 @@ impl Shared {
             .send_request(Send {
                 method: "initialize",
                 body: Body::Params(Some(params)),
-                timeout: opts.connect_timeout,
+                timeout: deadline.map(|d| d.saturating_duration_since(Instant::now())),
                 cancellable: false,
                 options: None,
             })

@@ -2,6 +2,21 @@
 //! check of what came back.
 
 use super::*;
+use crate::transport::Drive;
+use tokio::sync::oneshot;
+
+/// How long a caller driving the transport blocks at a time before it looks at its timer and
+/// its cancel again.
+const DRIVE_SLICE: Duration = Duration::from_millis(20);
+
+/// Leaves the transport's set of waiting callers however the wait ends.
+struct LeaveCall<'a>(&'a dyn Transport);
+
+impl Drop for LeaveCall<'_> {
+    fn drop(&mut self) {
+        self.0.leave_call();
+    }
+}
 
 /// What a request carries. Tool calls, the hot path, are written straight into the message
 /// buffer with the host's arguments as the raw text it gave.
@@ -81,6 +96,11 @@ impl Shared {
                 Some(Ok(())) => {}
                 Some(Err(e)) => {
                     self.pending.forget(id);
+                    if e.kind == ErrorKind::Closed {
+                        // The pipe broke because the server is gone: its exit status and last
+                        // stderr lines, which the transport is gathering, say more than EPIPE.
+                        return Err(self.close_reason_soon(e).await);
+                    }
                     return Err(self.check_open().err().unwrap_or(e));
                 }
                 None => {
@@ -109,6 +129,58 @@ impl Shared {
                     });
                 }
             }
+            // On a host thread, read the transport ourselves while we wait (see
+            // transport/stdio_read.rs): then no runtime thread has to wake us for the answer.
+            let transport = self.transport()?.clone();
+            if reset.is_none() && crate::runtime::on_host_thread() && transport.drivable() {
+                transport.enter_call();
+                let _leave = LeaveCall(&*transport);
+                loop {
+                    match answer.try_recv() {
+                        Ok(r) => return r,
+                        Err(oneshot::error::TryRecvError::Closed) => {
+                            return Err(self.check_open().err().unwrap_or_else(|| Error::closed("the connection is closed")))
+                        }
+                        Err(oneshot::error::TryRecvError::Empty) => {}
+                    }
+                    let now = Instant::now();
+                    if deadline.is_some_and(|d| now >= d) {
+                        match self.timed_out(id, send.method, send.timeout, send.cancellable).await {
+                            Some(e) => return Err(e),
+                            None => deadline = None,
+                        }
+                    }
+                    if guard.as_ref().is_some_and(|g| g.signal.is_fired()) {
+                        if let Some(e) = self.cancelled_by_host(id, send.method, send.cancellable).await {
+                            return Err(e);
+                        }
+                    }
+                    let slice = deadline.map_or(DRIVE_SLICE, |d| d.saturating_duration_since(now).min(DRIVE_SLICE));
+                    match transport.drive(slice) {
+                        // Let whatever encloses this call (a connect's own timer and cancel)
+                        // look at its own futures between turns.
+                        Drive::Turned => tokio::task::yield_now().await,
+                        Drive::Busy => {
+                            let baton = transport.baton().expect("a drivable transport has a baton");
+                            tokio::select! {
+                                biased;
+                                r = &mut answer => {
+                                    return match r {
+                                        Ok(r) => r,
+                                        Err(_) => Err(self.check_open().err().unwrap_or_else(|| Error::closed("the connection is closed"))),
+                                    };
+                                }
+                                _ = baton.notified() => {}
+                                // Only a request with a timer needs to wake for it; the driver
+                                // hands over the baton whenever it leaves.
+                                _ = sleep_until_opt(deadline) => {}
+                                _ = cancelled(guard.as_ref()) => {}
+                            }
+                        }
+                        Drive::Finished => break,
+                    }
+                }
+            }
             loop {
                 tokio::select! {
                     biased;
@@ -119,26 +191,15 @@ impl Shared {
                         };
                     }
                     _ = sleep_until_opt(deadline) => {
-                        if self.pending.forget(id) {
-                            let limit = send.timeout.map(millis).unwrap_or_default();
-                            if send.cancellable {
-                                self.send_cancelled(id, "timeout").await;
-                            }
-                            return Err(Error::timeout(format!(
-                                "{} timed out after {limit} ms{}",
-                                send.method,
-                                if send.cancellable { " (the server was sent notifications/cancelled)" } else { "" }
-                            )));
+                        match self.timed_out(id, send.method, send.timeout, send.cancellable).await {
+                            Some(e) => return Err(e),
+                            // The answer won the race; take it on the next turn.
+                            None => deadline = None,
                         }
-                        // The answer won the race; take it on the next turn.
-                        deadline = None;
                     }
                     _ = cancelled(guard.as_ref()) => {
-                        if self.pending.forget(id) {
-                            if send.cancellable {
-                                self.send_cancelled(id, "cancelled by the host").await;
-                            }
-                            return Err(Error::new(ErrorKind::Cancelled, format!("{} was cancelled by the host", send.method)));
+                        if let Some(e) = self.cancelled_by_host(id, send.method, send.cancellable).await {
+                            return Err(e);
                         }
                     }
                     _ = notified_opt(reset.as_deref()) => {
@@ -161,6 +222,47 @@ impl Shared {
         } else {
             Ok(result)
         }
+    }
+
+    /// The request's timer ran out: forget it and tell the server. `None` when its answer won
+    /// the race (it is then in the channel).
+    async fn timed_out(
+        &self,
+        id: u64,
+        method: &str,
+        timeout: Option<Duration>,
+        cancellable: bool,
+    ) -> Option<Error> {
+        if !self.pending.forget(id) {
+            return None;
+        }
+        let limit = timeout.map(millis).unwrap_or_default();
+        if cancellable {
+            self.send_cancelled(id, "timeout").await;
+        }
+        Some(Error::timeout(format!(
+            "{method} timed out after {limit} ms{}",
+            if cancellable {
+                " (the server was sent notifications/cancelled)"
+            } else {
+                ""
+            }
+        )))
+    }
+
+    /// The host cancelled by tag: forget the request and tell the server. `None` when its
+    /// answer won the race.
+    async fn cancelled_by_host(&self, id: u64, method: &str, cancellable: bool) -> Option<Error> {
+        if !self.pending.forget(id) {
+            return None;
+        }
+        if cancellable {
+            self.send_cancelled(id, "cancelled by the host").await;
+        }
+        Some(Error::new(
+            ErrorKind::Cancelled,
+            format!("{method} was cancelled by the host"),
+        ))
     }
 
     /// A request whose params the engine holds as a tree: the progress token and (modern era)
@@ -262,8 +364,14 @@ fn check_result_type(method: &str, result: RawJson) -> Result<RawJson> {
         #[serde(rename = "resultType", borrow)]
         result_type: Option<std::borrow::Cow<'a, str>>,
     }
-    // Most results have no resultType: find that out without parsing them.
-    if !result.as_str().contains("\"resultType\"") {
+    // Most results have no resultType, or the plain "complete": find that out without parsing.
+    let text = result.as_str().as_bytes();
+    let Some(at) = memchr::memmem::find(text, b"\"resultType\"") else {
+        return Ok(result);
+    };
+    if text[at..].starts_with(b"\"resultType\":\"complete\"")
+        && memchr::memmem::find(&text[at + 1..], b"\"resultType\"").is_none()
+    {
         return Ok(result);
     }
     let found = serde_json::from_str::<ResultType>(result.as_str())

@@ -143,8 +143,7 @@ pub fn raw_object_arg<'a>(ptr: *const c_char, name: &str) -> Result<Option<&'a R
 /// Whether `text` has a `\uD800`–`\uDFFF` escape (cheap scan; most text has no `\u` at all).
 fn has_surrogate_escape(text: &str) -> bool {
     let b = text.as_bytes();
-    b.windows(3)
-        .any(|w| w[0] == b'\\' && w[1] == b'u' && (w[2] == b'd' || w[2] == b'D'))
+    memchr::memmem::find_iter(b, b"\\u").any(|i| matches!(b.get(i + 2), Some(b'd' | b'D')))
 }
 
 /// A required JSON argument.

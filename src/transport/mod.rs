@@ -5,6 +5,7 @@
 //! connection provides. The sink is held weakly, so a transport never keeps its connection alive.
 
 pub mod stdio;
+mod stdio_read;
 
 use crate::error::Error;
 use std::future::Future;
@@ -25,6 +26,17 @@ pub trait Inbound: Send + Sync {
     fn closed(self: std::sync::Arc<Self>, error: Error);
 }
 
+/// What one turn of [`Transport::drive`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drive {
+    /// Read what there was, or waited the time given: look at your answer again.
+    Turned,
+    /// Another caller is reading: wait for your answer or for the baton.
+    Busy,
+    /// The stream has ended, or this transport cannot be driven: wait the ordinary way.
+    Finished,
+}
+
 pub trait Transport: Send + Sync {
     /// Sends one message, already serialized with its trailing newline. The future owns what it
     /// needs, so a caller that stops waiting (timeout, cancel) can let it finish in the background
@@ -33,6 +45,23 @@ pub trait Transport: Send + Sync {
     /// Closes gracefully and releases everything (for stdio: the whole process group is gone
     /// and reaped when this returns). Idempotent.
     fn close(&self) -> BoxFuture<'_, ()>;
+    /// Whether a caller waiting for an answer may read the incoming side itself, on its own
+    /// thread, with [`Transport::drive`] (stdio: see `stdio_read`). The callers that do must
+    /// bracket their wait with [`Transport::enter_call`] and [`Transport::leave_call`].
+    fn drivable(&self) -> bool {
+        false
+    }
+    fn enter_call(&self) {}
+    fn leave_call(&self) {}
+    /// One turn: read and deliver what arrives within `wait`, unless another caller is reading.
+    /// Blocks the calling thread: only ever called from a host thread, never a runtime worker.
+    fn drive(&self, _wait: std::time::Duration) -> Drive {
+        Drive::Finished
+    }
+    /// Notified when the caller that was driving leaves, so that a waiting one takes over.
+    fn baton(&self) -> Option<&tokio::sync::Notify> {
+        None
+    }
     /// The last lines of diagnostics (stderr) kept for error messages.
     fn diagnostics_tail(&self) -> Vec<String> {
         Vec::new()

@@ -6,7 +6,8 @@
 //! so no zombie is left. stderr is drained continuously (a full pipe would block the server) and
 //! each line goes to the connection as an event.
 
-use super::{BoxFuture, Inbound, Transport};
+use super::stdio_read::SharedReader;
+use super::{BoxFuture, Drive, Inbound, Transport};
 use crate::error::Error;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
@@ -69,6 +70,10 @@ impl std::fmt::Display for Exit {
 
 pub struct StdioTransport {
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    reader: Arc<SharedReader>,
+    sink: Weak<dyn Inbound>,
+    /// Itself, for the tasks it spawns.
+    me: Weak<StdioTransport>,
     pgid: i32,
     exit: watch::Receiver<Option<Exit>>,
     stderr_done: watch::Receiver<bool>,
@@ -108,14 +113,25 @@ impl StdioTransport {
         let pid = child.id().map(|p| p as i32).unwrap_or(0);
         let stdin = child.stdin.take().expect("stdin was piped");
         let stdout = child.stdout.take().expect("stdout was piped");
+        let stdout = stdout
+            .into_owned_fd()
+            .map_err(|e| Error::transport(format!("cannot take the server's stdout: {e}")))?;
+        let reader = Arc::new(SharedReader::new(
+            stdout,
+            sink.clone(),
+            limits.max_message_bytes,
+        ));
         let stderr = child.stderr.take().expect("stderr was piped");
 
         let (exit_tx, exit_rx) = watch::channel(None);
         let (stderr_tx, stderr_rx) = watch::channel(false);
         let stderr_tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_LINES)));
 
-        let transport = Arc::new(StdioTransport {
+        let transport = Arc::new_cyclic(|me| StdioTransport {
+            me: me.clone(),
             stdin: tokio::sync::Mutex::new(Some(stdin)),
+            reader: reader.clone(),
+            sink: sink.clone(),
             pgid: pid,
             exit: exit_rx,
             stderr_done: stderr_rx,
@@ -148,17 +164,26 @@ impl StdioTransport {
         {
             let weak_self = Arc::downgrade(&transport);
             crate::runtime::spawn(async move {
-                let error = read_stdout(stdout, &sink, limits.max_message_bytes).await;
-                let error = match weak_self.upgrade() {
-                    Some(t) => t.describe_end(error).await,
-                    None => error,
-                };
-                if let Some(sink) = sink.upgrade() {
-                    sink.closed(error);
+                let end = reader.background().await;
+                drop(reader);
+                if let (Some(end), Some(t)) = (end, weak_self.upgrade()) {
+                    t.report_end(end).await;
                 }
             });
         }
         Ok(transport)
+    }
+
+    /// Tells the connection that the stream has ended, with the best description of why.
+    async fn report_end(&self, end: Error) {
+        let error = self.describe_end(end).await;
+        if let Some(sink) = self.reader_sink() {
+            sink.closed(error);
+        }
+    }
+
+    fn reader_sink(&self) -> Option<Arc<dyn Inbound>> {
+        self.sink.upgrade()
     }
 
     /// Turns "stdout ended" into the most useful message we can: how the process ended and what
@@ -285,6 +310,33 @@ impl Transport for StdioTransport {
     fn diagnostics_tail(&self) -> Vec<String> {
         self.stderr_tail.lock().iter().cloned().collect()
     }
+
+    fn drivable(&self) -> bool {
+        true
+    }
+
+    fn enter_call(&self) {
+        self.reader.enter();
+    }
+
+    fn leave_call(&self) {
+        self.reader.leave();
+    }
+
+    fn drive(&self, wait: Duration) -> Drive {
+        let (turn, end) = self.reader.drive(wait);
+        if let Some(end) = end {
+            // This caller saw the end of the stream: report it as the background task would.
+            if let Some(me) = self.me.upgrade() {
+                crate::runtime::spawn(async move { me.report_end(end).await });
+            }
+        }
+        turn
+    }
+
+    fn baton(&self) -> Option<&tokio::sync::Notify> {
+        Some(self.reader.baton())
+    }
 }
 
 impl Drop for StdioTransport {
@@ -293,64 +345,6 @@ impl Drop for StdioTransport {
         if !self.closing.load(Ordering::SeqCst) && self.exit.borrow().is_none() {
             self.signal_group(libc::SIGKILL);
         }
-    }
-}
-
-/// Reads newline-delimited JSON until EOF or a fatal error, which it returns.
-async fn read_stdout<R: AsyncRead + Unpin>(
-    stdout: R,
-    sink: &Weak<dyn Inbound>,
-    max: usize,
-) -> Error {
-    let mut reader = BufReader::with_capacity(64 << 10, stdout);
-    let mut partial: Vec<u8> = Vec::new();
-    loop {
-        let buf = match reader.fill_buf().await {
-            Ok(b) => b,
-            Err(e) => return Error::transport(format!("reading the server's stdout failed: {e}")),
-        };
-        if buf.is_empty() {
-            return Error::closed("the server closed its stdout");
-        }
-        let (consumed, line_done) = match buf.iter().position(|b| *b == b'\n') {
-            Some(i) => (i + 1, true),
-            None => (buf.len(), false),
-        };
-        if partial.len() + consumed > max + 1 {
-            return Error::transport(format!(
-                "the server sent a message larger than max_message_bytes ({max} bytes); \
-                 the connection was closed because the rest of the stream cannot be trusted"
-            ));
-        }
-        if line_done && partial.is_empty() {
-            // The whole line is in the buffer: parse it in place, no copy.
-            deliver(&buf[..consumed - 1], sink);
-            reader.consume(consumed);
-        } else {
-            partial.extend_from_slice(&buf[..consumed]);
-            reader.consume(consumed);
-            if line_done {
-                partial.pop();
-                deliver(&partial, sink);
-                partial.clear();
-                if partial.capacity() > (1 << 20) {
-                    partial.shrink_to(64 << 10);
-                }
-            }
-        }
-    }
-}
-
-fn deliver(line: &[u8], sink: &Weak<dyn Inbound>) {
-    let line = match line.last() {
-        Some(b'\r') => &line[..line.len() - 1],
-        _ => line,
-    };
-    if line.iter().all(u8::is_ascii_whitespace) {
-        return;
-    }
-    if let Some(sink) = sink.upgrade() {
-        sink.message(line);
     }
 }
 

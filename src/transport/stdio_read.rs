@@ -1,0 +1,275 @@
+//! The read side of a stdio server's stdout, shared by a background task and by the callers
+//! waiting for answers (a leader/follower scheme).
+//!
+//! Why: when a runtime worker reads the answer and then wakes the host thread that waits for it,
+//! every call pays a second thread's wake-up (epoll, scheduler, futex) on top of the pipe round
+//! trip. Here a waiting caller reads the pipe itself, on its own thread: it polls stdout, reads
+//! what is there and delivers every line — its own answer and anyone else's — until its answer has
+//! come. One caller drives at a time (the others wait for their answer or for the baton); when
+//! nobody waits, the background task owns the pipe (registered with the runtime's reactor), so
+//! notifications, server requests and the end of the stream are never missed. The background task
+//! steps aside (deregisters) as soon as it sees a caller, and takes over again once no caller has
+//! been seen for a moment, so back-to-back calls never wake it.
+
+use super::{Drive, Inbound};
+use crate::error::Error;
+use parking_lot::Mutex;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Weak;
+use std::time::Duration;
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+use tokio::sync::Notify;
+
+/// How often the background task looks whether callers have stopped driving.
+const LOOK_BACK_EVERY: Duration = Duration::from_millis(10);
+const READ_CHUNK: usize = 64 << 10;
+
+pub(crate) struct SharedReader {
+    fd: OwnedFd,
+    /// Held by whoever reads; never across an `.await`.
+    state: Mutex<ReadState>,
+    /// Callers currently waiting for an answer on this connection.
+    callers: AtomicUsize,
+    /// Tells a caller waiting alone that it is its turn to read.
+    baton: Notify,
+    /// Tells the background task that a second caller arrived.
+    wake_background: Notify,
+    finished: AtomicBool,
+    sink: Weak<dyn Inbound>,
+    max: usize,
+}
+
+struct ReadState {
+    chunk: Box<[u8]>,
+    /// The start of a line that has not ended yet.
+    partial: Vec<u8>,
+}
+
+/// Why the stream ended, for the transport to describe.
+pub(crate) type End = Error;
+
+struct FdRef(RawFd);
+
+impl AsRawFd for FdRef {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0
+    }
+}
+
+impl SharedReader {
+    pub(crate) fn new(fd: OwnedFd, sink: Weak<dyn Inbound>, max: usize) -> Self {
+        unsafe {
+            let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+            libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+        SharedReader {
+            fd,
+            state: Mutex::new(ReadState {
+                chunk: vec![0u8; READ_CHUNK].into_boxed_slice(),
+                partial: Vec::new(),
+            }),
+            callers: AtomicUsize::new(0),
+            baton: Notify::new(),
+            wake_background: Notify::new(),
+            finished: AtomicBool::new(false),
+            sink,
+            max,
+        }
+    }
+
+    pub(crate) fn baton(&self) -> &Notify {
+        &self.baton
+    }
+
+    pub(crate) fn is_finished(&self) -> bool {
+        self.finished.load(Ordering::Acquire)
+    }
+
+    /// A caller starts waiting for an answer.
+    pub(crate) fn enter(&self) {
+        if self.callers.fetch_add(1, Ordering::AcqRel) == 1 {
+            // A second caller: from now on the background reads for everyone.
+            self.wake_background.notify_one();
+        }
+    }
+
+    /// A caller got its answer (or gave up). If exactly one is left, it may drive again.
+    pub(crate) fn leave(&self) {
+        if self.callers.fetch_sub(1, Ordering::AcqRel) == 2 {
+            self.baton.notify_one();
+        }
+    }
+
+    /// One turn for a waiting caller. Only a caller that waits alone drives: it waits up to `wait`
+    /// for stdout to be readable, reads all there is and delivers it. With several callers the
+    /// background task reads (one runtime thread serving them all beats a relay of callers
+    /// handing the pipe to each other). Returns the end of the stream when it saw it.
+    pub(crate) fn drive(&self, wait: Duration) -> (Drive, Option<End>) {
+        if self.is_finished() {
+            return (Drive::Finished, None);
+        }
+        if self.callers.load(Ordering::Acquire) > 1 {
+            return (Drive::Busy, None);
+        }
+        let Some(mut state) = self.state.try_lock() else {
+            return (Drive::Busy, None);
+        };
+        let mut pfd = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+        let ready = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if ready <= 0 {
+            return (Drive::Turned, None);
+        }
+        match self.read_available(&mut state) {
+            None => (Drive::Turned, None),
+            Some(end) => {
+                drop(state);
+                (Drive::Finished, self.claim_end(end))
+            }
+        }
+    }
+
+    /// The background reader: it owns the pipe (registered with the reactor) unless exactly one
+    /// caller waits, who then reads for itself. Returns the end of the stream, or `None` when a
+    /// caller saw it first (and reported it).
+    pub(crate) async fn background(&self) -> Option<End> {
+        loop {
+            if self.callers.load(Ordering::Acquire) != 1 {
+                // SAFETY: the descriptor is owned by `self`, which outlives this registration (it
+                // is dropped at the end of this block).
+                let registered = unsafe {
+                    AsyncFd::register_with_interest(FdRef(self.fd.as_raw_fd()), Interest::READABLE)
+                };
+                let afd = match registered {
+                    Ok(a) => a,
+                    Err(e) => {
+                        return self.background_end(Error::transport(format!(
+                            "cannot watch the server's stdout: {e}"
+                        )))
+                    }
+                };
+                loop {
+                    if self.is_finished() {
+                        break;
+                    }
+                    if self.callers.load(Ordering::Acquire) == 1 {
+                        // Step aside, and make sure the lone caller knows it is its turn.
+                        self.baton.notify_one();
+                        break;
+                    }
+                    let mut guard = tokio::select! {
+                        g = afd.readable() => match g {
+                            Ok(g) => g,
+                            Err(e) => return self.background_end(Error::transport(format!("watching the server's stdout failed: {e}"))),
+                        },
+                        _ = self.wake_background.notified() => continue,
+                    };
+                    // `Some(outcome)` when we could read; the lock is never held across an await.
+                    let turn = self
+                        .state
+                        .try_lock()
+                        .map(|mut state| self.read_available(&mut state));
+                    match turn {
+                        Some(None) => guard.clear_ready(),
+                        Some(Some(end)) => return self.background_end(end),
+                        // A lone caller is finishing its turn; it gives the pipe back at once.
+                        None => tokio::time::sleep(Duration::from_millis(1)).await,
+                    }
+                }
+                drop(afd);
+            }
+            if self.is_finished() {
+                // A caller saw the end and reported it; this task (and its hold on the pipe) ends.
+                return None;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(LOOK_BACK_EVERY) => {}
+                _ = self.wake_background.notified() => {}
+            }
+        }
+    }
+
+    fn background_end(&self, end: End) -> Option<End> {
+        self.claim_end(end)
+    }
+
+    /// The first to see the end of the stream reports it; everyone else just stops.
+    fn claim_end(&self, end: End) -> Option<End> {
+        if self.finished.swap(true, Ordering::AcqRel) {
+            None
+        } else {
+            Some(end)
+        }
+    }
+
+    /// Reads until the pipe is empty, delivering every complete line. `Some` at the end of the
+    /// stream or on a fatal error.
+    fn read_available(&self, state: &mut ReadState) -> Option<End> {
+        let ReadState { chunk, partial } = state;
+        loop {
+            let n =
+                unsafe { libc::read(self.fd.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len()) };
+            if n == 0 {
+                return Some(Error::closed("the server closed its stdout"));
+            }
+            if n < 0 {
+                let err = std::io::Error::last_os_error();
+                return match err.kind() {
+                    std::io::ErrorKind::WouldBlock => None,
+                    std::io::ErrorKind::Interrupted => continue,
+                    _ => Some(Error::transport(format!(
+                        "reading the server's stdout failed: {err}"
+                    ))),
+                };
+            }
+            let mut data = &chunk[..n as usize];
+            while let Some(i) = memchr::memchr(b'\n', data) {
+                if partial.len() + i > self.max {
+                    return Some(self.too_big());
+                }
+                if partial.is_empty() {
+                    self.deliver(&data[..i]);
+                } else {
+                    partial.extend_from_slice(&data[..i]);
+                    self.deliver(partial);
+                    partial.clear();
+                    if partial.capacity() > (1 << 20) {
+                        partial.shrink_to(64 << 10);
+                    }
+                }
+                data = &data[i + 1..];
+            }
+            if partial.len() + data.len() > self.max {
+                return Some(self.too_big());
+            }
+            partial.extend_from_slice(data);
+        }
+    }
+
+    fn too_big(&self) -> Error {
+        Error::transport(format!(
+            "the server sent a message larger than max_message_bytes ({} bytes); \
+             the connection was closed because the rest of the stream cannot be trusted",
+            self.max
+        ))
+    }
+
+    fn deliver(&self, line: &[u8]) {
+        let line = match line.last() {
+            Some(b'\r') => &line[..line.len() - 1],
+            _ => line,
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        if let Some(sink) = self.sink.upgrade() {
+            sink.message(line);
+        }
+    }
+}
