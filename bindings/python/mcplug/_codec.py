@@ -46,7 +46,8 @@ def _fallback() -> tuple:
     import json
 
     encode = json.JSONEncoder(allow_nan=False, ensure_ascii=False, separators=(",", ":")).encode
-    return (lambda value, _indent: (encode(value),)), encode, json.loads
+    loads = json.loads
+    return (lambda value, _indent: (encode(value),)), encode, (lambda text, _idx: (loads(text), len(text))), loads
 
 
 try:
@@ -59,7 +60,10 @@ try:
     #: instead, and the caller then asks ``dumps`` for json's own "Circular reference detected" (or
     #: gets the same RecursionError again, for data really that deep).
     encode_chunks = _make_encoder(None, _default, _encode_str, None, ":", ",", False, False, False)
-    _scan = _make_scanner(_ScanContext)
+    #: ``scan(text, 0)`` is ``(value, end)`` for the JSON value at the start of ``text``; it
+    #: raises StopIteration or ValueError where ``loads`` would raise, and ``loads(text)`` is
+    #: ``value`` only when ``end == len(text)``.
+    scan = _make_scanner(_ScanContext)
 
     def dumps(value: Any) -> str:
         """``json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))``."""
@@ -68,7 +72,7 @@ try:
     def loads(text: str) -> Any:
         """``json.loads(text)``."""
         try:
-            value, end = _scan(text, 0)
+            value, end = scan(text, 0)
         except (StopIteration, ValueError):
             return _slow_loads(text)
         if end != len(text):
@@ -81,4 +85,4 @@ try:
     if dumps(loads(_sample)) != _expected or "".join(encode_chunks(loads(_sample), 0)) != _expected:
         raise ImportError("_json behaves differently")
 except Exception:  # ImportError, TypeError from a changed signature, the check above
-    encode_chunks, dumps, loads = _fallback()  # noqa: F811
+    encode_chunks, dumps, scan, loads = _fallback()  # noqa: F811

@@ -60,6 +60,7 @@ _tag_counter = itertools.count(1)
 _OK = _ffi.OK
 _encode_chunks = _codec.encode_chunks
 _loads = _codec.loads
+_scan = _codec.scan
 _string_free = _ffi.string_free
 _call_tool_fast = _ffi.call_tool_fast
 _string_free_fast = _ffi.string_free_fast
@@ -395,12 +396,19 @@ class Core:
 
     def call_tool(self, name: str, arguments: Optional[Mapping[str, Any]], options: Optional[Dict[str, Any]], progress: Progress) -> Dict[str, Any]:
         name_b = name.encode() if type(name) is str and name.isascii() else encode(name, "name")
-        args_b = dumps(arguments, "arguments") if type(arguments) is dict else _object_json(arguments, "arguments")
+        if type(arguments) is dict:
+            try:
+                args_b = "".join(_encode_chunks(arguments, 0)).encode()
+            except Exception:
+                args_b = dumps(arguments, "arguments")  # again, for its error (or a cycle's)
+        else:
+            args_b = _object_json(arguments, "arguments")
         if options or progress is not None:
             result: Dict[str, Any] = self._call(_call_tool, (name_b, args_b), options, progress)
             return result
-        # The common call (no options), with _invoke and _call written out: every Python frame
-        # costs ~0.1 us here, and this is the path a host runs thousands of times a second.
+        # The common call (no options), with dumps, _invoke, _call and loads written out: every
+        # Python frame costs ~0.1 us here, and this is the path a host runs thousands of times a
+        # second.
         calls = self._calls
         calls.append(None)
         out = c_char_p()
@@ -417,7 +425,13 @@ class Core:
                 _string_free_fast(out)
         text = None if raw is None else raw.decode()
         if status == _OK:
-            return _loads(text) if text else None  # type: ignore[no-any-return]
+            if not text:
+                return None  # type: ignore[return-value]
+            try:
+                value, end = _scan(text, 0)
+            except Exception:
+                return _loads(text)  # type: ignore[no-any-return]  # json's own error
+            return value if end == len(text) else _loads(text)  # type: ignore[no-any-return]
         raise error_from_json(status, text)
 
     def request(self, method: str, params: Optional[Mapping[str, Any]], options: Optional[Dict[str, Any]], progress: Progress) -> Dict[str, Any]:
