@@ -14,7 +14,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # not typing's: importing typing costs a cold start ~3 ms (type checkers know the name)
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any, Callable, Tuple
 
 
 def _default(value: Any) -> Any:
@@ -42,7 +42,7 @@ def _slow_loads(text: str) -> Any:
     return json.loads(text)
 
 
-def _fallback() -> tuple:
+def _fallback() -> Tuple[Any, ...]:
     import json
 
     encode = json.JSONEncoder(allow_nan=False, ensure_ascii=False, separators=(",", ":")).encode
@@ -63,7 +63,7 @@ try:
     #: ``scan(text, 0)`` is ``(value, end)`` for the JSON value at the start of ``text``; it
     #: raises StopIteration or ValueError where ``loads`` would raise, and ``loads(text)`` is
     #: ``value`` only when ``end == len(text)``.
-    scan = _make_scanner(_ScanContext)
+    scan = _make_scanner(_ScanContext)  # type: ignore[arg-type]  # it reads the attributes
 
     def dumps(value: Any) -> str:
         """``json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))``."""

@@ -367,15 +367,13 @@ class Core:
             options["progress"] = True
             options.setdefault("tag", new_tag())
             progress = None
-        elif progress is not None and progress is not False:
+        else:  # None and False took the early return above
             if not callable(progress):
                 raise InvalidArgumentError("`progress` must be a callable, True, or None")
             options["progress"] = True
             tag = options.setdefault("tag", new_tag())
             with self._cond:
                 self._routes.setdefault(tag, []).append(progress)
-        else:
-            progress = None
         try:
             status, text = self._invoke(fn, *args, dumps(options, "options"))
             if progress is not None:
@@ -396,6 +394,7 @@ class Core:
 
     def call_tool(self, name: str, arguments: Optional[Mapping[str, Any]], options: Optional[Dict[str, Any]], progress: Progress) -> Dict[str, Any]:
         name_b = name.encode() if type(name) is str and name.isascii() else encode(name, "name")
+        args_b: Optional[bytes]
         if type(arguments) is dict:
             try:
                 args_b = "".join(_encode_chunks(arguments, 0)).encode()
