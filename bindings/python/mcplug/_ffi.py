@@ -1,4 +1,5 @@
-"""The ctypes declarations of libmcplug and the one place that turns its out-strings into Python.
+"""The ctypes declarations of libmcplug and the place that turns its out-strings into Python
+(``Core.call_tool``'s common path does the same inline, with the ``*_fast`` pointers below).
 
 Every returned string is owned by the caller: the out-parameter is a ``c_char_p`` whose ``.value``
 copies it into ``bytes``, and the pointer it still holds goes back to ``mcplug_string_free``
