@@ -18,7 +18,7 @@ use tokio::runtime::{Builder, Runtime};
 static RUNTIME: Lazy<Runtime> = Lazy::new(|| {
     ignore_default_sigpipe();
     Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(1)
         .thread_name("mcplug-rt")
         .on_thread_start(block_sigpipe_in_this_thread)
         .enable_all()

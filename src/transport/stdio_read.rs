@@ -126,7 +126,9 @@ impl SharedReader {
         if ready <= 0 {
             return (Drive::Turned, None);
         }
-        match self.read_available(&mut state) {
+        // One read: poll is level-triggered, so what is left is found on the next turn, and the
+        // caller whose answer just came does not pay for a read that finds the pipe empty.
+        match self.read_some(&mut state, false) {
             None => (Drive::Turned, None),
             Some(end) => {
                 drop(state);
@@ -174,7 +176,7 @@ impl SharedReader {
                     let turn = self
                         .state
                         .try_lock()
-                        .map(|mut state| self.read_available(&mut state));
+                        .map(|mut state| self.read_some(&mut state, true));
                     match turn {
                         Some(None) => guard.clear_ready(),
                         Some(Some(end)) => return self.background_end(end),
@@ -208,9 +210,10 @@ impl SharedReader {
         }
     }
 
-    /// Reads until the pipe is empty, delivering every complete line. `Some` at the end of the
-    /// stream or on a fatal error.
-    fn read_available(&self, state: &mut ReadState) -> Option<End> {
+    /// Reads once, or with `drain` until the pipe is empty (the reactor's readiness is edge-
+    /// triggered), delivering every complete line. `Some` at the end of the stream or on a fatal
+    /// error.
+    fn read_some(&self, state: &mut ReadState, drain: bool) -> Option<End> {
         let ReadState { chunk, partial } = state;
         loop {
             let n =
@@ -249,6 +252,9 @@ impl SharedReader {
                 return Some(self.too_big());
             }
             partial.extend_from_slice(data);
+            if !drain {
+                return None;
+            }
         }
     }
 
