@@ -75,8 +75,16 @@ if [ ! -f bindings/node/node_modules/koffi/package.json ]; then
   (cd bindings/node && npm install --no-audit --no-fund --loglevel=error >&2)
 fi
 
-# The interpreter itself, not a pyenv shim (a shell script that would add its start-up to S1).
-PY=$(python3 -c 'import sys; print(sys.executable)')
+# Like the Python SDK's client (a venv that pip byte-compiled), the binding runs from the tests'
+# venv when there is one, byte-compiled: the machine's base interpreter loads extra .pth start-up
+# code, and an uncompiled package would be compiled again at every cold start. Otherwise the
+# interpreter itself, not a pyenv shim (a shell script that would add its start-up to S1).
+if [ -x "$root/.deps/venv/bin/python" ]; then
+  PY=$root/.deps/venv/bin/python
+else
+  PY=$(python3 -c 'import sys; print(sys.executable)')
+fi
+"$PY" -m compileall -q "$root/bindings/python" >/dev/null
 NODE=$(command -v node)
 export MCPB_EXTRA_CLIENT="mcplug (C)|$out/mcplug_client;;mcplug (Python)|$PY $root/benches/clients/mcplug_client.py;;mcplug (Node)|$NODE $root/benches/clients/mcplug_client.js"
 
