@@ -10,11 +10,11 @@ use tokio::sync::oneshot;
 const DRIVE_SLICE: Duration = Duration::from_millis(20);
 
 /// Leaves the transport's set of waiting callers however the wait ends.
-struct LeaveCall<'a>(&'a dyn Transport);
+struct LeaveCall<'a>(&'a dyn Transport, bool);
 
 impl Drop for LeaveCall<'_> {
     fn drop(&mut self) {
-        self.0.leave_call();
+        self.0.leave_call(self.1);
     }
 }
 
@@ -132,9 +132,10 @@ impl Shared {
             // On a host thread, read the transport ourselves while we wait (see
             // transport/stdio_read.rs): then no runtime thread has to wake us for the answer.
             let transport = self.transport()?.clone();
-            if reset.is_none() && crate::runtime::on_host_thread() && transport.drivable() {
-                transport.enter_call();
-                let _leave = LeaveCall(&*transport);
+            let can_drive = reset.is_none() && crate::runtime::on_host_thread() && transport.drivable();
+            transport.enter_call(can_drive);
+            let _leave = LeaveCall(&*transport, can_drive);
+            if can_drive {
                 loop {
                     match answer.try_recv() {
                         Ok(r) => return r,

@@ -46,13 +46,14 @@ pub trait Transport: Send + Sync {
     /// and reaped when this returns). Idempotent.
     fn close(&self) -> BoxFuture<'_, ()>;
     /// Whether a caller waiting for an answer may read the incoming side itself, on its own
-    /// thread, with [`Transport::drive`] (stdio: see `stdio_read`). The callers that do must
-    /// bracket their wait with [`Transport::enter_call`] and [`Transport::leave_call`].
+    /// thread, with [`Transport::drive`] (stdio: see `stdio_read`). Every caller that waits for
+    /// an answer brackets its wait with [`Transport::enter_call`] and [`Transport::leave_call`],
+    /// saying whether it can drive, so the transport knows who reads.
     fn drivable(&self) -> bool {
         false
     }
-    fn enter_call(&self) {}
-    fn leave_call(&self) {}
+    fn enter_call(&self, _can_drive: bool) {}
+    fn leave_call(&self, _could_drive: bool) {}
     /// One turn: read and deliver what arrives within `wait`, unless another caller is reading.
     /// Blocks the calling thread: only ever called from a host thread, never a runtime worker.
     fn drive(&self, _wait: std::time::Duration) -> Drive {

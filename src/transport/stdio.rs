@@ -315,12 +315,12 @@ impl Transport for StdioTransport {
         true
     }
 
-    fn enter_call(&self) {
-        self.reader.enter();
+    fn enter_call(&self, can_drive: bool) {
+        self.reader.enter(can_drive);
     }
 
-    fn leave_call(&self) {
-        self.reader.leave();
+    fn leave_call(&self, could_drive: bool) {
+        self.reader.leave(could_drive);
     }
 
     fn drive(&self, wait: Duration) -> Drive {

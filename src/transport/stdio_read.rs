@@ -31,7 +31,9 @@ pub(crate) struct SharedReader {
     /// Held by whoever reads; never across an `.await`.
     state: Mutex<ReadState>,
     /// Callers currently waiting for an answer on this connection.
-    callers: AtomicUsize,
+    waiters: AtomicUsize,
+    /// Those of them that can read for themselves (host threads).
+    drivers: AtomicUsize,
     /// Tells a caller waiting alone that it is its turn to read.
     baton: Notify,
     /// Tells the background task that a second caller arrived.
@@ -70,7 +72,8 @@ impl SharedReader {
                 chunk: vec![0u8; READ_CHUNK].into_boxed_slice(),
                 partial: Vec::new(),
             }),
-            callers: AtomicUsize::new(0),
+            waiters: AtomicUsize::new(0),
+            drivers: AtomicUsize::new(0),
             baton: Notify::new(),
             wake_background: Notify::new(),
             finished: AtomicBool::new(false),
@@ -88,21 +91,39 @@ impl SharedReader {
     }
 
     /// A caller starts waiting for an answer.
-    pub(crate) fn enter(&self) {
-        if self.callers.fetch_add(1, Ordering::AcqRel) == 1 {
-            // A second caller: from now on the background reads for everyone.
+    /// A caller starts waiting for an answer; `can_drive` when it can read for itself.
+    pub(crate) fn enter(&self, can_drive: bool) {
+        if can_drive {
+            self.drivers.fetch_add(1, Ordering::AcqRel);
+        }
+        let waiting = self.waiters.fetch_add(1, Ordering::AcqRel) + 1;
+        if waiting <= 2 && !self.lone_driver() {
+            // From now on the background reads for everyone.
             self.wake_background.notify_one();
         }
     }
 
-    /// A caller got its answer (or gave up). If exactly one is left, it may drive again.
-    pub(crate) fn leave(&self) {
-        if self.callers.fetch_sub(1, Ordering::AcqRel) == 2 {
-            self.baton.notify_one();
+    /// A caller got its answer (or gave up). If one is left, either it reads for itself (it can
+    /// drive) or the background reads for it.
+    pub(crate) fn leave(&self, could_drive: bool) {
+        if could_drive {
+            self.drivers.fetch_sub(1, Ordering::AcqRel);
+        }
+        if self.waiters.fetch_sub(1, Ordering::AcqRel) == 2 {
+            if self.lone_driver() {
+                self.baton.notify_one();
+            } else {
+                self.wake_background.notify_one();
+            }
         }
     }
 
-    /// One turn for a waiting caller. Only a caller that waits alone drives: it waits up to `wait`
+    /// Exactly one caller waits, and it can read for itself.
+    fn lone_driver(&self) -> bool {
+        self.waiters.load(Ordering::Acquire) == 1 && self.drivers.load(Ordering::Acquire) == 1
+    }
+
+    /// One turn for a waiting caller. Only a caller that waits alone (and can) drives: it waits up to `wait`
     /// for stdout to be readable, reads all there is and delivers it. With several callers the
     /// background task reads (one runtime thread serving them all beats a relay of callers
     /// handing the pipe to each other). Returns the end of the stream when it saw it.
@@ -110,7 +131,7 @@ impl SharedReader {
         if self.is_finished() {
             return (Drive::Finished, None);
         }
-        if self.callers.load(Ordering::Acquire) > 1 {
+        if !self.lone_driver() {
             return (Drive::Busy, None);
         }
         let Some(mut state) = self.state.try_lock() else {
@@ -138,11 +159,11 @@ impl SharedReader {
     }
 
     /// The background reader: it owns the pipe (registered with the reactor) unless exactly one
-    /// caller waits, who then reads for itself. Returns the end of the stream, or `None` when a
+    /// caller waits and can read for itself. Returns the end of the stream, or `None` when a
     /// caller saw it first (and reported it).
     pub(crate) async fn background(&self) -> Option<End> {
         loop {
-            if self.callers.load(Ordering::Acquire) != 1 {
+            if !self.lone_driver() {
                 // SAFETY: the descriptor is owned by `self`, which outlives this registration (it
                 // is dropped at the end of this block).
                 let registered = unsafe {
@@ -160,7 +181,7 @@ impl SharedReader {
                     if self.is_finished() {
                         break;
                     }
-                    if self.callers.load(Ordering::Acquire) == 1 {
+                    if self.lone_driver() {
                         // Step aside, and make sure the lone caller knows it is its turn.
                         self.baton.notify_one();
                         break;
