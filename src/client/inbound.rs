@@ -202,7 +202,7 @@ impl Inbound for Shared {
                 "; it also wrote non-JSON to stdout, last: {line:?}"
             ));
         }
-        self.shut(error, true);
+        self.shut(error, Shutdown::Transport);
     }
 }
 

@@ -296,11 +296,15 @@ impl Client {
     /// Closes gracefully: pending calls fail with `closed`, waiting event pulls return `closed`,
     /// and the server (its whole process group) is gone when this returns.
     pub async fn close(&self) {
-        self.shared
-            .shut(Error::closed("the client was closed by the host"), false);
+        let reason = Error::closed("the client was closed by the host");
+        self.shared.shut(reason.clone(), Shutdown::Host);
         if let Some(t) = self.shared.transport.get() {
             t.close().await;
+            // What the server wrote to stderr before it went (it may race its last answer on
+            // another pipe) is still delivered, before the final event.
+            let _ = tokio::time::timeout(Duration::from_millis(200), t.drained()).await;
         }
+        self.shared.events.close_with(Some(&closed_event(&reason)));
     }
 
     /// Fails pending calls and wakes event waiters at once, without waiting for the server to
@@ -311,13 +315,31 @@ impl Client {
             // First, so that no waiter can be handed the final `closed` event in between.
             self.shared.events.abandon();
         }
-        self.shared
-            .shut(Error::closed("the client was closed by the host"), false);
+        self.shared.shut(
+            Error::closed("the client was closed by the host"),
+            Shutdown::Host,
+        );
     }
 
     pub fn is_closed(&self) -> bool {
         self.shared.closed.load(Ordering::SeqCst)
     }
+}
+
+/// Who ends a connection: the host (close/free), or the transport (the server went away).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shutdown {
+    Host,
+    Transport,
+}
+
+/// The last event of a connection.
+fn closed_event(reason: &Error) -> Value {
+    let mut last = json!({"type": "closed", "reason": reason.message});
+    if reason.kind != ErrorKind::Closed {
+        last["kind"] = json!(reason.kind.as_str());
+    }
+    last
 }
 
 /// The array field of each paginated list method.
@@ -416,7 +438,7 @@ impl Shared {
 
     /// Marks the connection closed with `reason`: every pending call fails with it at once,
     /// requests waiting for the host are dropped, and event waiters see the end.
-    fn shut(&self, reason: Error, from_transport: bool) {
+    fn shut(&self, reason: Error, by: Shutdown) {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -427,12 +449,12 @@ impl Shared {
             r.timer.abort();
         }
         self.progress.lock().clear();
-        let mut last = json!({"type": "closed", "reason": reason.message});
-        if reason.kind != ErrorKind::Closed {
-            last["kind"] = json!(reason.kind.as_str());
+        if by == Shutdown::Host {
+            // The host's close() ends the event stream itself, once the server is gone.
+            return;
         }
-        self.events.close_with(Some(&last));
-        if from_transport {
+        self.events.close_with(Some(&closed_event(&reason)));
+        {
             // The server went away by itself: still reap it and anything left in its group.
             if let Some(t) = self.transport.get().cloned() {
                 crate::runtime::spawn(async move { t.close().await });

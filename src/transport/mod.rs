@@ -63,6 +63,10 @@ pub trait Transport: Send + Sync {
     fn baton(&self) -> Option<&tokio::sync::Notify> {
         None
     }
+    /// Resolves once every diagnostic line (stderr) the server wrote was delivered.
+    fn drained(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
     /// The last lines of diagnostics (stderr) kept for error messages.
     fn diagnostics_tail(&self) -> Vec<String> {
         Vec::new()

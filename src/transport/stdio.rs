@@ -311,6 +311,13 @@ impl Transport for StdioTransport {
         self.stderr_tail.lock().iter().cloned().collect()
     }
 
+    fn drained(&self) -> BoxFuture<'_, ()> {
+        let mut done = self.stderr_done.clone();
+        Box::pin(async move {
+            let _ = done.wait_for(|d| *d).await;
+        })
+    }
+
     fn drivable(&self) -> bool {
         true
     }
