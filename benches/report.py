@@ -115,51 +115,46 @@ def cg_total(path):
     return None
 
 
-def cg_functions(path):
-    """function -> (self Ir, object) from callgrind_annotate"""
-    text = sh(f'callgrind_annotate --inclusive=no --threshold=100 --auto=no {path}')
-    fns, started = {}, False
+def cg_rows(path, inclusive):
+    """(Ir, function, object) for each row of callgrind_annotate's function table"""
+    flag = 'yes' if inclusive else 'no'
+    text = sh(f'callgrind_annotate --inclusive={flag} --threshold=100 --auto=no {path}')
+    started = seen = False
     for line in text.splitlines():
         if 'file:function' in line:
             started = True
             continue
         if not started or line.startswith('---'):
             continue
-        if not line.strip() and fns:
-            break  # the end of the function table
+        if not line.strip():
+            if seen:
+                return  # the end of the function table
+            continue
         m = LINE.match(line)
         if not m:
             continue
-        ir = int(m.group(1).replace(',', ''))
-        fl_fn = m.group(2)
         # "file:function": the first colon that is not half of a Rust "::"
-        sep = re.search(r'(?<!:):(?!:)', fl_fn)
-        fn = fl_fn[sep.end():] if sep else fl_fn
-        fn = re.sub(r"'\d+$", '', fn)
+        sep = re.search(r'(?<!:):(?!:)', m.group(2))
+        fn = re.sub(r"'\d+$", '', m.group(2)[sep.end():] if sep else m.group(2))
+        seen = True
+        yield int(m.group(1).replace(',', '')), fn, m.group(3)
+
+
+def cg_functions(path):
+    """function -> (self Ir, object) from callgrind_annotate"""
+    fns = {}
+    for ir, fn, obj in cg_rows(path, inclusive=False):
         old = fns.get(fn, (0, None))
-        fns[fn] = (old[0] + ir, m.group(3) or old[1])
+        fns[fn] = (old[0] + ir, obj or old[1])
     return fns
 
 
 def cg_inclusive(path):
     """function -> inclusive Ir (the largest of its file:function entries: inlined code splits a
     function over several files, and the entry under its own file covers the whole of it)"""
-    text = sh(f'callgrind_annotate --inclusive=yes --threshold=100 --auto=no {path}')
-    fns, started = {}, False
-    for line in text.splitlines():
-        if 'file:function' in line:
-            started = True
-            continue
-        if not started or line.startswith('---'):
-            continue
-        if not line.strip() and fns:
-            break
-        m = LINE.match(line)
-        if not m:
-            continue
-        sep = re.search(r'(?<!:):(?!:)', m.group(2))
-        fn = re.sub(r"'\d+$", '', m.group(2)[sep.end():] if sep else m.group(2))
-        fns[fn] = max(fns.get(fn, 0), int(m.group(1).replace(',', '')))
+    fns = {}
+    for ir, fn, _ in cg_rows(path, inclusive=True):
+        fns[fn] = max(fns.get(fn, 0), ir)
     return fns
 
 
