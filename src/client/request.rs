@@ -139,9 +139,7 @@ impl Shared {
                 loop {
                     match answer.try_recv() {
                         Ok(r) => return r,
-                        Err(oneshot::error::TryRecvError::Closed) => {
-                            return Err(self.check_open().err().unwrap_or_else(|| Error::closed("the connection is closed")))
-                        }
+                        Err(oneshot::error::TryRecvError::Closed) => return Err(self.answer_lost()),
                         Err(oneshot::error::TryRecvError::Empty) => {}
                     }
                     let now = Instant::now();
@@ -165,12 +163,7 @@ impl Shared {
                             let baton = transport.baton().expect("a drivable transport has a baton");
                             tokio::select! {
                                 biased;
-                                r = &mut answer => {
-                                    return match r {
-                                        Ok(r) => r,
-                                        Err(_) => Err(self.check_open().err().unwrap_or_else(|| Error::closed("the connection is closed"))),
-                                    };
-                                }
+                                r = &mut answer => return r.unwrap_or_else(|_| Err(self.answer_lost())),
                                 _ = baton.notified() => {}
                                 // Only a request with a timer needs to wake for it; the driver
                                 // hands over the baton whenever it leaves.
@@ -185,12 +178,7 @@ impl Shared {
             loop {
                 tokio::select! {
                     biased;
-                    r = &mut answer => {
-                        return match r {
-                            Ok(r) => r,
-                            Err(_) => Err(self.check_open().err().unwrap_or_else(|| Error::closed("the connection is closed"))),
-                        };
-                    }
+                    r = &mut answer => return r.unwrap_or_else(|_| Err(self.answer_lost())),
                     _ = sleep_until_opt(deadline) => {
                         match self.timed_out(id, send.method, send.timeout, send.cancellable).await {
                             Some(e) => return Err(e),
@@ -223,6 +211,13 @@ impl Shared {
         } else {
             Ok(result)
         }
+    }
+
+    /// Why a request's answer channel closed without an answer: the connection's end.
+    fn answer_lost(&self) -> Error {
+        self.check_open()
+            .err()
+            .unwrap_or_else(|| Error::closed("the connection is closed"))
     }
 
     /// The request's timer ran out: forget it and tell the server. `None` when its answer won
