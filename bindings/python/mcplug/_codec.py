@@ -14,7 +14,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # not typing's: importing typing costs a cold start ~3 ms (type checkers know the name)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Tuple
+    from typing import Any, Tuple
 
 
 def _default(value: Any) -> Any:

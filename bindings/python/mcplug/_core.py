@@ -231,31 +231,48 @@ class SyncRunner:
 
 
 
-def append_bounded(items: Deque[Dict[str, Any]], event: Dict[str, Any], limit: int) -> int:
-    """Appends an event; past ``limit`` the oldest event that needs no answer is dropped (a
-    request never is). Returns how many were dropped (0 or 1)."""
-    dropped = 0
-    if len(items) >= limit:
-        drop = next((i for i, e in enumerate(items) if e.get("type") != "request"), None)
-        if drop is not None:
-            del items[drop]
-            dropped = 1
-    items.append(event)
-    return dropped
-
-class QueueSink:
-    """Events no handler took, for ``Client.next_event``; bounded, dropping the oldest."""
+class EventBuffer:
+    """The bounded buffer behind both event sinks (threads and asyncio); callers hold its lock or
+    run on its loop. Past ``limit`` the oldest event that needs no answer is dropped (a request never
+    is), and the next event taken says how many were."""
 
     def __init__(self, limit: int = EVENT_QUEUE_LIMIT) -> None:
         self._items: Deque[Dict[str, Any]] = collections.deque()
-        self._cond = threading.Condition()
         self._limit = limit
         self._dropped = 0
         self._closed = False
 
+    def _append(self, event: Dict[str, Any]) -> None:
+        items = self._items
+        if len(items) >= self._limit:
+            drop = next((i for i, e in enumerate(items) if e.get("type") != "request"), None)
+            if drop is not None:
+                del items[drop]
+                self._dropped += 1
+        items.append(event)
+
+    def _take(self) -> Optional[Dict[str, Any]]:
+        """The next event, None when there is none yet; ClosedError once closed and drained."""
+        if self._dropped:
+            n, self._dropped = self._dropped, 0
+            return {"type": "overflow", "dropped": n}
+        if self._items:
+            return self._items.popleft()
+        if self._closed:
+            raise ClosedError("the connection is closed and every event was delivered", kind="closed")
+        return None
+
+
+class QueueSink(EventBuffer):
+    """Events no handler took, for ``Client.next_event``."""
+
+    def __init__(self, limit: int = EVENT_QUEUE_LIMIT) -> None:
+        super().__init__(limit)
+        self._cond = threading.Condition()
+
     def put(self, event: Dict[str, Any]) -> None:
         with self._cond:
-            self._dropped += append_bounded(self._items, event, self._limit)
+            self._append(event)
             self._cond.notify()
 
     def close(self) -> None:
@@ -267,13 +284,9 @@ class QueueSink:
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         with self._cond:
             while True:
-                if self._dropped:
-                    n, self._dropped = self._dropped, 0
-                    return {"type": "overflow", "dropped": n}
-                if self._items:
-                    return self._items.popleft()
-                if self._closed:
-                    raise ClosedError("the connection is closed and every event was delivered", kind="closed")
+                event = self._take()
+                if event is not None:
+                    return event
                 if deadline is None:
                     self._cond.wait()
                 else:

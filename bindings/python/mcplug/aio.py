@@ -8,16 +8,15 @@ plain functions (run on the pump thread).
 from __future__ import annotations
 
 import asyncio
-import collections
 import concurrent.futures
 import inspect
 import logging
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Deque, Dict, List, Mapping, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Mapping, Optional, TypeVar, Union
 
 from . import _ffi
 from ._client import _Info
 from ._core import (
-    append_bounded,
+    EventBuffer,
     EVENT_QUEUE_LIMIT,
     Core,
     call_options,
@@ -25,7 +24,7 @@ from ._core import (
     connect_options,
     new_tag,
 )
-from ._errors import CancelledError, ClosedError, InvalidArgumentError
+from ._errors import CancelledError, InvalidArgumentError
 from ._managed import AsyncManaged
 
 if TYPE_CHECKING:
@@ -96,16 +95,13 @@ def _report(done: Optional[Done], result: Any, exc: Optional[BaseException]) -> 
         log.error("mcplug: an event handler raised", exc_info=exc)
 
 
-class _LoopSink:
+class _LoopSink(EventBuffer):
     """Events no handler took, delivered onto the loop for ``await Client.next_event()``."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, limit: int = EVENT_QUEUE_LIMIT) -> None:
+        super().__init__(limit)
         self._loop = loop
-        self._items: Deque[Dict[str, Any]] = collections.deque()
         self._ready = asyncio.Event()
-        self._limit = limit
-        self._dropped = 0
-        self._closed = False
 
     def put(self, event: Dict[str, Any]) -> None:
         try:
@@ -120,7 +116,7 @@ class _LoopSink:
             pass
 
     def _put(self, event: Dict[str, Any]) -> None:
-        self._dropped += append_bounded(self._items, event, self._limit)
+        self._append(event)
         self._ready.set()
 
     def _close(self) -> None:
@@ -131,13 +127,9 @@ class _LoopSink:
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + max(0.0, timeout)
         while True:
-            if self._dropped:
-                n, self._dropped = self._dropped, 0
-                return {"type": "overflow", "dropped": n}
-            if self._items:
-                return self._items.popleft()
-            if self._closed:
-                raise ClosedError("the connection is closed and every event was delivered", kind="closed")
+            event = self._take()
+            if event is not None:
+                return event
             self._ready.clear()
             if deadline is None:
                 await self._ready.wait()
