@@ -183,6 +183,68 @@ enum mcplug_status mcplug_client_next_event(struct mcplug_client *client,
                                             char **out);
 
 /**
+ * Starts a tool call without waiting: on `MCPLUG_OK`, `*call` is the call's number and `*out`
+ * is NULL; the outcome arrives later, exactly once, as the event
+ * `{"type": "completion", "call": N, "result": {...}}` (the server's `CallToolResult`, untouched)
+ * or `{"type": "completion", "call": N, "error": {"kind", "message", "code"?, "data"?}}` — also
+ * when the connection closes (before the final `closed` event). Takes the same arguments and
+ * options as `mcplug_client_call_tool`. Never blocks on the server: a write the server is not
+ * reading finishes in the background. On failure `*call` is untouched, `*out` holds the error,
+ * and no completion event follows. Pair it with `mcplug_client_event_fd` (poll) and
+ * `mcplug_client_next_events` (take many at once), or with `mcplug_client_next_event`.
+ */
+enum mcplug_status mcplug_client_call_tool_start(struct mcplug_client *client,
+                                                 const char *name,
+                                                 const char *arguments_json,
+                                                 const char *options_json,
+                                                 uint64_t *call,
+                                                 char **out);
+
+/**
+ * Starts any request without waiting (see `mcplug_client_call_tool_start` for the completion
+ * event); the same arguments and options as `mcplug_client_request`, except `all_pages`, which
+ * is refused (`invalid_argument`): a started request is one request.
+ */
+enum mcplug_status mcplug_client_request_start(struct mcplug_client *client,
+                                               const char *method,
+                                               const char *params_json,
+                                               const char *options_json,
+                                               uint64_t *call,
+                                               char **out);
+
+/**
+ * Cancels a started call: unless its answer won the race, its completion event carries a
+ * `cancelled` error, and the server is sent `notifications/cancelled`. `out` is
+ * `{"cancelled": true}`, or `{"cancelled": false}` when the call was no longer in flight
+ * (completed, or never started on this handle).
+ */
+enum mcplug_status mcplug_client_cancel_call(struct mcplug_client *client,
+                                             uint64_t call,
+                                             char **out);
+
+/**
+ * Gives the host a descriptor to poll (`POLLIN`) instead of blocking in
+ * `mcplug_client_next_event`: it is readable while events wait, and stays readable once the
+ * connection is closed. After it polls readable, pull events (`mcplug_client_next_events` or
+ * `mcplug_client_next_event` with timeout 0) until `MCPLUG_TIMEOUT` — the descriptor is
+ * re-armed only by the pull that empties the queue. The host may read and discard bytes from
+ * it (an event loop that reads readable pipes eagerly is fine). `*fd` is a new descriptor the
+ * host owns and closes; each call gives another. `out` is NULL on success.
+ */
+enum mcplug_status mcplug_client_event_fd(struct mcplug_client *client, int32_t *fd, char **out);
+
+/**
+ * Like `mcplug_client_next_event`, but once one event came, takes up to `max_events` (0 counts
+ * as one) without waiting more: `out` is a JSON array of events. Same statuses:
+ * `MCPLUG_TIMEOUT` when none came, `MCPLUG_CLOSED` after the last. An array shorter than
+ * `max_events` means the queue was empty after it (the event descriptor is re-armed).
+ */
+enum mcplug_status mcplug_client_next_events(struct mcplug_client *client,
+                                             uint32_t max_events,
+                                             int32_t timeout_ms,
+                                             char **out);
+
+/**
  * Answers a server's request event: `{"id": "<event id>", "result": {...}}` or
  * `{"id": "<event id>", "error": {"code": -1, "message": "..."}}`. `out` is `{}` on success.
  * An id that is not waiting (answered, expired, unknown) is `MCPLUG_INVALID_ARGUMENT`.

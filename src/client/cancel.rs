@@ -14,6 +14,19 @@ pub struct CancelSignal {
 }
 
 impl CancelSignal {
+    /// A signal of its own, fired directly (a started call's cancel), not through a tag.
+    pub fn new() -> Arc<CancelSignal> {
+        Arc::new(CancelSignal {
+            fired: AtomicBool::new(false),
+            notify: Notify::new(),
+        })
+    }
+
+    pub fn fire(&self) {
+        self.fired.store(true, Ordering::Release);
+        self.notify.notify_waiters();
+    }
+
     pub fn is_fired(&self) -> bool {
         self.fired.load(Ordering::Acquire)
     }
@@ -25,6 +38,33 @@ impl CancelSignal {
                 return;
             }
             notified.await;
+        }
+    }
+}
+
+/// What can cancel one request: the host's tag, a signal of the call's own, or both.
+#[derive(Default)]
+pub struct Cancels {
+    pub tag: Option<CancelGuard>,
+    pub own: Option<Arc<CancelSignal>>,
+}
+
+impl Cancels {
+    pub fn is_fired(&self) -> bool {
+        self.tag.as_ref().is_some_and(|g| g.signal.is_fired())
+            || self.own.as_ref().is_some_and(|s| s.is_fired())
+    }
+
+    /// Resolves once either fires; never when there is neither.
+    pub async fn fired(&self) {
+        match (&self.tag, &self.own) {
+            (None, None) => std::future::pending().await,
+            (Some(g), None) => g.signal.fired().await,
+            (None, Some(s)) => s.fired().await,
+            (Some(g), Some(s)) => tokio::select! {
+                _ = g.signal.fired() => {}
+                _ = s.fired() => {}
+            },
         }
     }
 }
@@ -42,10 +82,7 @@ pub struct CancelGuard {
 }
 
 pub fn register(tag: &str) -> CancelGuard {
-    let signal = Arc::new(CancelSignal {
-        fired: AtomicBool::new(false),
-        notify: Notify::new(),
-    });
+    let signal = CancelSignal::new();
     let key = NEXT.fetch_add(1, Ordering::Relaxed);
     REGISTRY
         .lock()
@@ -79,8 +116,7 @@ pub fn cancel(tag: &str) -> usize {
         .map(|l| l.iter().map(|(_, s)| s.clone()).collect())
         .unwrap_or_default();
     for s in &signals {
-        s.fired.store(true, Ordering::Release);
-        s.notify.notify_waiters();
+        s.fire();
     }
     signals.len()
 }

@@ -4,11 +4,18 @@
 //!
 //! Events are serialized when queued, so the host's thread only hands a string over. The queue is
 //! bounded: past `max_events`, the oldest events that need no answer are dropped and the next
-//! event pulled is an `overflow` event that says how many; requests are never dropped.
+//! event pulled is an `overflow` event that says how many; requests and completions are never
+//! dropped.
+//!
+//! A host with its own event loop asks for a descriptor ([`EventQueue::readiness_fd`]) instead of
+//! blocking: it is readable while events wait. One byte is written to a pipe when the queue stops
+//! being empty, and read back by the pull that empties it; once the queue is closed the byte stays,
+//! so a poller always learns of the end.
 
 use parking_lot::{Condvar, Mutex};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 pub enum Pulled {
@@ -26,12 +33,48 @@ struct State {
     queue: VecDeque<Queued>,
     dropped: u64,
     closed: bool,
+    /// The readiness pipe, once a host asked for it, and whether its byte is in it.
+    pipe: Option<Pipe>,
+    signalled: bool,
+}
+
+struct Pipe {
+    read: OwnedFd,
+    write: OwnedFd,
 }
 
 pub struct EventQueue {
     state: Mutex<State>,
     ready: Condvar,
     max: usize,
+}
+
+impl State {
+    fn has_events(&self) -> bool {
+        self.dropped > 0 || !self.queue.is_empty()
+    }
+
+    /// Makes the pipe readable if events wait (or the queue is closed), empties it otherwise.
+    fn sync_pipe(&mut self) {
+        let Some(pipe) = &self.pipe else { return };
+        let want = self.closed || self.has_events();
+        if want == self.signalled {
+            return;
+        }
+        if want {
+            // A full pipe (impossible with one byte) or a closed reader only means the host
+            // stopped watching; nothing to do about either.
+            let _ = unsafe { libc::write(pipe.write.as_raw_fd(), b"!".as_ptr().cast(), 1) };
+        } else {
+            // The host's own loop may have read the byte already (a Node socket reads eagerly);
+            // then this finds nothing, which is fine.
+            let mut sink = [0u8; 64];
+            while unsafe { libc::read(pipe.read.as_raw_fd(), sink.as_mut_ptr().cast(), sink.len()) }
+                > 0
+            {}
+        }
+        self.signalled = want;
+    }
 }
 
 impl EventQueue {
@@ -41,6 +84,8 @@ impl EventQueue {
                 queue: VecDeque::new(),
                 dropped: 0,
                 closed: false,
+                pipe: None,
+                signalled: false,
             }),
             ready: Condvar::new(),
             max: max.max(1),
@@ -49,7 +94,11 @@ impl EventQueue {
 
     /// Queues an event. `droppable` is false for events that carry a request needing an answer.
     pub fn push(&self, event: &Value, droppable: bool) {
-        let text = event.to_string();
+        self.push_text(event.to_string(), droppable);
+    }
+
+    /// Queues an event already serialized as a JSON object.
+    pub fn push_text(&self, text: String, droppable: bool) {
         let mut s = self.state.lock();
         if s.closed {
             return;
@@ -64,8 +113,38 @@ impl EventQueue {
             }
         }
         s.queue.push_back(Queued { text, droppable });
+        if !s.signalled {
+            s.sync_pipe();
+        }
         drop(s);
         self.ready.notify_one();
+    }
+
+    /// A new descriptor, owned by the caller, that is readable while events wait and once the
+    /// queue is closed (see the module's documentation).
+    pub fn readiness_fd(&self) -> std::io::Result<RawFd> {
+        let mut s = self.state.lock();
+        if s.pipe.is_none() {
+            let mut fds = [0; 2];
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // SAFETY: pipe2 just returned these two descriptors, owned by nobody else.
+            s.pipe = Some(unsafe {
+                Pipe {
+                    read: OwnedFd::from_raw_fd(fds[0]),
+                    write: OwnedFd::from_raw_fd(fds[1]),
+                }
+            });
+            s.signalled = false;
+            s.sync_pipe();
+        }
+        let read = s.pipe.as_ref().expect("created above").read.as_raw_fd();
+        let fd = unsafe { libc::fcntl(read, libc::F_DUPFD_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(fd)
     }
 
     /// Queues the last event and marks the queue closed: once it is drained, every wait returns
@@ -82,6 +161,7 @@ impl EventQueue {
             });
         }
         s.closed = true;
+        s.sync_pipe();
         drop(s);
         self.ready.notify_all();
     }
@@ -93,6 +173,7 @@ impl EventQueue {
         s.queue.clear();
         s.dropped = 0;
         s.closed = true;
+        s.sync_pipe();
         drop(s);
         self.ready.notify_all();
     }
@@ -102,13 +183,8 @@ impl EventQueue {
         let deadline = wait.map(|w| Instant::now() + w);
         let mut s = self.state.lock();
         loop {
-            if s.dropped > 0 {
-                let n = s.dropped;
-                s.dropped = 0;
-                return Pulled::Event(json!({"type": "overflow", "dropped": n}).to_string());
-            }
-            if let Some(q) = s.queue.pop_front() {
-                return Pulled::Event(q.text);
+            if let Some(text) = Self::take(&mut s) {
+                return Pulled::Event(text);
             }
             if s.closed {
                 return Pulled::Closed;
@@ -118,9 +194,10 @@ impl EventQueue {
                 Some(d) => {
                     if Instant::now() >= d || self.ready.wait_until(&mut s, d).timed_out() {
                         // One last look: an event may have arrived with the timeout.
-                        if let Some(q) = s.queue.pop_front() {
-                            return Pulled::Event(q.text);
+                        if let Some(text) = Self::take(&mut s) {
+                            return Pulled::Event(text);
                         }
+                        s.sync_pipe();
                         return if s.closed {
                             Pulled::Closed
                         } else {
@@ -130,6 +207,46 @@ impl EventQueue {
                 }
             }
         }
+    }
+
+    /// Waits like [`EventQueue::pull`] for a first event, then takes up to `max` in all without
+    /// waiting more; returns them as one JSON array.
+    pub fn pull_many(&self, max: usize, wait: Option<Duration>) -> Pulled {
+        let first = match self.pull(wait) {
+            Pulled::Event(text) => text,
+            other => return other,
+        };
+        let mut out = String::with_capacity(first.len() + 2);
+        out.push('[');
+        out.push_str(&first);
+        let mut s = self.state.lock();
+        for _ in 1..max.max(1) {
+            match Self::take(&mut s) {
+                Some(text) => {
+                    out.push(',');
+                    out.push_str(&text);
+                }
+                None => break,
+            }
+        }
+        drop(s);
+        out.push(']');
+        Pulled::Event(out)
+    }
+
+    /// The next event, if any; the readiness pipe follows the queue.
+    fn take(s: &mut State) -> Option<String> {
+        let text = if s.dropped > 0 {
+            let n = s.dropped;
+            s.dropped = 0;
+            json!({"type": "overflow", "dropped": n}).to_string()
+        } else {
+            s.queue.pop_front()?.text
+        };
+        if s.signalled && !s.has_events() {
+            s.sync_pipe();
+        }
+        Some(text)
     }
 }
 
@@ -165,6 +282,54 @@ mod tests {
         q.close_with(Some(&json!({"type": "closed"})));
         assert!(matches!(q.pull(None), Pulled::Event(_)));
         assert!(matches!(q.pull(None), Pulled::Closed));
+    }
+
+    fn readable(fd: RawFd) -> bool {
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        unsafe { libc::poll(&mut p, 1, 0) == 1 }
+    }
+
+    #[test]
+    fn the_readiness_fd_follows_the_queue() {
+        let q = EventQueue::new(10);
+        q.push(&json!({"n": 0}), true);
+        let fd = q.readiness_fd().unwrap();
+        assert!(readable(fd), "events queued before the fd was asked for");
+        assert!(matches!(q.pull(Some(Duration::ZERO)), Pulled::Event(_)));
+        assert!(
+            !readable(fd),
+            "the pull that empties the queue empties the pipe"
+        );
+        q.push(&json!({"n": 1}), true);
+        q.push(&json!({"n": 2}), true);
+        assert!(readable(fd));
+        let Pulled::Event(both) = q.pull_many(8, Some(Duration::ZERO)) else {
+            panic!()
+        };
+        let v: Value = serde_json::from_str(&both).unwrap();
+        assert_eq!(v, json!([{"n": 1}, {"n": 2}]));
+        assert!(!readable(fd));
+        assert!(matches!(
+            q.pull_many(8, Some(Duration::ZERO)),
+            Pulled::TimedOut
+        ));
+        // A host loop that read the byte itself: the next push still signals.
+        q.push(&json!({"n": 3}), true);
+        let mut b = [0u8; 8];
+        assert_eq!(unsafe { libc::read(fd, b.as_mut_ptr().cast(), 8) }, 1);
+        assert!(matches!(q.pull(Some(Duration::ZERO)), Pulled::Event(_)));
+        q.push(&json!({"n": 4}), true);
+        assert!(readable(fd));
+        assert!(matches!(q.pull(Some(Duration::ZERO)), Pulled::Event(_)));
+        q.close_with(None);
+        assert!(readable(fd), "a closed queue stays readable");
+        assert!(matches!(q.pull(Some(Duration::ZERO)), Pulled::Closed));
+        assert!(readable(fd));
+        unsafe { libc::close(fd) };
     }
 
     #[test]

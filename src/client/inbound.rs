@@ -214,9 +214,8 @@ impl Shared {
                     Ok(result) => Ok(RawJson::copy_of(result)),
                     Err(error) => Err(Error::from_rpc(&error)),
                 };
-                if !self.pending.complete(id, outcome) {
-                    tracing::debug!(id = id.get(), "ignored a response to no pending request");
-                }
+                let delivered = self.pending.complete(id, outcome);
+                self.delivered(delivered, id);
             }
             Incoming::Request { id, method, params } => self.on_server_request(id, method, params),
             Incoming::Notification { method, params } => self.on_notification(method, params),

@@ -13,6 +13,7 @@ pub mod options;
 mod inbound;
 mod negotiate;
 mod request;
+mod started;
 
 use request::{Body, Send};
 
@@ -57,6 +58,8 @@ struct Shared {
     name: Option<String>,
     transport: OnceCell<Arc<dyn Transport>>,
     pending: PendingTable,
+    /// Started calls running as tasks (see `started`), with their own cancel.
+    started: Mutex<HashMap<u64, Arc<cancel::CancelSignal>>>,
     events: EventQueue,
     host_requests: Mutex<HashMap<String, HostRequest>>,
     next_event_id: AtomicU64,
@@ -91,6 +94,7 @@ impl Client {
             options,
             transport: OnceCell::new(),
             pending: PendingTable::new(),
+            started: Mutex::new(HashMap::new()),
             host_requests: Mutex::new(HashMap::new()),
             next_event_id: AtomicU64::new(1),
             progress: Mutex::new(HashMap::new()),
@@ -164,6 +168,7 @@ impl Client {
                 timeout,
                 cancellable: true,
                 options: Some(options),
+                own_cancel: None,
             })
             .await
     }
@@ -184,6 +189,7 @@ impl Client {
                 timeout,
                 cancellable: true,
                 options: Some(options),
+                own_cancel: None,
             })
             .await
     }
@@ -201,6 +207,7 @@ impl Client {
                     timeout,
                     cancellable: true,
                     options: Some(options),
+                    own_cancel: None,
                 })
                 .await;
         }
@@ -238,6 +245,7 @@ impl Client {
                     timeout,
                     cancellable: true,
                     options: Some(options),
+                    own_cancel: None,
                 })
                 .await?
                 .value();
@@ -444,7 +452,8 @@ impl Shared {
         }
         *self.close_reason.lock() = Some(reason.clone());
         self.closed_now.notify_waiters();
-        self.pending.fail_all(&reason);
+        let tickets = self.pending.fail_all(&reason);
+        self.fail_started(tickets, &reason);
         for (_, r) in self.host_requests.lock().drain() {
             r.timer.abort();
         }

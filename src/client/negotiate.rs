@@ -31,6 +31,7 @@ impl Shared {
                         timeout: Some(probe_timeout),
                         cancellable: false,
                         options: None,
+                        own_cancel: None,
                     })
                     .await;
                 match probe.map(|r| r.value()) {
@@ -111,6 +112,7 @@ impl Shared {
                 timeout: deadline.map(|d| d.saturating_duration_since(Instant::now())),
                 cancellable: false,
                 options: None,
+                own_cancel: None,
             })
             .await?
             .value();

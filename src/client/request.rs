@@ -36,6 +36,8 @@ pub(super) struct Send<'a> {
     /// May this request be cancelled with `notifications/cancelled`? (Never `initialize`.)
     pub(super) cancellable: bool,
     pub(super) options: Option<&'a CallOptions>,
+    /// A started call's own cancel (`mcplug_client_cancel_call`), besides the host's tag.
+    pub(super) own_cancel: Option<Arc<cancel::CancelSignal>>,
 }
 
 impl Shared {
@@ -43,7 +45,10 @@ impl Shared {
     pub(super) async fn send_request(&self, send: Send<'_>) -> Result<RawJson> {
         self.check_open()?;
         let options = send.options;
-        let guard = options.and_then(|o| o.tag.as_deref()).map(cancel::register);
+        let guard = cancel::Cancels {
+            tag: options.and_then(|o| o.tag.as_deref()).map(cancel::register),
+            own: send.own_cancel.clone(),
+        };
         let (id, mut answer) = self.pending.register();
         if self.closed.load(Ordering::SeqCst) {
             self.pending.forget(id);
@@ -90,7 +95,7 @@ impl Shared {
             let sent = tokio::select! {
                 r = &mut sending => Some(r),
                 _ = sleep_until_opt(deadline) => None,
-                _ = cancelled(guard.as_ref()) => None,
+                _ = guard.fired() => None,
             };
             match sent {
                 Some(Ok(())) => {}
@@ -118,7 +123,7 @@ impl Shared {
                             let _ = transport.send(msg).await;
                         }
                     });
-                    return Err(if guard.as_ref().is_some_and(|g| g.signal.is_fired()) {
+                    return Err(if guard.is_fired() {
                         Error::new(ErrorKind::Cancelled, format!("{} was cancelled by the host", send.method))
                     } else {
                         Error::timeout(format!(
@@ -149,7 +154,7 @@ impl Shared {
                             None => deadline = None,
                         }
                     }
-                    if guard.as_ref().is_some_and(|g| g.signal.is_fired()) {
+                    if guard.is_fired() {
                         if let Some(e) = self.cancelled_by_host(id, send.method, send.cancellable).await {
                             return Err(e);
                         }
@@ -168,7 +173,7 @@ impl Shared {
                                 // Only a request with a timer needs to wake for it; the driver
                                 // hands over the baton whenever it leaves.
                                 _ = sleep_until_opt(deadline) => {}
-                                _ = cancelled(guard.as_ref()) => {}
+                                _ = guard.fired() => {}
                             }
                         }
                         Drive::Finished => break,
@@ -186,7 +191,7 @@ impl Shared {
                             None => deadline = None,
                         }
                     }
-                    _ = cancelled(guard.as_ref()) => {
+                    _ = guard.fired() => {
                         if let Some(e) = self.cancelled_by_host(id, send.method, send.cancellable).await {
                             return Err(e);
                         }
@@ -319,7 +324,7 @@ fn millis(d: Duration) -> u128 {
 
 /// Writes a `tools/call` request straight into its buffer: the host's arguments are copied as
 /// the text it gave, and the modern `_meta` is the fragment serialized at connect.
-fn encode_tool_call(
+pub(super) fn encode_tool_call(
     id: u64,
     name: &str,
     arguments: Option<&RawValue>,

@@ -51,6 +51,20 @@ pub fn finish(out: *mut *mut c_char, outcome: Result<String, Error>) -> mcplug_s
     }
 }
 
+/// Like [`finish`] for entry points whose success has no JSON to give: `*out` is set to NULL
+/// (nothing to free), and to the error object on failure.
+pub fn finish_quiet(out: *mut *mut c_char, outcome: Result<(), Error>) -> mcplug_status {
+    match outcome {
+        Ok(()) => {
+            if !out.is_null() {
+                unsafe { *out = std::ptr::null_mut() };
+            }
+            mcplug_status::MCPLUG_OK
+        }
+        Err(e) => finish(out, Err(e)),
+    }
+}
+
 pub fn panic_error(payload: Box<dyn std::any::Any + Send>) -> Error {
     let what = payload
         .downcast_ref::<&str>()
@@ -79,6 +93,23 @@ macro_rules! ffi_boundary {
     }};
 }
 pub(crate) use ffi_boundary;
+
+/// [`ffi_boundary!`] for a body that returns `Result<(), Error>`: on success `*out` is NULL.
+macro_rules! ffi_boundary_quiet {
+    ($out:expr, $body:block) => {{
+        let out = $out;
+        match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(
+            || -> ::std::result::Result<(), $crate::error::Error> { $body },
+        )) {
+            Ok(outcome) => $crate::ffi::boundary::finish_quiet(out, outcome),
+            Err(payload) => $crate::ffi::boundary::finish_quiet(
+                out,
+                Err($crate::ffi::boundary::panic_error(payload)),
+            ),
+        }
+    }};
+}
+pub(crate) use ffi_boundary_quiet;
 
 /// A required string argument: NULL and invalid UTF-8 are errors that name the parameter.
 pub fn str_arg<'a>(ptr: *const c_char, name: &str) -> Result<&'a str, Error> {

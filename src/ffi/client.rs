@@ -1,6 +1,8 @@
 //! `mcplug_client_*`: one server behind an opaque handle.
 
-use super::boundary::{ffi_boundary, json_arg, json_required, raw_object_arg, str_arg};
+use super::boundary::{
+    ffi_boundary, ffi_boundary_quiet, json_arg, json_required, raw_object_arg, str_arg,
+};
 use super::mcplug_status;
 use crate::client::events::Pulled;
 use crate::client::options::{CallOptions, ConnectOptions, ServerSpec};
@@ -202,6 +204,147 @@ pub unsafe extern "C" fn mcplug_client_next_event(
             Some(Duration::from_millis(timeout_ms as u64))
         };
         match h.0.client.next_event(wait) {
+            Pulled::Event(text) => Ok(text),
+            Pulled::TimedOut => Err(Error::timeout(format!("no event within {timeout_ms} ms"))),
+            Pulled::Closed => Err(Error::new(
+                ErrorKind::Closed,
+                "the connection is closed and every event was delivered",
+            )),
+        }
+    })
+}
+
+/// Starts a tool call without waiting: on `MCPLUG_OK`, `*call` is the call's number and `*out`
+/// is NULL; the outcome arrives later, exactly once, as the event
+/// `{"type": "completion", "call": N, "result": {...}}` (the server's `CallToolResult`, untouched)
+/// or `{"type": "completion", "call": N, "error": {"kind", "message", "code"?, "data"?}}` — also
+/// when the connection closes (before the final `closed` event). Takes the same arguments and
+/// options as `mcplug_client_call_tool`. Never blocks on the server: a write the server is not
+/// reading finishes in the background. On failure `*call` is untouched, `*out` holds the error,
+/// and no completion event follows. Pair it with `mcplug_client_event_fd` (poll) and
+/// `mcplug_client_next_events` (take many at once), or with `mcplug_client_next_event`.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_client_call_tool_start(
+    client: *mut mcplug_client,
+    name: *const c_char,
+    arguments_json: *const c_char,
+    options_json: *const c_char,
+    call: *mut u64,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary_quiet!(out, {
+        let h = enter(client)?;
+        let name = str_arg(name, "name")?;
+        let args = raw_object_arg(arguments_json, "arguments_json")?;
+        let opts = CallOptions::parse(json_arg(options_json, "options_json")?.as_ref())?;
+        if call.is_null() {
+            return Err(Error::invalid(
+                "`call` (the call number out-parameter) is NULL",
+            ));
+        }
+        let n = runtime::block_on(h.0.client.start_call_tool(name, args, &opts))?;
+        unsafe { *call = n };
+        Ok(())
+    })
+}
+
+/// Starts any request without waiting (see `mcplug_client_call_tool_start` for the completion
+/// event); the same arguments and options as `mcplug_client_request`, except `all_pages`, which
+/// is refused (`invalid_argument`): a started request is one request.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_client_request_start(
+    client: *mut mcplug_client,
+    method: *const c_char,
+    params_json: *const c_char,
+    options_json: *const c_char,
+    call: *mut u64,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary_quiet!(out, {
+        let h = enter(client)?;
+        let method = str_arg(method, "method")?;
+        let params = json_arg(params_json, "params_json")?.filter(|p| !p.is_null());
+        if let Some(p) = &params {
+            if !p.is_object() {
+                return Err(Error::invalid(format!(
+                    "`params_json` must be a JSON object (got {p})"
+                )));
+            }
+        }
+        let opts = CallOptions::parse(json_arg(options_json, "options_json")?.as_ref())?;
+        if call.is_null() {
+            return Err(Error::invalid(
+                "`call` (the call number out-parameter) is NULL",
+            ));
+        }
+        let n = runtime::block_on(h.0.client.start_request(method, params, &opts))?;
+        unsafe { *call = n };
+        Ok(())
+    })
+}
+
+/// Cancels a started call: unless its answer won the race, its completion event carries a
+/// `cancelled` error, and the server is sent `notifications/cancelled`. `out` is
+/// `{"cancelled": true}`, or `{"cancelled": false}` when the call was no longer in flight
+/// (completed, or never started on this handle).
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_client_cancel_call(
+    client: *mut mcplug_client,
+    call: u64,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(client)?;
+        let found = runtime::block_on(h.0.client.cancel_call(call))?;
+        Ok(format!("{{\"cancelled\":{found}}}"))
+    })
+}
+
+/// Gives the host a descriptor to poll (`POLLIN`) instead of blocking in
+/// `mcplug_client_next_event`: it is readable while events wait, and stays readable once the
+/// connection is closed. After it polls readable, pull events (`mcplug_client_next_events` or
+/// `mcplug_client_next_event` with timeout 0) until `MCPLUG_TIMEOUT` — the descriptor is
+/// re-armed only by the pull that empties the queue. The host may read and discard bytes from
+/// it (an event loop that reads readable pipes eagerly is fine). `*fd` is a new descriptor the
+/// host owns and closes; each call gives another. `out` is NULL on success.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_client_event_fd(
+    client: *mut mcplug_client,
+    fd: *mut i32,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary_quiet!(out, {
+        let h = enter(client)?;
+        if fd.is_null() {
+            return Err(Error::invalid(
+                "`fd` (the descriptor out-parameter) is NULL",
+            ));
+        }
+        let n = h.0.client.event_fd()?;
+        unsafe { *fd = n };
+        Ok(())
+    })
+}
+
+/// Like `mcplug_client_next_event`, but once one event came, takes up to `max_events` (0 counts
+/// as one) without waiting more: `out` is a JSON array of events. Same statuses:
+/// `MCPLUG_TIMEOUT` when none came, `MCPLUG_CLOSED` after the last. An array shorter than
+/// `max_events` means the queue was empty after it (the event descriptor is re-armed).
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_client_next_events(
+    client: *mut mcplug_client,
+    max_events: u32,
+    timeout_ms: i32,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(client)?;
+        let wait = if timeout_ms < 0 {
+            None
+        } else {
+            Some(Duration::from_millis(timeout_ms as u64))
+        };
+        match h.0.client.next_events(max_events as usize, wait) {
             Pulled::Event(text) => Ok(text),
             Pulled::TimedOut => Err(Error::timeout(format!("no event within {timeout_ms} ms"))),
             Pulled::Closed => Err(Error::new(

@@ -33,7 +33,24 @@ impl Hasher for IdHasher {
     }
 }
 
-type Waiting = HashMap<u64, oneshot::Sender<Outcome>, BuildHasherDefault<IdHasher>>;
+/// Who waits for an answer: a caller blocked on its channel, or a started call (a ticket) whose
+/// answer is handed back to the connection, which queues it as a completion event.
+enum Waiter {
+    Reply(oneshot::Sender<Outcome>),
+    Ticket,
+}
+
+/// What became of an answer.
+pub enum Delivered {
+    /// A waiting caller got it.
+    Replied,
+    /// A started call's answer: the connection queues it for the host.
+    Ticket(u64, Outcome),
+    /// No request with that id is pending (late, after a timeout or a cancel, or unknown).
+    Unknown,
+}
+
+type Waiting = HashMap<u64, Waiter, BuildHasherDefault<IdHasher>>;
 
 #[derive(Default)]
 pub struct PendingTable {
@@ -53,8 +70,22 @@ impl PendingTable {
     pub fn register(&self) -> (u64, oneshot::Receiver<Outcome>) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.waiting.lock().insert(id, tx);
+        self.waiting.lock().insert(id, Waiter::Reply(tx));
         (id, rx)
+    }
+
+    /// Reserves a fresh id for a started call: its answer comes back from [`PendingTable::complete`]
+    /// as [`Delivered::Ticket`] (or from [`PendingTable::fail_all`]).
+    pub fn register_ticket(&self) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.waiting.lock().insert(id, Waiter::Ticket);
+        id
+    }
+
+    /// A fresh number from the same sequence, never sent: it names a started call that runs as a
+    /// task (so that call numbers and request ids never collide).
+    pub fn reserve_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Forgets a request (timed out, cancelled, or its send failed). Returns whether it was pending.
@@ -62,29 +93,50 @@ impl PendingTable {
         self.waiting.lock().remove(&id).is_some()
     }
 
-    /// Delivers an answer. Returns false when no request with that id is pending (a late or
-    /// unknown response), which the caller ignores.
-    pub fn complete(&self, id: &RawValue, outcome: Outcome) -> bool {
+    /// Forgets a started call (cancelled, or its send failed); never touches a blocked caller's
+    /// request. Returns whether it was pending.
+    pub fn forget_ticket(&self, id: u64) -> bool {
+        let mut waiting = self.waiting.lock();
+        if matches!(waiting.get(&id), Some(Waiter::Ticket)) {
+            waiting.remove(&id);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Delivers an answer to whoever waits for it.
+    pub fn complete(&self, id: &RawValue, outcome: Outcome) -> Delivered {
         let Ok(id) = id.get().parse::<u64>() else {
-            return false;
+            return Delivered::Unknown;
         };
-        let sender = self.waiting.lock().remove(&id);
-        match sender {
-            Some(tx) => {
+        let waiter = self.waiting.lock().remove(&id);
+        match waiter {
+            Some(Waiter::Reply(tx)) => {
                 // The waiter may have just given up (timeout/cancel); nothing is lost then.
                 let _ = tx.send(outcome);
-                true
+                Delivered::Replied
             }
-            None => false,
+            Some(Waiter::Ticket) => Delivered::Ticket(id, outcome),
+            None => Delivered::Unknown,
         }
     }
 
     /// Fails every pending request at once with `error` (the connection died or was closed).
-    pub fn fail_all(&self, error: &Error) {
+    /// Returns the started calls (tickets) among them, which the caller must complete.
+    pub fn fail_all(&self, error: &Error) -> Vec<u64> {
         let drained: Vec<_> = self.waiting.lock().drain().collect();
-        for (_, tx) in drained {
-            let _ = tx.send(Err(error.clone()));
+        let mut tickets = Vec::new();
+        for (id, waiter) in drained {
+            match waiter {
+                Waiter::Reply(tx) => {
+                    let _ = tx.send(Err(error.clone()));
+                }
+                Waiter::Ticket => tickets.push(id),
+            }
         }
+        tickets.sort_unstable();
+        tickets
     }
 
     pub fn len(&self) -> usize {
@@ -116,14 +168,24 @@ mod tests {
         assert_ne!(a, b);
         assert!(t.forget(a));
         assert!(
-            !t.complete(&raw(json!(a)), ok()),
+            matches!(t.complete(&raw(json!(a)), ok()), Delivered::Unknown),
             "a late response is ignored"
         );
         drop(rx_a);
-        assert!(t.complete(&raw(json!(b)), ok()));
-        assert!(!t.complete(&raw(json!("not-a-number")), ok()));
+        assert!(matches!(
+            t.complete(&raw(json!(b)), ok()),
+            Delivered::Replied
+        ));
+        assert!(matches!(
+            t.complete(&raw(json!("not-a-number")), ok()),
+            Delivered::Unknown
+        ));
         let (c, _) = t.register();
         assert!(c > b, "ids only grow");
+        let d = t.register_ticket();
+        assert!(d > c);
+        assert!(matches!(t.complete(&raw(json!(d)), ok()), Delivered::Ticket(n, Ok(_)) if n == d));
+        assert!(t.reserve_id() > d);
     }
 
     #[test]
@@ -131,7 +193,8 @@ mod tests {
         let t = PendingTable::new();
         let (_, mut r1) = t.register();
         let (_, mut r2) = t.register();
-        t.fail_all(&Error::closed("gone"));
+        let ticket = t.register_ticket();
+        assert_eq!(t.fail_all(&Error::closed("gone")), vec![ticket]);
         assert!(t.is_empty());
         assert_eq!(
             r1.try_recv().unwrap().unwrap_err().kind,

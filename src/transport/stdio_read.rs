@@ -38,6 +38,8 @@ pub(crate) struct SharedReader {
     baton: Notify,
     /// Tells the background task that a second caller arrived.
     wake_background: Notify,
+    /// The background task owns the pipe now (it need not be woken for new callers).
+    background_active: AtomicBool,
     finished: AtomicBool,
     sink: Weak<dyn Inbound>,
     max: usize,
@@ -76,6 +78,7 @@ impl SharedReader {
             drivers: AtomicUsize::new(0),
             baton: Notify::new(),
             wake_background: Notify::new(),
+            background_active: AtomicBool::new(false),
             finished: AtomicBool::new(false),
             sink,
             max,
@@ -94,12 +97,12 @@ impl SharedReader {
     /// A caller starts waiting for an answer; `can_drive` when it can read for itself.
     pub(crate) fn enter(&self, can_drive: bool) {
         if can_drive {
-            self.drivers.fetch_add(1, Ordering::AcqRel);
+            self.drivers.fetch_add(1, Ordering::SeqCst);
         }
-        let waiting = self.waiters.fetch_add(1, Ordering::AcqRel) + 1;
+        let waiting = self.waiters.fetch_add(1, Ordering::SeqCst) + 1;
         if waiting <= 2 && !self.lone_driver() {
             // From now on the background reads for everyone.
-            self.wake_background.notify_one();
+            self.wake_background();
         }
     }
 
@@ -107,20 +110,28 @@ impl SharedReader {
     /// drive) or the background reads for it.
     pub(crate) fn leave(&self, could_drive: bool) {
         if could_drive {
-            self.drivers.fetch_sub(1, Ordering::AcqRel);
+            self.drivers.fetch_sub(1, Ordering::SeqCst);
         }
-        if self.waiters.fetch_sub(1, Ordering::AcqRel) == 2 {
+        if self.waiters.fetch_sub(1, Ordering::SeqCst) == 2 {
             if self.lone_driver() {
                 self.baton.notify_one();
             } else {
-                self.wake_background.notify_one();
+                self.wake_background();
             }
+        }
+    }
+
+    /// Makes sure the background task reads, without waking a runtime thread for nothing when
+    /// it already does (a started call per message would otherwise cost a wake-up each).
+    fn wake_background(&self) {
+        if !self.background_active.load(Ordering::SeqCst) {
+            self.wake_background.notify_one();
         }
     }
 
     /// Exactly one caller waits, and it can read for itself.
     fn lone_driver(&self) -> bool {
-        self.waiters.load(Ordering::Acquire) == 1 && self.drivers.load(Ordering::Acquire) == 1
+        self.waiters.load(Ordering::SeqCst) == 1 && self.drivers.load(Ordering::SeqCst) == 1
     }
 
     /// One turn for a waiting caller. Only a caller that waits alone (and can) drives: it waits up to `wait`
@@ -170,7 +181,10 @@ impl SharedReader {
                     AsyncFd::register_with_interest(FdRef(self.fd.as_raw_fd()), Interest::READABLE)
                 };
                 let afd = match registered {
-                    Ok(a) => a,
+                    Ok(a) => {
+                        self.background_active.store(true, Ordering::SeqCst);
+                        a
+                    }
                     Err(e) => {
                         return self.background_end(Error::transport(format!(
                             "cannot watch the server's stdout: {e}"
@@ -182,7 +196,14 @@ impl SharedReader {
                         break;
                     }
                     if self.lone_driver() {
-                        // Step aside, and make sure the lone caller knows it is its turn.
+                        // Step aside, and make sure the lone caller knows it is its turn. A
+                        // caller arriving meanwhile saw the flag still set and did not wake us:
+                        // look again after clearing it (both sides use SeqCst for this).
+                        self.background_active.store(false, Ordering::SeqCst);
+                        if !self.lone_driver() {
+                            self.background_active.store(true, Ordering::SeqCst);
+                            continue;
+                        }
                         self.baton.notify_one();
                         break;
                     }

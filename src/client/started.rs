@@ -1,0 +1,288 @@
+//! Started calls: the non-blocking form of `call_tool` and `request`, for hosts with their own
+//! event loop (and for many calls in flight from one thread).
+//!
+//! Starting a call sends it and returns its number at once; its outcome arrives later as an event,
+//! `{"type": "completion", "call": N, "result": {...}}` or `{..., "error": {"kind", "message",
+//! ...}}`, exactly once per started call — also when the connection closes (then before the final
+//! `closed` event). Two ways to run one:
+//! - the direct way, for the common case (a legacy-era connection, no timer, no tag, no progress):
+//!   the request is written from the caller's thread and its answer is turned into the completion
+//!   event by whoever reads it, with no task and no runtime wake-up of its own;
+//! - everything else runs [`Shared::send_request`] in a runtime task, with every option honoured.
+
+use super::*;
+use crate::protocol::pending::Delivered;
+use cancel::CancelSignal;
+use std::future::Future;
+use std::task::Poll;
+
+impl Client {
+    /// Starts `tools/call`; the outcome arrives as a completion event.
+    pub async fn start_call_tool(
+        &self,
+        name: &str,
+        arguments: Option<&RawValue>,
+        options: &CallOptions,
+    ) -> Result<u64> {
+        let shared = &self.shared;
+        shared.check_open()?;
+        let timeout = options.timeout.or(shared.options.tool_timeout);
+        if timeout.is_none() && shared.direct_ok(options) {
+            return shared
+                .start_direct(|id| request::encode_tool_call(id, name, arguments, false, None))
+                .await;
+        }
+        let name = name.to_string();
+        let arguments: Option<Box<RawValue>> = arguments.map(RawValue::to_owned);
+        let options = options.clone();
+        Ok(shared.start_task(move |shared, own| async move {
+            shared
+                .send_request(Send {
+                    method: "tools/call",
+                    body: Body::ToolCall {
+                        name: &name,
+                        arguments: arguments.as_deref(),
+                    },
+                    timeout,
+                    cancellable: true,
+                    options: Some(&options),
+                    own_cancel: Some(own),
+                })
+                .await
+        }))
+    }
+
+    /// Starts any request; the outcome arrives as a completion event. `all_pages` is refused
+    /// (a started call is one request; page with `cursor`).
+    pub async fn start_request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: &CallOptions,
+    ) -> Result<u64> {
+        let shared = &self.shared;
+        shared.check_open()?;
+        if options.all_pages {
+            return Err(Error::invalid(
+                "option `all_pages` is not available for a started request (it is one request): \
+                 follow `nextCursor` with the `cursor` param, or use the blocking request",
+            ));
+        }
+        let timeout = options.timeout.or(shared.options.request_timeout);
+        if timeout.is_none() && shared.direct_ok(options) {
+            return shared
+                .start_direct(|id| {
+                    Outgoing::request(id, method, 0)
+                        .params(params.as_ref())
+                        .finish()
+                })
+                .await;
+        }
+        let method = method.to_string();
+        let options = options.clone();
+        Ok(shared.start_task(move |shared, own| async move {
+            shared
+                .send_request(Send {
+                    method: &method,
+                    body: Body::Params(params),
+                    timeout,
+                    cancellable: true,
+                    options: Some(&options),
+                    own_cancel: Some(own),
+                })
+                .await
+        }))
+    }
+
+    /// Cancels a started call: its completion event carries a `cancelled` error (unless its
+    /// answer won the race) and the server is sent `notifications/cancelled`. Returns whether
+    /// the call was still in flight.
+    pub async fn cancel_call(&self, call: u64) -> Result<bool> {
+        let shared = &self.shared;
+        if let Some(signal) = shared.started.lock().get(&call) {
+            signal.fire();
+            return Ok(true);
+        }
+        if !shared.pending.forget_ticket(call) {
+            return Ok(false);
+        }
+        shared.ticket_done(
+            call,
+            Err(Error::new(
+                ErrorKind::Cancelled,
+                "the call was cancelled by the host",
+            )),
+        );
+        shared.send_cancelled(call, "cancelled by the host").await;
+        Ok(true)
+    }
+
+    /// A new descriptor, owned by the caller, readable while events wait (and once the
+    /// connection is closed): for hosts that poll instead of blocking in `next_event`.
+    pub fn event_fd(&self) -> Result<i32> {
+        self.shared
+            .events
+            .readiness_fd()
+            .map_err(|e| Error::transport(format!("cannot create the event descriptor: {e}")))
+    }
+
+    /// Waits like `next_event`, then takes up to `max` events at once, as one JSON array.
+    pub fn next_events(&self, max: usize, wait: Option<Duration>) -> Pulled {
+        self.shared.events.pull_many(max, wait)
+    }
+}
+
+impl Shared {
+    /// Whether a started call can take the direct way: nothing that needs a timer or a task.
+    /// The modern era goes through the task, whose request path checks `resultType`.
+    fn direct_ok(&self, options: &CallOptions) -> bool {
+        options.tag.is_none()
+            && !options.progress
+            && self
+                .era
+                .read()
+                .as_ref()
+                .is_some_and(|e| e.modern_meta.is_none())
+    }
+
+    /// The direct way: register the call, write it from this thread. A write that cannot finish
+    /// now (the server is not reading) finishes in the background, so starting never blocks.
+    async fn start_direct(self: &Arc<Self>, encode: impl FnOnce(u64) -> Vec<u8>) -> Result<u64> {
+        let transport = self.transport()?.clone();
+        let id = self.pending.register_ticket();
+        // From here the call counts as waiting: the background reader serves it.
+        transport.enter_call(false);
+        if self.closed.load(Ordering::SeqCst) {
+            // `shut` may have failed the call already, with its completion event; exactly one
+            // outcome either way.
+            return self.start_failed(id, self.check_open().unwrap_err());
+        }
+        let mut sending = transport.send(encode(id));
+        let first = std::future::poll_fn(|cx| Poll::Ready(sending.as_mut().poll(cx))).await;
+        match first {
+            Poll::Ready(Ok(())) => Ok(id),
+            Poll::Ready(Err(e)) => self.start_failed(id, e),
+            Poll::Pending => {
+                let shared = self.clone();
+                crate::runtime::spawn(async move {
+                    if let Err(e) = sending.await {
+                        if shared.pending.forget_ticket(id) {
+                            shared.ticket_done(id, Err(shared.check_open().err().unwrap_or(e)));
+                        }
+                    }
+                });
+                Ok(id)
+            }
+        }
+    }
+
+    /// The start itself failed: the error is the caller's, and no event follows — unless the
+    /// call was already completed by someone else (the connection closing), whose event stands.
+    fn start_failed(&self, id: u64, e: Error) -> Result<u64> {
+        if self.pending.forget_ticket(id) {
+            if let Ok(t) = self.transport() {
+                t.leave_call(false);
+            }
+            Err(self.check_open().err().unwrap_or(e))
+        } else {
+            Ok(id)
+        }
+    }
+
+    /// The task way: a runtime task runs the request with every option; whoever removes the
+    /// call from `started` (the task, or `shut`) queues its completion.
+    fn start_task<F, Fut>(self: &Arc<Self>, run: F) -> u64
+    where
+        F: FnOnce(Arc<Shared>, Arc<CancelSignal>) -> Fut + std::marker::Send + 'static,
+        Fut: Future<Output = Result<RawJson>> + std::marker::Send + 'static,
+    {
+        let call = self.pending.reserve_id();
+        let own = CancelSignal::new();
+        self.started.lock().insert(call, own.clone());
+        let shared = self.clone();
+        crate::runtime::spawn(async move {
+            let outcome = run(shared.clone(), own).await;
+            if shared.started.lock().remove(&call).is_some() {
+                shared
+                    .events
+                    .push_text(completion_text(call, &outcome), false);
+            }
+        });
+        call
+    }
+
+    /// A direct call's answer (or failure), taken out of the pending table by the caller.
+    pub(super) fn ticket_done(&self, id: u64, outcome: Result<RawJson>) {
+        if let Ok(t) = self.transport() {
+            t.leave_call(false);
+        }
+        self.events.push_text(completion_text(id, &outcome), false);
+    }
+
+    /// Routes an answer from the pending table.
+    pub(super) fn delivered(&self, delivered: Delivered, id: &RawValue) {
+        match delivered {
+            Delivered::Replied => {}
+            Delivered::Ticket(call, outcome) => self.ticket_done(call, outcome),
+            Delivered::Unknown => {
+                tracing::debug!(id = id.get(), "ignored a response to no pending request")
+            }
+        }
+    }
+
+    /// The connection closed: every started call still in flight completes with `reason`.
+    pub(super) fn fail_started(&self, tickets: Vec<u64>, reason: &Error) {
+        for id in tickets {
+            self.ticket_done(id, Err(reason.clone()));
+        }
+        let mut tasks: Vec<u64> = self.started.lock().drain().map(|(k, _)| k).collect();
+        tasks.sort_unstable();
+        for call in tasks {
+            self.events
+                .push_text(completion_text(call, &Err(reason.clone())), false);
+        }
+    }
+}
+
+/// `{"type":"completion","call":N,"result":...}`, the result copied as the server's text.
+fn completion_text(call: u64, outcome: &Result<RawJson>) -> String {
+    match outcome {
+        Ok(result) => {
+            let result = result.as_str();
+            let mut out = Vec::with_capacity(result.len() + 48);
+            out.extend_from_slice(b"{\"type\":\"completion\",\"call\":");
+            protocol::write_u64(&mut out, call);
+            out.extend_from_slice(b",\"result\":");
+            out.extend_from_slice(result.as_bytes());
+            out.push(b'}');
+            // SAFETY: ASCII pieces around a str.
+            unsafe { String::from_utf8_unchecked(out) }
+        }
+        Err(e) => {
+            let mut event = json!({"type": "completion", "call": call});
+            event["error"] = e.to_json()["error"].take();
+            event.to_string()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn completion_events_are_json() {
+        let ok = completion_text(7, &Ok(RawJson::from_value(&json!({"content": [1]}))));
+        let v: Value = serde_json::from_str(&ok).unwrap();
+        assert_eq!(
+            v,
+            json!({"type": "completion", "call": 7, "result": {"content": [1]}})
+        );
+        let err = completion_text(8, &Err(Error::timeout("late")));
+        let v: Value = serde_json::from_str(&err).unwrap();
+        assert_eq!(
+            v,
+            json!({"type": "completion", "call": 8, "error": {"kind": "timeout", "message": "late"}})
+        );
+    }
+}

@@ -1,0 +1,367 @@
+/* Started calls, through the C ABI: mcplug_client_call_tool_start / _request_start, their
+ * completion events, mcplug_client_event_fd (poll) and mcplug_client_next_events (many at once),
+ * mcplug_client_cancel_call — against the fault server (legacy era: the direct way), the Python
+ * SDK's 2026-07-28 server (the task way), and server-everything. Every started call must
+ * complete exactly once: with its own answer, its timeout, its cancel, or the connection's end
+ * (before the final `closed` event). */
+#include "check.h"
+
+#include <inttypes.h>
+#include <poll.h>
+
+#define MAX_CALLS 2000
+
+/* What the test knows of each started call. */
+static int completed[MAX_CALLS + 1];
+static uint64_t numbers[MAX_CALLS + 1];
+
+static int readable(int fd, int ms) {
+    struct pollfd p = {fd, POLLIN, 0};
+    return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
+}
+
+/* The value of "call": in an event, or 0. */
+static uint64_t call_of(const char *ev) {
+    const char *p = strstr(ev, "\"call\":");
+    return p ? (uint64_t)strtoull(p + 7, NULL, 10) : 0;
+}
+
+/* Splits a next_events array into its top-level objects, calling fn on each (as a copy). */
+static void each_event(const char *array, void (*fn)(const char *ev, void *ctx), void *ctx) {
+    const char *p = array;
+    if (*p != '[') CHECK_OUT(0, array, "next_events gives a JSON array");
+    p++;
+    while (*p && *p != ']') {
+        const char *start = p;
+        int depth = 0, in_str = 0;
+        for (; *p; p++) {
+            if (in_str) {
+                if (*p == '\\') p++;
+                else if (*p == '"') in_str = 0;
+            } else if (*p == '"') in_str = 1;
+            else if (*p == '{' || *p == '[') depth++;
+            else if (*p == '}' || *p == ']') {
+                if (--depth == 0) {
+                    p++;
+                    break;
+                }
+            }
+        }
+        {
+            size_t n = (size_t)(p - start);
+            char *one = malloc(n + 1);
+            memcpy(one, start, n);
+            one[n] = '\0';
+            fn(one, ctx);
+            free(one);
+        }
+        if (*p == ',') p++;
+    }
+}
+
+struct tally {
+    int n;          /* calls started (index 1..n) */
+    int done;       /* completions seen */
+    int bad;        /* wrong or duplicate completions */
+    int others;     /* events that are not completions */
+    const char *want_kind; /* NULL: results expected; else this error kind */
+    int saw_closed;
+    int completion_after_closed;
+};
+
+static void on_event(const char *ev, void *ctx) {
+    struct tally *t = ctx;
+    uint64_t call;
+    int i, found = 0;
+    if (contains(ev, "\"type\":\"closed\"")) {
+        t->saw_closed = 1;
+        return;
+    }
+    if (!contains(ev, "\"type\":\"completion\"")) {
+        t->others++;
+        return;
+    }
+    if (t->saw_closed) t->completion_after_closed++;
+    call = call_of(ev);
+    for (i = 1; i <= t->n; i++) {
+        if (numbers[i] == call) {
+            found = 1;
+            if (completed[i]++) {
+                t->bad++;
+                printf("    duplicate completion: %s\n", ev);
+            } else if (t->want_kind == NULL) {
+                char want[64];
+                snprintf(want, sizeof want, "\"text\":\"Echo: m%d\"", i);
+                if (!contains(ev, want)) {
+                    t->bad++;
+                    printf("    wrong answer for m%d: %s\n", i, ev);
+                }
+            } else {
+                char want[64];
+                snprintf(want, sizeof want, "\"kind\":\"%s\"", t->want_kind);
+                if (!contains(ev, want)) {
+                    t->bad++;
+                    printf("    wanted %s for call %d: %s\n", t->want_kind, i, ev);
+                }
+            }
+            t->done++;
+            break;
+        }
+    }
+    if (!found) {
+        t->bad++;
+        printf("    completion of an unknown call: %s\n", ev);
+    }
+}
+
+/* Polls the fd and drains events until `t->done == want` or the bound passes. */
+static void pump_until(mcplug_client *c, int fd, struct tally *t, int want, double bound) {
+    double until = now_s() + bound;
+    while (t->done < want && now_s() < until) {
+        if (!readable(fd, 100)) continue;
+        for (;;) {
+            char *out = NULL;
+            mcplug_status st = mcplug_client_next_events(c, 16, 0, &out);
+            if (st == MCPLUG_TIMEOUT) {
+                drop(&out);
+                break;
+            }
+            if (st == MCPLUG_CLOSED) {
+                drop(&out);
+                return;
+            }
+            if (st != MCPLUG_OK) CHECK_STATUS(st, MCPLUG_OK, out, "next_events -> OK");
+            each_event(out, on_event, t);
+            drop(&out);
+        }
+    }
+}
+
+static void reset(void) {
+    memset(completed, 0, sizeof completed);
+    memset(numbers, 0, sizeof numbers);
+}
+
+static void burst_of_echoes(mcplug_client *c, int n, const char *what) {
+    struct tally t = {0};
+    char *out = NULL;
+    int fd = -1, i;
+    mcplug_status st = mcplug_client_event_fd(c, &fd, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "%s: event_fd -> OK", what);
+    CHECK(out == NULL && fd >= 0, "%s: event_fd gives a descriptor and no string", what);
+    reset();
+    t.n = n;
+    for (i = 1; i <= n; i++) {
+        char args[64];
+        snprintf(args, sizeof args, "{\"message\":\"m%d\"}", i);
+        out = (char *)"untouched";
+        st = mcplug_client_call_tool_start(c, "echo", args, NULL, &numbers[i], &out);
+        if (st != MCPLUG_OK) {
+            CHECK_STATUS(st, MCPLUG_OK, out, "%s: start call %d", what, i);
+        }
+        if (out != NULL) CHECK(0, "%s: a started call leaves *out NULL", what);
+    }
+    CHECK(1, "%s: %d calls started without waiting", what, n);
+    for (i = 2; i <= n; i++)
+        if (numbers[i] == numbers[i - 1]) CHECK(0, "call numbers are distinct");
+    pump_until(c, fd, &t, n, bound_s(20.0));
+    CHECK(t.done == n && t.bad == 0, "%s: %d of %d completions, each its own answer, %d bad", what,
+          t.done, n, t.bad);
+    CHECK(!readable(fd, 0), "%s: the descriptor is quiet once every event was pulled", what);
+    close(fd);
+}
+
+static void legacy_fault_server(void) {
+    char server[1024], *out = NULL;
+    uint64_t call = 0, sleeper = 0;
+    mcplug_status st;
+    mcplug_client *c;
+    int fd = -1, n = reduced() ? 100 : MAX_CALLS;
+    struct tally t = {0};
+
+    fault_server_json(server, sizeof server, "normal");
+    c = connect_or_die(server, NULL, "the fault server (legacy era)");
+    burst_of_echoes(c, n, "fault server");
+
+    /* Bad input: an error now, and no completion event later. */
+    st = mcplug_client_call_tool_start(c, "echo", "[1]", NULL, &call, &out);
+    CHECK_STATUS(st, MCPLUG_INVALID_ARGUMENT, out, "start with non-object arguments -> INVALID_ARGUMENT");
+    CHECK(is_error(out, "invalid_argument", "arguments_json"), "the error names arguments_json");
+    drop(&out);
+    st = mcplug_client_call_tool_start(c, "echo", NULL, NULL, NULL, &out);
+    CHECK_STATUS(st, MCPLUG_INVALID_ARGUMENT, out, "start with call NULL -> INVALID_ARGUMENT");
+    CHECK(is_error(out, "invalid_argument", "`call`"), "the error names `call`");
+    drop(&out);
+    st = mcplug_client_request_start(c, "tools/list", NULL, "{\"all_pages\":true}", &call, &out);
+    CHECK_STATUS(st, MCPLUG_INVALID_ARGUMENT, out, "request_start with all_pages -> INVALID_ARGUMENT");
+    drop(&out);
+    st = mcplug_client_event_fd(c, NULL, &out);
+    CHECK_STATUS(st, MCPLUG_INVALID_ARGUMENT, out, "event_fd with fd NULL -> INVALID_ARGUMENT");
+    drop(&out);
+    st = mcplug_client_next_events(c, 8, 0, &out);
+    CHECK_STATUS(st, MCPLUG_TIMEOUT, out, "no event left behind by the refused starts");
+    drop(&out);
+
+    /* An unknown tool completes with the server's rpc error. */
+    st = mcplug_client_call_tool_start(c, "no-such-tool", NULL, NULL, &call, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "start an unknown tool -> OK (the error comes as its completion)");
+    st = mcplug_client_next_event(c, 5000, &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"type\":\"completion\"") && call_of(out) == call &&
+                  contains(out, "\"kind\":\"rpc\"") && contains(out, "\"code\":-32602"),
+              out, "its completion carries the rpc error with the server's code");
+    drop(&out);
+
+    /* cancel_call: the completion says cancelled, the server hears notifications/cancelled. */
+    st = mcplug_client_call_tool_start(c, "sleep", "{\"ms\":300}", NULL, &sleeper, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "start sleep 300 ms");
+    st = mcplug_client_cancel_call(c, sleeper, &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"cancelled\":true"), out, "cancel_call -> cancelled:true");
+    drop(&out);
+    st = mcplug_client_next_event(c, 5000, &out);
+    CHECK_OUT(st == MCPLUG_OK && call_of(out) == sleeper && contains(out, "\"kind\":\"cancelled\""), out,
+              "the cancelled call completes with kind cancelled");
+    drop(&out);
+    st = mcplug_client_cancel_call(c, sleeper, &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"cancelled\":false"), out,
+              "cancelling it again -> cancelled:false (no longer in flight)");
+    drop(&out);
+    st = mcplug_client_cancel_call(c, (uint64_t)987654321, &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"cancelled\":false"), out, "an unknown call -> cancelled:false");
+    drop(&out);
+    {
+        char want[64];
+        snprintf(want, sizeof want, "%" PRIu64, sleeper);
+        st = mcplug_client_call_tool(c, "cancelled_ids", NULL, NULL, &out);
+        CHECK_OUT(st == MCPLUG_OK && contains(out, want), out,
+                  "the server was sent notifications/cancelled for request %s", want);
+        drop(&out);
+    }
+
+    /* The task way: a timer, and a tag cancelled with mcplug_cancel. */
+    st = mcplug_client_call_tool_start(c, "sleep", "{\"ms\":400}", "{\"timeout_ms\":100}", &call, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "start sleep 400 ms with timeout_ms 100");
+    st = mcplug_client_next_event(c, 5000, &out);
+    CHECK_OUT(st == MCPLUG_OK && call_of(out) == call && contains(out, "\"kind\":\"timeout\""), out,
+              "it completes with kind timeout");
+    drop(&out);
+    sleep_ms(400);
+    st = mcplug_client_call_tool_start(c, "sleep", "{\"ms\":300}", "{\"tag\":\"started-tag\"}", &call, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "start sleep with a tag");
+    sleep_ms(20);
+    CHECK(mcplug_cancel("started-tag") == MCPLUG_OK, "mcplug_cancel finds the started call by its tag");
+    st = mcplug_client_next_event(c, 5000, &out);
+    CHECK_OUT(st == MCPLUG_OK && call_of(out) == call && contains(out, "\"kind\":\"cancelled\""), out,
+              "the tagged call completes with kind cancelled");
+    drop(&out);
+    sleep_ms(300);
+
+    /* A started request, and a blocking call made while started ones are in flight. */
+    st = mcplug_client_request_start(c, "tools/list", NULL, NULL, &call, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "request_start tools/list (default request timeout: the task way)");
+    st = mcplug_client_next_event(c, 5000, &out);
+    CHECK_OUT(st == MCPLUG_OK && call_of(out) == call && contains(out, "\"result\":{\"tools\":["), out,
+              "its completion carries the tools");
+    drop(&out);
+    reset();
+    t.n = 3;
+    for (int i = 1; i <= 3; i++) {
+        char args[64];
+        snprintf(args, sizeof args, "{\"message\":\"m%d\"}", i);
+        st = mcplug_client_call_tool_start(c, "echo", args, NULL, &numbers[i], &out);
+        CHECK_STATUS(st, MCPLUG_OK, out, "start m%d", i);
+    }
+    st = mcplug_client_call_tool(c, "echo", "{\"message\":\"blocking\"}", NULL, &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "Echo: blocking"), out, "a blocking call among started ones");
+    drop(&out);
+    st = mcplug_client_event_fd(c, &fd, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "a second event_fd");
+    pump_until(c, fd, &t, 3, bound_s(5.0));
+    CHECK(t.done == 3 && t.bad == 0, "the started calls around it completed, each with its answer");
+
+    /* Close with calls in flight: each completes with `closed`, before the final event. */
+    reset();
+    memset(&t, 0, sizeof t);
+    t.n = 4;
+    t.want_kind = "closed";
+    st = mcplug_client_call_tool_start(c, "sleep", "{\"ms\":2000}", NULL, &numbers[1], &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "start a long sleep");
+    for (int i = 2; i <= 4; i++) {
+        st = mcplug_client_call_tool_start(c, "echo", "{\"message\":\"queued\"}", i == 4 ? "{\"timeout_ms\":60000}" : NULL,
+                                           &numbers[i], &out);
+        CHECK_STATUS(st, MCPLUG_OK, out, "start call %d behind it", i);
+    }
+    st = mcplug_client_close(c, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "close with 4 started calls in flight");
+    drop(&out);
+    CHECK(readable(fd, 0), "the descriptor is readable after close");
+    for (;;) {
+        st = mcplug_client_next_events(c, 2, 0, &out);
+        if (st != MCPLUG_OK) break;
+        each_event(out, on_event, &t);
+        drop(&out);
+    }
+    CHECK_STATUS(st, MCPLUG_CLOSED, out, "then next_events -> CLOSED");
+    drop(&out);
+    CHECK(t.done == 4 && t.bad == 0, "all 4 completed with kind closed (%d, %d bad)", t.done, t.bad);
+    CHECK(t.saw_closed && t.completion_after_closed == 0, "every completion came before the closed event");
+    CHECK(readable(fd, 0), "the descriptor stays readable once closed");
+    close(fd);
+    st = mcplug_client_call_tool_start(c, "echo", NULL, NULL, &call, &out);
+    CHECK_STATUS(st, MCPLUG_CLOSED, out, "starting on a closed handle -> CLOSED");
+    drop(&out);
+    mcplug_client_free(c);
+
+    /* The server dies with calls in flight. */
+    c = connect_or_die(server, NULL, "the fault server again");
+    reset();
+    memset(&t, 0, sizeof t);
+    t.n = 2;
+    t.want_kind = "closed";
+    st = mcplug_client_call_tool_start(c, "crash", NULL, NULL, &numbers[1], &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "start crash");
+    st = mcplug_client_call_tool_start(c, "sleep", "{\"ms\":100}", "{\"tag\":\"t-crash\"}", &numbers[2], &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "start a tagged call behind it");
+    st = mcplug_client_event_fd(c, &fd, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "event_fd");
+    pump_until(c, fd, &t, 2, bound_s(5.0));
+    CHECK(t.done == 2 && t.bad == 0, "both completed with kind closed when the server died");
+    close(fd);
+    mcplug_client_free(c);
+}
+
+static void modern_server(void) {
+    char server[1024], *out = NULL;
+    mcplug_client *c;
+    mcplug_status st;
+    uint64_t call = 0;
+    server_json(server, sizeof server, NULL, peer("MCPLUG_PYTHON"), peer("MCPLUG_MODERN_SERVER"), (const char *)NULL);
+    c = connect_or_die(server, NULL, "the Python SDK server (2026-07-28)");
+    st = mcplug_client_call_tool_start(c, "echo", "{\"message\":\"modern\"}", NULL, &call, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "start echo on the modern server");
+    st = mcplug_client_next_event(c, 10000, &out);
+    while (st == MCPLUG_OK && !contains(out, "\"type\":\"completion\"")) {
+        drop(&out);
+        st = mcplug_client_next_event(c, 10000, &out);
+    }
+    CHECK_OUT(st == MCPLUG_OK && call_of(out) == call && contains(out, "modern"), out,
+              "its completion carries the answer");
+    drop(&out);
+    mcplug_client_free(c);
+}
+
+static void everything_server(void) {
+    char server[1024];
+    mcplug_client *c;
+    server_json(server, sizeof server, NULL, peer("MCPLUG_NODE"), peer("MCPLUG_EVERYTHING"), (const char *)NULL);
+    c = connect_or_die(server, NULL, "server-everything");
+    burst_of_echoes(c, reduced() ? 50 : 500, "server-everything");
+    mcplug_client_free(c);
+}
+
+int main(void) {
+    legacy_fault_server();
+    modern_server();
+    everything_server();
+    printf("# %d checks passed\n", check_count);
+    return 0;
+}
