@@ -188,8 +188,10 @@ enum mcplug_status mcplug_client_next_event(struct mcplug_client *client,
  * `{"type": "completion", "call": N, "result": {...}}` (the server's `CallToolResult`, untouched)
  * or `{"type": "completion", "call": N, "error": {"kind", "message", "code"?, "data"?}}` — also
  * when the connection closes (before the final `closed` event). Takes the same arguments and
- * options as `mcplug_client_call_tool`. Never blocks on the server: a write the server is not
- * reading finishes in the background. On failure `*call` is untouched, `*out` holds the error,
+ * options as `mcplug_client_call_tool`, plus `defer` (true: the call may wait to be written
+ * together with later ones — at the latest with the next call that is not deferred, or with
+ * `mcplug_client_flush`; many calls, one write). Never blocks on the server: a write the server
+ * is not reading finishes in the background. On failure `*call` is untouched, `*out` holds the error,
  * and no completion event follows. Pair it with `mcplug_client_event_fd` (poll) and
  * `mcplug_client_next_events` (take many at once), or with `mcplug_client_next_event`.
  */
@@ -211,6 +213,13 @@ enum mcplug_status mcplug_client_request_start(struct mcplug_client *client,
                                                const char *options_json,
                                                uint64_t *call,
                                                char **out);
+
+/**
+ * Writes every call started with the option `"defer": true` that has not gone out yet (they
+ * also go out with the next call that is not deferred). Never blocks on the server. `out` is
+ * NULL on success. Errors: `closed` (the deferred calls then complete with it).
+ */
+enum mcplug_status mcplug_client_flush(struct mcplug_client *client, char **out);
 
 /**
  * Cancels a started call: unless its answer won the race, its completion event carries a

@@ -4,8 +4,10 @@
  *
  * SCEN s1: spawn + initialize + tools/list, prints {"ttl_ms"} (time since MCPB_T0, the launch);
  *      s2: N sequential echo calls, prints p50/p99 latency, calls/s, VmHWM and client CPU per call;
- *      s3: N calls with CONC in flight on ONE connection: the C ABI blocks, so CONC threads share
- *          one handle (which is what a C host does);
+ *      s3: N calls with CONC in flight on ONE connection, from one thread: started calls
+ *          (mcplug_client_call_tool_start), the event descriptor polled, completions taken many at
+ *          a time (mcplug_client_next_events). MCPB_C_S3=threads: CONC threads share one handle
+ *          with the blocking mcplug_client_call_tool instead;
  *      s4: N echoes of SIZE bytes, prints MiB/s.
  *      rss: like s2, but prints VmHWM before the first library call and after the loop, so the
  *          memory the library adds to a C host can be read off one process.
@@ -14,6 +16,7 @@
 #define _GNU_SOURCE
 #include "mcplug.h"
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -21,6 +24,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *scenario = "";
 
@@ -251,6 +255,79 @@ static void *s3_worker(void *arg) {
   }
 }
 
+/* S3 from one thread: CONC started calls in flight, refilled as completions arrive. */
+struct slot {
+  uint64_t call;
+  long i; /* the call's index: its text is "hello <i>"; -1 when free */
+};
+
+static void s3_started(long conc) {
+  long cap = 1;
+  while (cap < conc * 4) cap <<= 1;
+  struct slot *slots = calloc((size_t)cap, sizeof *slots);
+  if (!slots) die("s3", "out of memory");
+  for (long k = 0; k < cap; k++) slots[k].i = -1;
+  char args[64], text[32], *out = NULL;
+  int fd = -1;
+  if (mcplug_client_event_fd(client, &fd, &out) != MCPLUG_OK) die("event_fd failed", out);
+  long next = 0, done = 0;
+  /* starts call `next` and remembers it; all but the last of a batch are deferred, so that a
+   * batch goes out in one write */
+#define START_ONE(last)                                                                        \
+  do {                                                                                         \
+    uint64_t call;                                                                             \
+    hello_args(args, sizeof args, text, sizeof text, next);                                    \
+    if (mcplug_client_call_tool_start(client, "echo", args, (last) ? NULL : defer, &call,      \
+                                      &out) != MCPLUG_OK)                                      \
+      die("call_tool_start failed", out);                                                      \
+    long h = (long)(call & (uint64_t)(cap - 1));                                               \
+    while (slots[h].i >= 0) h = (h + 1) & (cap - 1);                                           \
+    slots[h].call = call;                                                                      \
+    slots[h].i = next++;                                                                       \
+  } while (0)
+  const char *defer = "{\"defer\":true}";
+  while (next < n_calls && next < conc) START_ONE(next + 1 == n_calls || next + 1 == conc);
+  while (done < n_calls) {
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 10000) != 1) die("s3", "no completion within 10 s");
+    for (;;) {
+      mcplug_status st = mcplug_client_next_events(client, (uint32_t)conc, 0, &out);
+      if (st == MCPLUG_TIMEOUT) {
+        mcplug_string_free(out);
+        break;
+      }
+      if (st != MCPLUG_OK) die("next_events failed", out);
+      long got = 0;
+      const char *e = ws(out + 1);
+      while (*e == '{') {
+        const char *end = skip_value(e);
+        const char *c = find_key(e, "call");
+        if (!c || !end) die("an event without a call", e);
+        uint64_t call = strtoull(c, NULL, 10);
+        long h = (long)(call & (uint64_t)(cap - 1));
+        while (slots[h].i < 0 || slots[h].call != call) {
+          if (slots[h].i < 0 && slots[h].call == 0) die("a completion of an unknown call", e);
+          h = (h + 1) & (cap - 1);
+        }
+        size_t len = (size_t)snprintf(text, sizeof text, "hello %ld", slots[h].i);
+        const char *r = find_key(e, "result");
+        if (!r || !echo_ok(r, text, len)) die("wrong echo answer", e);
+        slots[h].i = -1; /* a tombstone: call stays, so probes continue past it */
+        done++;
+        got++;
+        e = ws(end);
+        if (*e == ',') e = ws(e + 1);
+      }
+      mcplug_string_free(out);
+      for (long k = 0; k < got && next < n_calls; k++) START_ONE(k + 1 == got || next + 1 == n_calls);
+      if (got < conc) break; /* a short batch: the queue was empty, the descriptor re-armed */
+    }
+  }
+#undef START_ONE
+  close(fd);
+  free(slots);
+}
+
 /* the same payload as peer-bench's payload(): ASCII letters, digits and spaces */
 static char *payload(size_t size) {
   static const char A[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ";
@@ -339,6 +416,13 @@ int main(int argc, char **argv) {
              "\"calls_per_s\":%.1f,\"hwm_kib\":%ld,\"cpu_us_per_call\":%.3f}\n",
              n, pct(lat, n, 50), pct(lat, n, 99), (double)n / el, vm_hwm_kib(), cpu * 1e6 / (double)n);
     free(lat);
+  } else if (strcmp(scenario, "s3") == 0 && !(getenv("MCPB_C_S3") && strcmp(getenv("MCPB_C_S3"), "threads") == 0)) {
+    double cpu0 = cpu_s(), t = mono_us();
+    s3_started(conc);
+    double el = (mono_us() - t) / 1e6, cpu = cpu_s() - cpu0;
+    printf("{\"client\":\"mcplug-c\",\"scenario\":\"s3\",\"n\":%ld,\"conc\":%ld,\"calls_per_s\":%.1f,"
+           "\"cpu_us_per_call\":%.3f}\n",
+           n, conc, (double)n / el, cpu * 1e6 / (double)n);
   } else if (strcmp(scenario, "s3") == 0) {
     pthread_t *th = malloc(sizeof(pthread_t) * (size_t)conc);
     if (!th) die("s3", "out of memory");

@@ -60,6 +60,9 @@ struct Shared {
     pending: PendingTable,
     /// Started calls running as tasks (see `started`), with their own cancel.
     started: Mutex<HashMap<u64, Arc<cancel::CancelSignal>>>,
+    /// Started calls the host deferred: written with the next call that is not, or `flush`.
+    deferred: Mutex<started::Deferred>,
+    has_deferred: AtomicBool,
     events: EventQueue,
     host_requests: Mutex<HashMap<String, HostRequest>>,
     next_event_id: AtomicU64,
@@ -95,6 +98,8 @@ impl Client {
             transport: OnceCell::new(),
             pending: PendingTable::new(),
             started: Mutex::new(HashMap::new()),
+            deferred: Mutex::new(Default::default()),
+            has_deferred: AtomicBool::new(false),
             host_requests: Mutex::new(HashMap::new()),
             next_event_id: AtomicU64::new(1),
             progress: Mutex::new(HashMap::new()),
@@ -452,6 +457,8 @@ impl Shared {
         }
         *self.close_reason.lock() = Some(reason.clone());
         self.closed_now.notify_waiters();
+        *self.deferred.lock() = Default::default();
+        self.has_deferred.store(false, Ordering::Release);
         let tickets = self.pending.fail_all(&reason);
         self.fail_started(tickets, &reason);
         for (_, r) in self.host_requests.lock().drain() {

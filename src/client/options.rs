@@ -229,6 +229,9 @@ pub struct CallOptions {
     pub cursor: Option<String>,
     /// For the generic request: follow `nextCursor` and concatenate the pages.
     pub all_pages: bool,
+    /// For a started call: queue it, to be written with the next call that is not deferred or
+    /// with `flush` (many calls, one write).
+    pub defer: bool,
 }
 
 impl CallOptions {
@@ -263,6 +266,7 @@ impl CallOptions {
             }
         }
         o.all_pages = parse_bool(obj, "all_pages")?.unwrap_or(false);
+        o.defer = parse_bool(obj, "defer")?.unwrap_or(false);
         Ok(o)
     }
 }

@@ -91,12 +91,17 @@ impl Shared {
             }
             // The send counts against the same timer and cancel: a server that stopped reading
             // must not hold a caller past its timeout.
+            // Started calls deferred by the host go out first, in the same write.
+            let (message, deferred) = self.take_deferred(message);
             let mut sending = self.transport()?.clone().send(message);
             let sent = tokio::select! {
                 r = &mut sending => Some(r),
                 _ = sleep_until_opt(deadline) => None,
                 _ = guard.fired() => None,
             };
+            if let Some(Err(e)) = &sent {
+                self.fail_deferred(deferred, e);
+            }
             match sent {
                 Some(Ok(())) => {}
                 Some(Err(e)) => {
@@ -359,7 +364,7 @@ pub(super) fn encode_tool_call(
 }
 
 /// The modern era's `resultType`: absent or "complete" is a final result.
-fn check_result_type(method: &str, result: RawJson) -> Result<RawJson> {
+pub(super) fn check_result_type(method: &str, result: RawJson) -> Result<RawJson> {
     #[derive(serde::Deserialize)]
     struct ResultType<'a> {
         #[serde(rename = "resultType", borrow)]

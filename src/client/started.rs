@@ -5,9 +5,9 @@
 //! `{"type": "completion", "call": N, "result": {...}}` or `{..., "error": {"kind", "message",
 //! ...}}`, exactly once per started call — also when the connection closes (then before the final
 //! `closed` event). Two ways to run one:
-//! - the direct way, for the common case (a legacy-era connection, no timer, no tag, no progress):
-//!   the request is written from the caller's thread and its answer is turned into the completion
-//!   event by whoever reads it, with no task and no runtime wake-up of its own;
+//! - the direct way, for the common case (no timer, no tag, no progress): the request is written
+//!   from the caller's thread and its answer is turned into the completion event by whoever reads
+//!   it, with no task and no runtime wake-up of its own;
 //! - everything else runs [`Shared::send_request`] in a runtime task, with every option honoured.
 
 use super::*;
@@ -17,6 +17,11 @@ use std::future::Future;
 use std::task::Poll;
 
 impl Client {
+    /// Writes the calls started with `defer`. Never blocks on the server.
+    pub async fn flush(&self) -> Result<()> {
+        self.shared.flush_deferred().await
+    }
+
     /// Starts `tools/call`; the outcome arrives as a completion event.
     pub async fn start_call_tool(
         &self,
@@ -27,9 +32,12 @@ impl Client {
         let shared = &self.shared;
         shared.check_open()?;
         let timeout = options.timeout.or(shared.options.tool_timeout);
-        if timeout.is_none() && shared.direct_ok(options) {
+        if timeout.is_none() && direct_ok(options) {
             return shared
-                .start_direct(|id| request::encode_tool_call(id, name, arguments, false, None))
+                .start_direct(options.defer, |id, era| {
+                    let modern = era.and_then(|e| e.modern_meta.as_deref());
+                    request::encode_tool_call(id, name, arguments, false, modern)
+                })
                 .await;
         }
         let name = name.to_string();
@@ -69,14 +77,11 @@ impl Client {
             ));
         }
         let timeout = options.timeout.or(shared.options.request_timeout);
-        if timeout.is_none() && shared.direct_ok(options) {
-            return shared
-                .start_direct(|id| {
-                    Outgoing::request(id, method, 0)
-                        .params(params.as_ref())
-                        .finish()
-                })
-                .await;
+        if timeout.is_none() && direct_ok(options) {
+            let encode = |id, era: Option<&EraState>| {
+                shared.encode_params(id, method, params.clone(), false, era)
+            };
+            return shared.start_direct(options.defer, encode).await;
         }
         let method = method.to_string();
         let options = options.clone();
@@ -132,24 +137,33 @@ impl Client {
     }
 }
 
-impl Shared {
-    /// Whether a started call can take the direct way: nothing that needs a timer or a task.
-    /// The modern era goes through the task, whose request path checks `resultType`.
-    fn direct_ok(&self, options: &CallOptions) -> bool {
-        options.tag.is_none()
-            && !options.progress
-            && self
-                .era
-                .read()
-                .as_ref()
-                .is_some_and(|e| e.modern_meta.is_none())
-    }
+/// Whether a started call can take the direct way: nothing that needs a timer or a task.
+fn direct_ok(options: &CallOptions) -> bool {
+    options.tag.is_none() && !options.progress
+}
 
+/// Deferred calls: their messages, back to back, and their ids (to fail them if the write does).
+#[derive(Default)]
+pub(super) struct Deferred {
+    bytes: Vec<u8>,
+    ids: Vec<u64>,
+}
+
+impl Shared {
     /// The direct way: register the call, write it from this thread. A write that cannot finish
     /// now (the server is not reading) finishes in the background, so starting never blocks.
-    async fn start_direct(self: &Arc<Self>, encode: impl FnOnce(u64) -> Vec<u8>) -> Result<u64> {
+    async fn start_direct(
+        self: &Arc<Self>,
+        defer: bool,
+        encode: impl FnOnce(u64, Option<&EraState>) -> Vec<u8>,
+    ) -> Result<u64> {
         let transport = self.transport()?.clone();
-        let id = self.pending.register_ticket();
+        let (id, message) = {
+            let era = self.era.read();
+            let modern = era.as_ref().is_some_and(|e| e.modern_meta.is_some());
+            let id = self.pending.register_ticket(modern);
+            (id, encode(id, era.as_ref()))
+        };
         // From here the call counts as waiting: the background reader serves it.
         transport.enter_call(false);
         if self.closed.load(Ordering::SeqCst) {
@@ -157,21 +171,77 @@ impl Shared {
             // outcome either way.
             return self.start_failed(id, self.check_open().unwrap_err());
         }
-        let mut sending = transport.send(encode(id));
+        if defer {
+            let mut d = self.deferred.lock();
+            d.bytes.extend_from_slice(&message);
+            d.ids.push(id);
+            self.has_deferred.store(true, Ordering::Release);
+            return Ok(id);
+        }
+        let (message, deferred) = self.take_deferred(message);
+        match self.write_now(&transport, message, deferred).await {
+            Ok(()) => Ok(id),
+            Err(e) => self.start_failed(id, e),
+        }
+    }
+
+    /// Writes the deferred calls now. Never blocks on the server.
+    pub(super) async fn flush_deferred(self: &Arc<Self>) -> Result<()> {
+        self.check_open()?;
+        let (message, deferred) = self.take_deferred(Vec::new());
+        if message.is_empty() {
+            return Ok(());
+        }
+        let transport = self.transport()?.clone();
+        self.write_now(&transport, message, deferred).await
+    }
+
+    /// Writes `message` (which carries the `deferred` calls first): at once if the pipe takes it,
+    /// else in the background, failing the deferred calls if that write fails. An immediate
+    /// failure is returned (the deferred calls already failed with it).
+    async fn write_now(
+        self: &Arc<Self>,
+        transport: &Arc<dyn Transport>,
+        message: Vec<u8>,
+        deferred: Vec<u64>,
+    ) -> Result<()> {
+        let mut sending = transport.clone().send(message);
         let first = std::future::poll_fn(|cx| Poll::Ready(sending.as_mut().poll(cx))).await;
         match first {
-            Poll::Ready(Ok(())) => Ok(id),
-            Poll::Ready(Err(e)) => self.start_failed(id, e),
+            Poll::Ready(Ok(())) => Ok(()),
+            Poll::Ready(Err(e)) => {
+                self.fail_deferred(deferred, &e);
+                Err(e)
+            }
             Poll::Pending => {
                 let shared = self.clone();
                 crate::runtime::spawn(async move {
                     if let Err(e) = sending.await {
-                        if shared.pending.forget_ticket(id) {
-                            shared.ticket_done(id, Err(shared.check_open().err().unwrap_or(e)));
-                        }
+                        shared.fail_deferred(deferred, &e);
                     }
                 });
-                Ok(id)
+                Ok(())
+            }
+        }
+    }
+
+    /// `message` with the deferred calls' messages before it, and their ids.
+    pub(super) fn take_deferred(&self, message: Vec<u8>) -> (Vec<u8>, Vec<u64>) {
+        if !self.has_deferred.load(Ordering::Acquire) {
+            return (message, Vec::new());
+        }
+        let mut d = self.deferred.lock();
+        self.has_deferred.store(false, Ordering::Release);
+        let mut bytes = std::mem::take(&mut d.bytes);
+        bytes.extend_from_slice(&message);
+        (bytes, std::mem::take(&mut d.ids))
+    }
+
+    /// A write carrying deferred calls failed: each completes with the error.
+    pub(super) fn fail_deferred(&self, ids: Vec<u64>, e: &Error) {
+        for id in ids {
+            if self.pending.forget_ticket(id) {
+                self.ticket_done(id, Err(self.check_open().err().unwrap_or_else(|| e.clone())));
             }
         }
     }
@@ -223,7 +293,13 @@ impl Shared {
     pub(super) fn delivered(&self, delivered: Delivered, id: &RawValue) {
         match delivered {
             Delivered::Replied => {}
-            Delivered::Ticket(call, outcome) => self.ticket_done(call, outcome),
+            Delivered::Ticket(call, outcome, modern) => {
+                let outcome = match outcome {
+                    Ok(result) if modern => request::check_result_type("the started call", result),
+                    other => other,
+                };
+                self.ticket_done(call, outcome)
+            }
             Delivered::Unknown => {
                 tracing::debug!(id = id.get(), "ignored a response to no pending request")
             }

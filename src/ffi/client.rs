@@ -219,8 +219,10 @@ pub unsafe extern "C" fn mcplug_client_next_event(
 /// `{"type": "completion", "call": N, "result": {...}}` (the server's `CallToolResult`, untouched)
 /// or `{"type": "completion", "call": N, "error": {"kind", "message", "code"?, "data"?}}` — also
 /// when the connection closes (before the final `closed` event). Takes the same arguments and
-/// options as `mcplug_client_call_tool`. Never blocks on the server: a write the server is not
-/// reading finishes in the background. On failure `*call` is untouched, `*out` holds the error,
+/// options as `mcplug_client_call_tool`, plus `defer` (true: the call may wait to be written
+/// together with later ones — at the latest with the next call that is not deferred, or with
+/// `mcplug_client_flush`; many calls, one write). Never blocks on the server: a write the server
+/// is not reading finishes in the background. On failure `*call` is untouched, `*out` holds the error,
 /// and no completion event follows. Pair it with `mcplug_client_event_fd` (poll) and
 /// `mcplug_client_next_events` (take many at once), or with `mcplug_client_next_event`.
 #[no_mangle]
@@ -280,6 +282,20 @@ pub unsafe extern "C" fn mcplug_client_request_start(
         let n = runtime::block_on(h.0.client.start_request(method, params, &opts))?;
         unsafe { *call = n };
         Ok(())
+    })
+}
+
+/// Writes every call started with the option `"defer": true` that has not gone out yet (they
+/// also go out with the next call that is not deferred). Never blocks on the server. `out` is
+/// NULL on success. Errors: `closed` (the deferred calls then complete with it).
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_client_flush(
+    client: *mut mcplug_client,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary_quiet!(out, {
+        let h = enter(client)?;
+        runtime::block_on(h.0.client.flush())
     })
 }
 

@@ -37,15 +37,17 @@ impl Hasher for IdHasher {
 /// answer is handed back to the connection, which queues it as a completion event.
 enum Waiter {
     Reply(oneshot::Sender<Outcome>),
-    Ticket,
+    /// `modern`: the result's `resultType` must be looked at (2026-07-28 era).
+    Ticket { modern: bool },
 }
 
 /// What became of an answer.
 pub enum Delivered {
     /// A waiting caller got it.
     Replied,
-    /// A started call's answer: the connection queues it for the host.
-    Ticket(u64, Outcome),
+    /// A started call's answer (and whether it is of the modern era): the connection queues
+    /// it for the host.
+    Ticket(u64, Outcome, bool),
     /// No request with that id is pending (late, after a timeout or a cancel, or unknown).
     Unknown,
 }
@@ -76,9 +78,9 @@ impl PendingTable {
 
     /// Reserves a fresh id for a started call: its answer comes back from [`PendingTable::complete`]
     /// as [`Delivered::Ticket`] (or from [`PendingTable::fail_all`]).
-    pub fn register_ticket(&self) -> u64 {
+    pub fn register_ticket(&self, modern: bool) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.waiting.lock().insert(id, Waiter::Ticket);
+        self.waiting.lock().insert(id, Waiter::Ticket { modern });
         id
     }
 
@@ -97,7 +99,7 @@ impl PendingTable {
     /// request. Returns whether it was pending.
     pub fn forget_ticket(&self, id: u64) -> bool {
         let mut waiting = self.waiting.lock();
-        if matches!(waiting.get(&id), Some(Waiter::Ticket)) {
+        if matches!(waiting.get(&id), Some(Waiter::Ticket { .. })) {
             waiting.remove(&id);
             true
         } else {
@@ -117,7 +119,7 @@ impl PendingTable {
                 let _ = tx.send(outcome);
                 Delivered::Replied
             }
-            Some(Waiter::Ticket) => Delivered::Ticket(id, outcome),
+            Some(Waiter::Ticket { modern }) => Delivered::Ticket(id, outcome, modern),
             None => Delivered::Unknown,
         }
     }
@@ -132,7 +134,7 @@ impl PendingTable {
                 Waiter::Reply(tx) => {
                     let _ = tx.send(Err(error.clone()));
                 }
-                Waiter::Ticket => tickets.push(id),
+                Waiter::Ticket { .. } => tickets.push(id),
             }
         }
         tickets.sort_unstable();
@@ -182,9 +184,11 @@ mod tests {
         ));
         let (c, _) = t.register();
         assert!(c > b, "ids only grow");
-        let d = t.register_ticket();
+        let d = t.register_ticket(true);
         assert!(d > c);
-        assert!(matches!(t.complete(&raw(json!(d)), ok()), Delivered::Ticket(n, Ok(_)) if n == d));
+        assert!(
+            matches!(t.complete(&raw(json!(d)), ok()), Delivered::Ticket(n, Ok(_), true) if n == d)
+        );
         assert!(t.reserve_id() > d);
     }
 
@@ -193,7 +197,7 @@ mod tests {
         let t = PendingTable::new();
         let (_, mut r1) = t.register();
         let (_, mut r2) = t.register();
-        let ticket = t.register_ticket();
+        let ticket = t.register_ticket(false);
         assert_eq!(t.fail_all(&Error::closed("gone")), vec![ticket]);
         assert!(t.is_empty());
         assert_eq!(
