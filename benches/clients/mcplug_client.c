@@ -5,9 +5,10 @@
  * SCEN s1: spawn + initialize + tools/list, prints {"ttl_ms"} (time since MCPB_T0, the launch);
  *      s2: N sequential echo calls, prints p50/p99 latency, calls/s, VmHWM and client CPU per call;
  *      s3: N calls with CONC in flight on ONE connection, from one thread: started calls
- *          (mcplug_client_call_tool_start), the event descriptor polled, completions taken many at
- *          a time (mcplug_client_next_events). MCPB_C_S3=threads: CONC threads share one handle
- *          with the blocking mcplug_client_call_tool instead;
+ *          (mcplug_client_call_tool_start, all but the last of a batch deferred), completions taken
+ *          many at a time (mcplug_client_next_events, blocking). MCPB_C_S3=poll: poll the event
+ *          descriptor first; MCPB_C_S3=threads: CONC threads share one handle with the blocking
+ *          mcplug_client_call_tool instead;
  *      s4: N echoes of SIZE bytes, prints MiB/s.
  *      rss: like s2, but prints VmHWM before the first library call and after the loop, so the
  *          memory the library adds to a C host can be read off one process.
@@ -269,7 +270,9 @@ static void s3_started(long conc) {
   for (long k = 0; k < cap; k++) slots[k].i = -1;
   char args[64], text[32], *out = NULL;
   int fd = -1;
-  if (mcplug_client_event_fd(client, &fd, &out) != MCPLUG_OK) die("event_fd failed", out);
+  if (getenv("MCPB_C_S3") && strcmp(getenv("MCPB_C_S3"), "poll") == 0 &&
+      mcplug_client_event_fd(client, &fd, &out) != MCPLUG_OK)
+    die("event_fd failed", out);
   long next = 0, done = 0;
   /* starts call `next` and remembers it; all but the last of a batch are deferred, so that a
    * batch goes out in one write */
@@ -288,10 +291,18 @@ static void s3_started(long conc) {
   const char *defer = "{\"defer\":true}";
   while (next < n_calls && next < conc) START_ONE(next + 1 == n_calls || next + 1 == conc);
   while (done < n_calls) {
-    struct pollfd p = {fd, POLLIN, 0};
-    if (poll(&p, 1, 10000) != 1) die("s3", "no completion within 10 s");
+    /* By default this thread blocks in next_events, which then reads the server itself (one
+     * hand-off per answer); MCPB_C_S3=poll polls the event descriptor instead, as a host with
+     * its own event loop would. */
+    int wait_ms = 10000;
+    if (fd >= 0) {
+      struct pollfd p = {fd, POLLIN, 0};
+      if (poll(&p, 1, 10000) != 1) die("s3", "no completion within 10 s");
+      wait_ms = 0;
+    }
     for (;;) {
-      mcplug_status st = mcplug_client_next_events(client, (uint32_t)conc, 0, &out);
+      mcplug_status st = mcplug_client_next_events(client, (uint32_t)conc, wait_ms, &out);
+      wait_ms = 0;
       if (st == MCPLUG_TIMEOUT) {
         mcplug_string_free(out);
         break;
@@ -324,7 +335,7 @@ static void s3_started(long conc) {
     }
   }
 #undef START_ONE
-  close(fd);
+  if (fd >= 0) close(fd);
   free(slots);
 }
 

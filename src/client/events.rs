@@ -123,23 +123,7 @@ impl EventQueue {
     /// A new descriptor, owned by the caller, that is readable while events wait and once the
     /// queue is closed (see the module's documentation).
     pub fn readiness_fd(&self) -> std::io::Result<RawFd> {
-        let mut s = self.state.lock();
-        if s.pipe.is_none() {
-            let mut fds = [0; 2];
-            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // SAFETY: pipe2 just returned these two descriptors, owned by nobody else.
-            s.pipe = Some(unsafe {
-                Pipe {
-                    read: OwnedFd::from_raw_fd(fds[0]),
-                    write: OwnedFd::from_raw_fd(fds[1]),
-                }
-            });
-            s.signalled = false;
-            s.sync_pipe();
-        }
-        let read = s.pipe.as_ref().expect("created above").read.as_raw_fd();
+        let read = self.wake_fd().ok_or_else(std::io::Error::last_os_error)?;
         let fd = unsafe { libc::fcntl(read, libc::F_DUPFD_CLOEXEC, 0) };
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
@@ -205,6 +189,44 @@ impl EventQueue {
                         };
                     }
                 }
+            }
+        }
+    }
+
+    /// Whether an event (or the end) can be pulled without waiting.
+    pub fn ready(&self) -> bool {
+        let s = self.state.lock();
+        s.closed || s.has_events()
+    }
+
+    /// The readiness pipe's own read end (created if needed), for the library's own polls.
+    pub fn wake_fd(&self) -> Option<RawFd> {
+        let mut s = self.state.lock();
+        if s.pipe.is_none() {
+            let mut fds = [0; 2];
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+                return None;
+            }
+            // SAFETY: pipe2 just returned these two descriptors, owned by nobody else.
+            s.pipe = Some(unsafe {
+                Pipe {
+                    read: OwnedFd::from_raw_fd(fds[0]),
+                    write: OwnedFd::from_raw_fd(fds[1]),
+                }
+            });
+            s.signalled = false;
+            s.sync_pipe();
+        }
+        s.pipe.as_ref().map(|p| p.read.as_raw_fd())
+    }
+
+    /// Waits up to `wait` for an event (or the end) to be pullable, without taking it.
+    pub fn wait_ready(&self, wait: Duration) {
+        let deadline = Instant::now() + wait;
+        let mut s = self.state.lock();
+        while !(s.closed || s.has_events()) {
+            if self.ready.wait_until(&mut s, deadline).timed_out() {
+                return;
             }
         }
     }

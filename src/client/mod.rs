@@ -298,7 +298,11 @@ impl Client {
 
     /// Waits for the next event (`None`: forever).
     pub fn next_event(&self, wait: Option<Duration>) -> Pulled {
-        self.shared.events.pull(wait)
+        match self.shared.drive_for_events(wait) {
+            Some(started::Waited::Ready) => self.shared.events.pull(Some(Duration::ZERO)),
+            Some(started::Waited::TimedOut) => Pulled::TimedOut,
+            None => self.shared.events.pull(wait),
+        }
     }
 
     /// The host's answer to a server's request event: `{"id", "result"}` or `{"id", "error"}`.

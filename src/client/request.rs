@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 const DRIVE_SLICE: Duration = Duration::from_millis(20);
 
 /// Leaves the transport's set of waiting callers however the wait ends.
-struct LeaveCall<'a>(&'a dyn Transport, bool);
+pub(super) struct LeaveCall<'a>(pub(super) &'a dyn Transport, pub(super) bool);
 
 impl Drop for LeaveCall<'_> {
     fn drop(&mut self) {
@@ -165,7 +165,7 @@ impl Shared {
                         }
                     }
                     let slice = deadline.map_or(DRIVE_SLICE, |d| d.saturating_duration_since(now).min(DRIVE_SLICE));
-                    match transport.drive(slice) {
+                    match transport.drive(slice, None) {
                         // Let whatever encloses this call (a connect's own timer and cancel)
                         // look at its own futures between turns.
                         Drive::Turned => tokio::task::yield_now().await,

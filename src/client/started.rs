@@ -12,6 +12,7 @@
 
 use super::*;
 use crate::protocol::pending::Delivered;
+use crate::transport::Drive;
 use cancel::CancelSignal;
 use std::future::Future;
 use std::task::Poll;
@@ -133,9 +134,24 @@ impl Client {
 
     /// Waits like `next_event`, then takes up to `max` events at once, as one JSON array.
     pub fn next_events(&self, max: usize, wait: Option<Duration>) -> Pulled {
-        self.shared.events.pull_many(max, wait)
+        match self.shared.drive_for_events(wait) {
+            Some(Waited::Ready) => self.shared.events.pull_many(max, Some(Duration::ZERO)),
+            Some(Waited::TimedOut) => Pulled::TimedOut,
+            None => self.shared.events.pull_many(max, wait),
+        }
     }
 }
+
+/// How a host thread's wait for events ended, when it read the server itself.
+pub(super) enum Waited {
+    Ready,
+    TimedOut,
+}
+
+/// How long a host thread waiting for events reads before it looks at its deadline again.
+const EVENT_DRIVE_SLICE: Duration = Duration::from_millis(20);
+/// How long it waits while someone else reads, before it looks whether it may read again.
+const EVENT_BUSY_SLICE: Duration = Duration::from_millis(2);
 
 /// Whether a started call can take the direct way: nothing that needs a timer or a task.
 fn direct_ok(options: &CallOptions) -> bool {
@@ -150,6 +166,53 @@ pub(super) struct Deferred {
 }
 
 impl Shared {
+    /// A host thread waiting for events while started calls are in flight reads the server's
+    /// output itself (as a caller blocked in a call does, see transport/stdio_read.rs): then a
+    /// completion reaches it without a runtime thread reading and waking it — one hand-off per
+    /// answer instead of two. It also wakes for events queued by others (timers, stderr), through
+    /// the queue's pipe. `None` when it did not read (nothing started, not a host thread, or a
+    /// transport that cannot be driven): the caller waits the ordinary way.
+    pub(super) fn drive_for_events(&self, wait: Option<Duration>) -> Option<Waited> {
+        if wait == Some(Duration::ZERO) || self.events.ready() {
+            return None;
+        }
+        let transport = self.transport().ok()?.clone();
+        if !transport.drivable()
+            || transport.tickets() == 0
+            || tokio::runtime::Handle::try_current().is_ok()
+        {
+            return None;
+        }
+        let wake = self.events.wake_fd()?;
+        let _context = crate::runtime::handle().enter();
+        let deadline = wait.map(|w| Instant::now() + w);
+        transport.enter_call(true);
+        let _leave = request::LeaveCall(&*transport, true);
+        loop {
+            if self.events.ready() {
+                return Some(Waited::Ready);
+            }
+            let now = Instant::now();
+            let left = match deadline {
+                Some(d) if now >= d => return Some(Waited::TimedOut),
+                Some(d) => d - now,
+                None => EVENT_DRIVE_SLICE,
+            };
+            match transport.drive(left.min(EVENT_DRIVE_SLICE), Some(wake)) {
+                Drive::Turned => {}
+                Drive::Busy => self.events.wait_ready(left.min(EVENT_BUSY_SLICE)),
+                Drive::Finished => {
+                    // The stream ended: what is left comes the ordinary way.
+                    return if self.events.ready() {
+                        Some(Waited::Ready)
+                    } else {
+                        None
+                    };
+                }
+            }
+        }
+    }
+
     /// The direct way: register the call, write it from this thread. A write that cannot finish
     /// now (the server is not reading) finishes in the background, so starting never blocks.
     async fn start_direct(
@@ -164,8 +227,9 @@ impl Shared {
             let id = self.pending.register_ticket(modern);
             (id, encode(id, era.as_ref()))
         };
-        // From here the call counts as waiting: the background reader serves it.
-        transport.enter_call(false);
+        // From here something must read for it (the background, or a host thread waiting for
+        // events).
+        transport.ticket_started();
         if self.closed.load(Ordering::SeqCst) {
             // `shut` may have failed the call already, with its completion event; exactly one
             // outcome either way.
@@ -241,7 +305,10 @@ impl Shared {
     pub(super) fn fail_deferred(&self, ids: Vec<u64>, e: &Error) {
         for id in ids {
             if self.pending.forget_ticket(id) {
-                self.ticket_done(id, Err(self.check_open().err().unwrap_or_else(|| e.clone())));
+                self.ticket_done(
+                    id,
+                    Err(self.check_open().err().unwrap_or_else(|| e.clone())),
+                );
             }
         }
     }
@@ -251,7 +318,7 @@ impl Shared {
     fn start_failed(&self, id: u64, e: Error) -> Result<u64> {
         if self.pending.forget_ticket(id) {
             if let Ok(t) = self.transport() {
-                t.leave_call(false);
+                t.ticket_finished();
             }
             Err(self.check_open().err().unwrap_or(e))
         } else {
@@ -284,7 +351,7 @@ impl Shared {
     /// A direct call's answer (or failure), taken out of the pending table by the caller.
     pub(super) fn ticket_done(&self, id: u64, outcome: Result<RawJson>) {
         if let Ok(t) = self.transport() {
-            t.leave_call(false);
+            t.ticket_finished();
         }
         self.events.push_text(completion_text(id, &outcome), false);
     }

@@ -38,7 +38,9 @@ impl Hasher for IdHasher {
 enum Waiter {
     Reply(oneshot::Sender<Outcome>),
     /// `modern`: the result's `resultType` must be looked at (2026-07-28 era).
-    Ticket { modern: bool },
+    Ticket {
+        modern: bool,
+    },
 }
 
 /// What became of an answer.

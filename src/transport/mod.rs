@@ -54,10 +54,19 @@ pub trait Transport: Send + Sync {
     }
     fn enter_call(&self, _can_drive: bool) {}
     fn leave_call(&self, _could_drive: bool) {}
-    /// One turn: read and deliver what arrives within `wait`, unless another caller is reading.
+    /// One turn: read and deliver what arrives within `wait`, unless another caller is reading;
+    /// the turn also ends when `also` (a descriptor of the caller's) becomes readable.
     /// Blocks the calling thread: only ever called from a host thread, never a runtime worker.
-    fn drive(&self, _wait: std::time::Duration) -> Drive {
+    fn drive(&self, _wait: std::time::Duration, _also: Option<std::os::fd::RawFd>) -> Drive {
         Drive::Finished
+    }
+    /// A started call (nobody blocks on it) is in flight / has finished: while any is, something
+    /// must read even when no caller waits.
+    fn ticket_started(&self) {}
+    fn ticket_finished(&self) {}
+    /// Started calls in flight.
+    fn tickets(&self) -> usize {
+        0
     }
     /// Notified when the caller that was driving leaves, so that a waiting one takes over.
     fn baton(&self) -> Option<&tokio::sync::Notify> {

@@ -330,8 +330,8 @@ impl Transport for StdioTransport {
         self.reader.leave(could_drive);
     }
 
-    fn drive(&self, wait: Duration) -> Drive {
-        let (turn, end) = self.reader.drive(wait);
+    fn drive(&self, wait: Duration, also: Option<std::os::fd::RawFd>) -> Drive {
+        let (turn, end) = self.reader.drive(wait, also);
         if let Some(end) = end {
             // This caller saw the end of the stream: report it as the background task would.
             if let Some(me) = self.me.upgrade() {
@@ -339,6 +339,18 @@ impl Transport for StdioTransport {
             }
         }
         turn
+    }
+
+    fn ticket_started(&self) {
+        self.reader.ticket_started();
+    }
+
+    fn ticket_finished(&self) {
+        self.reader.ticket_finished();
+    }
+
+    fn tickets(&self) -> usize {
+        self.reader.tickets()
     }
 
     fn baton(&self) -> Option<&tokio::sync::Notify> {

@@ -15,7 +15,7 @@ use super::{Drive, Inbound};
 use crate::error::Error;
 use parking_lot::Mutex;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Weak;
 use std::time::Duration;
 use tokio::io::unix::AsyncFd;
@@ -25,6 +25,8 @@ use tokio::sync::Notify;
 /// How often the background task looks whether callers have stopped driving.
 const LOOK_BACK_EVERY: Duration = Duration::from_millis(10);
 const READ_CHUNK: usize = 64 << 10;
+/// A reader that left this recently is expected back: started calls do not wake the background.
+const REREAD_WINDOW: Duration = Duration::from_millis(2);
 
 pub(crate) struct SharedReader {
     fd: OwnedFd,
@@ -40,6 +42,13 @@ pub(crate) struct SharedReader {
     wake_background: Notify,
     /// The background task owns the pipe now (it need not be woken for new callers).
     background_active: AtomicBool,
+    /// Started calls in flight: not waiters (nobody blocks on them), but someone must read.
+    tickets: AtomicUsize,
+    /// When a caller that could read last left (ns since `epoch`): a host thread that pulls
+    /// events in a loop leaves and comes back within microseconds, and should not hand the pipe
+    /// to the background (a runtime thread's wake-up) each time.
+    driver_left: AtomicU64,
+    epoch: std::time::Instant,
     finished: AtomicBool,
     sink: Weak<dyn Inbound>,
     max: usize,
@@ -79,6 +88,9 @@ impl SharedReader {
             baton: Notify::new(),
             wake_background: Notify::new(),
             background_active: AtomicBool::new(false),
+            tickets: AtomicUsize::new(0),
+            driver_left: AtomicU64::new(0),
+            epoch: std::time::Instant::now(),
             finished: AtomicBool::new(false),
             sink,
             max,
@@ -110,15 +122,50 @@ impl SharedReader {
     /// drive) or the background reads for it.
     pub(crate) fn leave(&self, could_drive: bool) {
         if could_drive {
+            self.driver_left.store(self.now_ns(), Ordering::Relaxed);
             self.drivers.fetch_sub(1, Ordering::SeqCst);
         }
-        if self.waiters.fetch_sub(1, Ordering::SeqCst) == 2 {
-            if self.lone_driver() {
-                self.baton.notify_one();
-            } else {
-                self.wake_background();
+        match self.waiters.fetch_sub(1, Ordering::SeqCst) {
+            2 => {
+                if self.lone_driver() {
+                    self.baton.notify_one();
+                } else {
+                    self.wake_background();
+                }
             }
+            // The last caller left while started calls are in flight: the background reads
+            // for them from now on — unless it was a reader, likely to come back at once (then
+            // the background's look-back covers a reader that does not).
+            1 if !could_drive && self.tickets.load(Ordering::SeqCst) > 0 => self.wake_background(),
+            _ => {}
         }
+    }
+
+    /// A started call is in flight: if no caller reads, the background must.
+    pub(crate) fn ticket_started(&self) {
+        self.tickets.fetch_add(1, Ordering::SeqCst);
+        if self.waiters.load(Ordering::SeqCst) == 0 && !self.reader_just_left() {
+            self.wake_background();
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// A caller that could read left less than `REREAD_WINDOW` ago.
+    fn reader_just_left(&self) -> bool {
+        let left = self.driver_left.load(Ordering::Relaxed);
+        left != 0 && self.now_ns().saturating_sub(left) < REREAD_WINDOW.as_nanos() as u64
+    }
+
+    pub(crate) fn ticket_finished(&self) {
+        self.tickets.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Started calls in flight.
+    pub(crate) fn tickets(&self) -> usize {
+        self.tickets.load(Ordering::SeqCst)
     }
 
     /// Makes sure the background task reads, without waking a runtime thread for nothing when
@@ -138,7 +185,7 @@ impl SharedReader {
     /// for stdout to be readable, reads all there is and delivers it. With several callers the
     /// background task reads (one runtime thread serving them all beats a relay of callers
     /// handing the pipe to each other). Returns the end of the stream when it saw it.
-    pub(crate) fn drive(&self, wait: Duration) -> (Drive, Option<End>) {
+    pub(crate) fn drive(&self, wait: Duration, also: Option<RawFd>) -> (Drive, Option<End>) {
         if self.is_finished() {
             return (Drive::Finished, None);
         }
@@ -148,14 +195,22 @@ impl SharedReader {
         let Some(mut state) = self.state.try_lock() else {
             return (Drive::Busy, None);
         };
-        let mut pfd = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
+        let mut pfd = [
+            libc::pollfd {
+                fd: self.fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: also.unwrap_or(-1),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
         let ms = wait.as_millis().min(i32::MAX as u128) as i32;
-        let ready = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if ready <= 0 {
+        let count = if also.is_some() { 2 } else { 1 };
+        let ready = unsafe { libc::poll(pfd.as_mut_ptr(), count, ms) };
+        if ready <= 0 || pfd[0].revents == 0 {
             return (Drive::Turned, None);
         }
         // One read: poll is level-triggered, so what is left is found on the next turn, and the

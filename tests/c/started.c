@@ -171,6 +171,37 @@ static void burst_of_echoes(mcplug_client *c, int n, const char *what) {
     close(fd);
 }
 
+/* The same, with a thread that blocks in next_events (which then reads the server itself). */
+static void burst_blocking(mcplug_client *c, int n, const char *what) {
+    struct tally t = {0};
+    char *out = NULL;
+    double until = now_s() + bound_s(20.0);
+    int i;
+    mcplug_status st;
+    reset();
+    t.n = n;
+    for (i = 1; i <= n; i++) {
+        char args[64];
+        snprintf(args, sizeof args, "{\"message\":\"m%d\"}", i);
+        st = mcplug_client_call_tool_start(c, "echo", args, i % 8 && i < n ? "{\"defer\":true}" : NULL,
+                                           &numbers[i], &out);
+        if (st != MCPLUG_OK) CHECK_STATUS(st, MCPLUG_OK, out, "%s: start call %d", what, i);
+    }
+    while (t.done < n && now_s() < until) {
+        st = mcplug_client_next_events(c, 32, 1000, &out);
+        if (st == MCPLUG_TIMEOUT) {
+            drop(&out);
+            continue;
+        }
+        if (st != MCPLUG_OK) CHECK_STATUS(st, MCPLUG_OK, out, "%s: next_events", what);
+        each_event(out, on_event, &t);
+        drop(&out);
+    }
+    CHECK(t.done == n && t.bad == 0,
+          "%s: %d of %d completions through a blocking next_events (deferred starts), %d bad", what, t.done,
+          n, t.bad);
+}
+
 static void legacy_fault_server(void) {
     char server[1024], *out = NULL;
     uint64_t call = 0, sleeper = 0;
@@ -182,6 +213,29 @@ static void legacy_fault_server(void) {
     fault_server_json(server, sizeof server, "normal");
     c = connect_or_die(server, NULL, "the fault server (legacy era)");
     burst_of_echoes(c, n, "fault server");
+    burst_blocking(c, n, "fault server");
+
+    /* A thread blocked in next_events while a started call is in flight still wakes at once for
+     * an event that does not come from the server (here another call's timer). */
+    {
+        uint64_t slow = 0, timed = 0;
+        double t0;
+        st = mcplug_client_call_tool_start(c, "sleep", "{\"ms\":1500}", NULL, &slow, &out);
+        CHECK_STATUS(st, MCPLUG_OK, out, "start sleep 1500 ms");
+        st = mcplug_client_call_tool_start(c, "sleep", "{\"ms\":1500}", "{\"timeout_ms\":100}", &timed, &out);
+        CHECK_STATUS(st, MCPLUG_OK, out, "start another with timeout 100 ms");
+        t0 = now_s();
+        st = mcplug_client_next_events(c, 8, 5000, &out);
+        CHECK_OUT(st == MCPLUG_OK && call_of(out) == timed && contains(out, "\"kind\":\"timeout\""), out,
+                  "the blocked next_events returns the timer's completion");
+        CHECK(now_s() - t0 < bound_s(0.8), "within %.0f ms of the 100 ms timer, not when the server answers",
+              (now_s() - t0) * 1000);
+        drop(&out);
+        st = mcplug_client_next_events(c, 8, 5000, &out);
+        CHECK_OUT(st == MCPLUG_OK && call_of(out) == slow && contains(out, "slept"), out,
+                  "then the slow call's answer");
+        drop(&out);
+    }
 
     /* Bad input: an error now, and no completion event later. */
     st = mcplug_client_call_tool_start(c, "echo", "[1]", NULL, &call, &out);
