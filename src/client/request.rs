@@ -371,12 +371,15 @@ pub(super) fn check_result_type(method: &str, result: RawJson) -> Result<RawJson
         result_type: Option<std::borrow::Cow<'a, str>>,
     }
     // Most results have no resultType, or the plain "complete": find that out without parsing.
+    // One searcher for the process (building one per call cost ~1k instructions).
+    static FINDER: once_cell::sync::Lazy<memchr::memmem::Finder<'static>> =
+        once_cell::sync::Lazy::new(|| memchr::memmem::Finder::new(b"\"resultType\""));
     let text = result.as_str().as_bytes();
-    let Some(at) = memchr::memmem::find(text, b"\"resultType\"") else {
+    let Some(at) = FINDER.find(text) else {
         return Ok(result);
     };
     if text[at..].starts_with(b"\"resultType\":\"complete\"")
-        && memchr::memmem::find(&text[at + 1..], b"\"resultType\"").is_none()
+        && FINDER.find(&text[at + 1..]).is_none()
     {
         return Ok(result);
     }
