@@ -14,6 +14,11 @@
 #include <stdint.h>
 
 /**
+ * The most `InputRequiredResult` rounds one call takes before the server is called broken.
+ */
+#define DEFAULT_MAX_INPUT_ROUNDS 16
+
+/**
  * The incompatible-change counter of this ABI. Bindings refuse a library whose
  * `mcplug_abi_version()` differs from the one they were written for.
  */
@@ -190,6 +195,34 @@ enum mcplug_status mcplug_client_next_event(struct mcplug_client *client,
 enum mcplug_status mcplug_client_respond(struct mcplug_client *client,
                                          const char *response_json,
                                          char **out);
+
+/**
+ * Sets the roots the client answers to the server's `roots/list` by itself, from now on:
+ * `roots_json` is `[{"uri": "file:///...", "name": "..."}]` (or `{"roots": [...]}`); `null`
+ * hands `roots/list` back to the host as `request` events. On a legacy connection whose
+ * capabilities declared `roots.listChanged` (the default when `roots` was given at connect) the
+ * server is sent `notifications/roots/list_changed`; a modern server asks for roots per request,
+ * so it simply gets the new ones. `out` is `{"notified": true|false}`.
+ * Errors: `invalid_argument` (malformed roots — each needs a `file://` `uri` —, or the
+ * connection did not declare the roots capability), `closed`, `transport`.
+ */
+enum mcplug_status mcplug_client_set_roots(struct mcplug_client *client,
+                                           const char *roots_json,
+                                           char **out);
+
+/**
+ * Asks the server for log messages at `level` and above (`"debug"`, `"info"`, `"notice"`,
+ * `"warning"`, `"error"`, `"critical"`, `"alert"`, `"emergency"`); they arrive as
+ * `notifications/message` events. Legacy connection: sends `logging/setLevel` and waits for the
+ * answer (request timeout). Modern connection (2026-07-28): the level rides every later
+ * request's `_meta` (`io.modelcontextprotocol/logLevel`), as that revision asks — a server
+ * logs only while it answers a request. The connection option `log_level` does the same from
+ * connect on. `out` is `{"level": "...", "sent": "logging/setLevel" | "per request"}`.
+ * Errors: `invalid_argument` (an unknown level), `rpc` (the server refused), `timeout`, `closed`.
+ */
+enum mcplug_status mcplug_client_set_log_level(struct mcplug_client *client,
+                                               const char *level,
+                                               char **out);
 
 /**
  * Closes the connection without freeing the handle: pending calls fail with `MCPLUG_CLOSED`

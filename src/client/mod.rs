@@ -10,9 +10,13 @@ pub mod cancel;
 pub mod events;
 pub mod options;
 
+mod host;
+mod hosted_tasks;
 mod inbound;
+mod mrtr;
 mod negotiate;
 mod request;
+mod tasks;
 
 use request::{Body, Send};
 
@@ -42,9 +46,22 @@ pub struct Client {
     shared: Arc<Shared>,
 }
 
+/// A request of the server that waits for the host's `respond`, under its own timer.
 struct HostRequest {
-    rpc_id: Value,
+    answer: HostAnswer,
+    method: String,
     timer: tokio::task::JoinHandle<()>,
+}
+
+/// Where the host's answer goes.
+enum HostAnswer {
+    /// To the server, as the JSON-RPC response to its request (legacy era).
+    Server(Value),
+    /// To a call waiting on it: an input request of an `InputRequiredResult`, a task's input,
+    /// or a URL elicitation a -32042 error asked for.
+    Call(tokio::sync::oneshot::Sender<Result<Value>>),
+    /// Into a task this client runs for the server (a task-augmented legacy request).
+    Task(String),
 }
 
 struct ProgressRoute {
@@ -61,6 +78,8 @@ struct Shared {
     host_requests: Mutex<HashMap<String, HostRequest>>,
     next_event_id: AtomicU64,
     progress: Mutex<HashMap<String, ProgressRoute>>,
+    /// Roots, log level, server capabilities and hosted tasks (see `host.rs`).
+    host: host::HostState,
     era: RwLock<Option<EraState>>,
     closed: AtomicBool,
     /// Notified when `closed` is set.
@@ -87,6 +106,7 @@ impl Client {
     ) -> Result<(Client, Value)> {
         let shared = Arc::new(Shared {
             events: EventQueue::new(options.max_events),
+            host: host::HostState::new(&options),
             name: spec.name().map(str::to_string),
             options,
             transport: OnceCell::new(),
@@ -158,13 +178,7 @@ impl Client {
         }
         let timeout = options.timeout.or(self.shared.options.request_timeout);
         self.shared
-            .send_request(Send {
-                method,
-                body: Body::Params(params),
-                timeout,
-                cancellable: true,
-                options: Some(options),
-            })
+            .call(method, mrtr::Call::Params(params), timeout, options)
             .await
     }
 
@@ -178,13 +192,12 @@ impl Client {
     ) -> Result<RawJson> {
         let timeout = options.timeout.or(self.shared.options.tool_timeout);
         self.shared
-            .send_request(Send {
-                method: "tools/call",
-                body: Body::ToolCall { name, arguments },
+            .call(
+                "tools/call",
+                mrtr::Call::Tool { name, arguments },
                 timeout,
-                cancellable: true,
-                options: Some(options),
-            })
+                options,
+            )
             .await
     }
 
@@ -193,7 +206,7 @@ impl Client {
     pub async fn list_tools(&self, options: &CallOptions) -> Result<RawJson> {
         if let Some(cursor) = &options.cursor {
             let timeout = options.timeout.or(self.shared.options.request_timeout);
-            return self
+            let page = self
                 .shared
                 .send_request(Send {
                     method: "tools/list",
@@ -202,7 +215,13 @@ impl Client {
                     cancellable: true,
                     options: Some(options),
                 })
-                .await;
+                .await?;
+            if self.shared.wants_tool_tasks() {
+                if let Some(Value::Array(tools)) = page.value().get("tools") {
+                    self.shared.host.remember_tools(tools, false);
+                }
+            }
+            return Ok(page);
         }
         let all = self.list_all("tools/list", "tools", None, options).await?;
         Ok(RawJson::from_value(&all))
@@ -252,6 +271,9 @@ impl Client {
             }
             match page.get("nextCursor") {
                 None | Some(Value::Null) => {
+                    if method == "tools/list" && self.shared.wants_tool_tasks() {
+                        self.shared.host.remember_tools(&items, true);
+                    }
                     let mut out = Map::new();
                     out.insert(field.to_string(), Value::Array(items));
                     return Ok(Value::Object(out));
@@ -291,6 +313,19 @@ impl Client {
     /// The host's answer to a server's request event: `{"id", "result"}` or `{"id", "error"}`.
     pub async fn respond(&self, response: &Value) -> Result<()> {
         self.shared.respond(response).await
+    }
+
+    /// Replaces the roots answered to `roots/list` (a list of `{uri, name}`, or `{"roots": [...]}`;
+    /// `null` hands `roots/list` to the host again) and, on a legacy connection that declared
+    /// `roots.listChanged`, sends `notifications/roots/list_changed`. Returns `{"notified": bool}`.
+    pub async fn set_roots(&self, roots: &Value) -> Result<Value> {
+        self.shared.set_roots(roots).await
+    }
+
+    /// Asks the server for log messages at `level` and above: `logging/setLevel` on a legacy
+    /// connection; on a modern one the level rides every later request's `_meta`.
+    pub async fn set_log_level(&self, level: &Value, options: &CallOptions) -> Result<Value> {
+        self.shared.set_log_level(level, options).await
     }
 
     /// Closes gracefully: pending calls fail with `closed`, waiting event pulls return `closed`,

@@ -229,6 +229,53 @@ pub unsafe extern "C" fn mcplug_client_respond(
     })
 }
 
+/// Sets the roots the client answers to the server's `roots/list` by itself, from now on:
+/// `roots_json` is `[{"uri": "file:///...", "name": "..."}]` (or `{"roots": [...]}`); `null`
+/// hands `roots/list` back to the host as `request` events. On a legacy connection whose
+/// capabilities declared `roots.listChanged` (the default when `roots` was given at connect) the
+/// server is sent `notifications/roots/list_changed`; a modern server asks for roots per request,
+/// so it simply gets the new ones. `out` is `{"notified": true|false}`.
+/// Errors: `invalid_argument` (malformed roots — each needs a `file://` `uri` —, or the
+/// connection did not declare the roots capability), `closed`, `transport`.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_client_set_roots(
+    client: *mut mcplug_client,
+    roots_json: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(client)?;
+        let roots = json_required(roots_json, "roots_json")?;
+        let v = runtime::block_on(h.0.client.set_roots(&roots))?;
+        Ok(v.to_string())
+    })
+}
+
+/// Asks the server for log messages at `level` and above (`"debug"`, `"info"`, `"notice"`,
+/// `"warning"`, `"error"`, `"critical"`, `"alert"`, `"emergency"`); they arrive as
+/// `notifications/message` events. Legacy connection: sends `logging/setLevel` and waits for the
+/// answer (request timeout). Modern connection (2026-07-28): the level rides every later
+/// request's `_meta` (`io.modelcontextprotocol/logLevel`), as that revision asks — a server
+/// logs only while it answers a request. The connection option `log_level` does the same from
+/// connect on. `out` is `{"level": "...", "sent": "logging/setLevel" | "per request"}`.
+/// Errors: `invalid_argument` (an unknown level), `rpc` (the server refused), `timeout`, `closed`.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_client_set_log_level(
+    client: *mut mcplug_client,
+    level: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(client)?;
+        let level = str_arg(level, "level")?;
+        let v = runtime::block_on(h.0.client.set_log_level(
+            &serde_json::Value::String(level.into()),
+            &CallOptions::default(),
+        ))?;
+        Ok(v.to_string())
+    })
+}
+
 /// Closes the connection without freeing the handle: pending calls fail with `MCPLUG_CLOSED`
 /// at once, the server's stdin is closed, then its whole process group gets SIGTERM and SIGKILL
 /// if it lingers; when this returns, the server and its children are gone. Events still queued
