@@ -85,11 +85,17 @@ impl Shared {
                 );
             }
         });
+        let defaults = if self.options.elicitation_defaults && method == "elicitation/create" {
+            schema_defaults(params.as_ref())
+        } else {
+            None
+        };
         self.host_requests.lock().insert(
             event_id.clone(),
             HostRequest {
                 answer,
                 method: method.clone(),
+                defaults,
                 timer,
             },
         );
@@ -143,7 +149,7 @@ impl Shared {
         let event_id = obj.get("id").and_then(Value::as_str).ok_or_else(|| {
             Error::invalid("response_json needs the string `id` of the request event it answers")
         })?;
-        let outcome = match (obj.get("result"), obj.get("error")) {
+        let mut outcome = match (obj.get("result"), obj.get("error")) {
             (Some(r), None) => Ok(r.clone()),
             (None, Some(e)) => {
                 let code_ok = e.get("code").is_some_and(|c| c.as_i64().is_some());
@@ -168,6 +174,9 @@ impl Shared {
                 "no server request with id {event_id:?} is waiting for an answer (already answered, expired, cancelled, or never sent)"
             )));
         };
+        if let (Some(defaults), Ok(result)) = (&entry.defaults, &mut outcome) {
+            fill_defaults(result, defaults);
+        }
         if let HostAnswer::Server(id) = &entry.answer {
             // Sent here rather than spawned, so that a broken pipe is this call's error.
             entry.timer.abort();
@@ -288,6 +297,39 @@ impl Shared {
                     true,
                 );
             }
+        }
+    }
+}
+
+/// The `default` of each property of a form elicitation's `requestedSchema`.
+fn schema_defaults(params: Option<&Value>) -> Option<Map<String, Value>> {
+    let params = params?;
+    if params.get("mode").and_then(Value::as_str).unwrap_or("form") != "form" {
+        return None;
+    }
+    let properties = params
+        .get("requestedSchema")?
+        .get("properties")?
+        .as_object()?;
+    let defaults: Map<String, Value> = properties
+        .iter()
+        .filter_map(|(k, p)| p.get("default").map(|d| (k.clone(), d.clone())))
+        .collect();
+    (!defaults.is_empty()).then_some(defaults)
+}
+
+/// An accepted elicitation answer gets the schema's defaults where the host gave no value.
+fn fill_defaults(result: &mut Value, defaults: &Map<String, Value>) {
+    if result.get("action").and_then(Value::as_str) != Some("accept") {
+        return;
+    }
+    let Some(obj) = result.as_object_mut() else {
+        return;
+    };
+    let content = obj.entry("content").or_insert_with(|| json!({}));
+    if let Some(content) = content.as_object_mut() {
+        for (k, v) in defaults {
+            content.entry(k.clone()).or_insert_with(|| v.clone());
         }
     }
 }

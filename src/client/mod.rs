@@ -50,6 +50,9 @@ pub struct Client {
 struct HostRequest {
     answer: HostAnswer,
     method: String,
+    /// A form elicitation's schema defaults, filled into an accepted answer's content where the
+    /// host left them out (connection option `elicitation_defaults`).
+    defaults: Option<Map<String, Value>>,
     timer: tokio::task::JoinHandle<()>,
 }
 

@@ -95,6 +95,9 @@ pub struct ConnectOptions {
     pub log_level: Option<String>,
     /// How many `InputRequiredResult` rounds (and -32042 retries) one call may take.
     pub max_input_rounds: usize,
+    /// Fill a form elicitation's schema `default`s into an accepted answer's content where the
+    /// host left them out.
+    pub elicitation_defaults: bool,
     /// Versions the client may negotiate, newest first.
     pub modern_versions: Vec<String>,
     pub legacy_versions: Vec<String>,
@@ -268,6 +271,7 @@ impl Default for ConnectOptions {
             tasks: true,
             log_level: None,
             max_input_rounds: DEFAULT_MAX_INPUT_ROUNDS,
+            elicitation_defaults: false,
             modern_versions: era::MODERN_VERSIONS.iter().map(|s| s.to_string()).collect(),
             legacy_versions: era::LEGACY_VERSIONS.iter().map(|s| s.to_string()).collect(),
             max_message_bytes: 32 << 20,
@@ -329,6 +333,7 @@ impl ConnectOptions {
         if let Some(n) = parse_usize(obj, "max_input_rounds")? {
             o.max_input_rounds = n;
         }
+        o.elicitation_defaults = parse_bool(obj, "elicitation_defaults")?.unwrap_or(false);
         if let Some(versions) = obj.get("protocol_versions") {
             let list = versions
                 .as_array()
