@@ -77,7 +77,8 @@ impl Extra {
         }
         let mut parts = Vec::new();
         if let Some(r) = &self.input_responses {
-            parts.push(format!("\"inputResponses\":{}", Value::Object(r.clone())));
+            let answers = serde_json::to_string(r).expect("a JSON map always serializes");
+            parts.push(format!("\"inputResponses\":{answers}"));
         }
         if let Some(s) = &self.request_state {
             parts.push(format!("\"requestState\":{s}"));

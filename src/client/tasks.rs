@@ -168,8 +168,16 @@ impl Shared {
                         .await;
                 });
                 let mut e = e;
-                e.message
-                    .push_str(&format!(" (its task {task_id:?} was sent tasks/cancel)"));
+                e.message = if e.kind == ErrorKind::Cancelled {
+                    format!("{method} was cancelled by the host; its task {task_id:?} was sent tasks/cancel")
+                } else if e.message.starts_with(method) {
+                    format!("{}; its task {task_id:?} was sent tasks/cancel", e.message)
+                } else {
+                    format!(
+                        "{method}: {}; its task {task_id:?} was sent tasks/cancel",
+                        e.message
+                    )
+                };
                 Err(e)
             }
             other => other,
