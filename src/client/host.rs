@@ -20,6 +20,10 @@ pub(super) struct HostState {
     pub(super) tool_tasks: Mutex<Option<HashMap<String, String>>>,
     /// Tasks this client runs for a legacy server (task-augmented sampling and elicitation).
     pub(super) hosted: super::hosted_tasks::Store,
+    /// Set once at connect: a legacy server that runs tool calls as tasks, and `tasks` is on.
+    pub(super) legacy_tool_tasks: std::sync::atomic::AtomicBool,
+    /// From the options, looked at on every call: a -32042 error may be resolved.
+    pub(super) url_elicitation: bool,
 }
 
 /// Why a server's request cannot go to the host: the JSON-RPC error the server gets (legacy), or
@@ -34,6 +38,7 @@ impl HostState {
         HostState {
             roots: RwLock::new(options.roots.clone()),
             log_level: RwLock::new(options.log_level.clone()),
+            url_elicitation: options.elicitation_url(),
             ..Default::default()
         }
     }

@@ -132,7 +132,7 @@ impl Shared {
         );
         let tool_call = method == "tools/call";
         let input_rounds = modern && allows_input_required(method);
-        let url_retry = self.options.elicitation_url();
+        let url_retry = self.host.url_elicitation;
         let task = if tool_call && !modern {
             let name = match &call {
                 Call::Tool { name, .. } => Some(*name),

@@ -137,6 +137,7 @@ impl Shared {
         });
         *self.host.server_capabilities.write() =
             result.get("capabilities").cloned().unwrap_or(json!({}));
+        self.note_legacy_tool_tasks();
         self.transport()?
             .clone()
             .send(protocol::encode_notification(

@@ -28,16 +28,21 @@ pub(super) fn legacy_created_task(result: &RawJson) -> Option<Value> {
 }
 
 impl Shared {
-    /// A legacy server that runs tool calls as tasks, on a connection that takes part in tasks.
+    /// A legacy server that runs tool calls as tasks, on a connection that takes part in tasks
+    /// (found once, at connect: see `note_legacy_tool_tasks`).
     pub(super) fn wants_tool_tasks(&self) -> bool {
-        self.options.tasks
-            && matches!(
-                self.era.read().as_ref().map(|s| &s.era),
-                Some(Era::Legacy { .. })
-            )
+        self.host.legacy_tool_tasks.load(Ordering::Relaxed)
+    }
+
+    /// After the legacy handshake: does this server run tool calls as tasks for us?
+    pub(super) fn note_legacy_tool_tasks(&self) {
+        let capable = self.options.tasks
             && self
                 .host
-                .server_declares(&["tasks", "requests", "tools", "call"])
+                .server_declares(&["tasks", "requests", "tools", "call"]);
+        self.host
+            .legacy_tool_tasks
+            .store(capable, Ordering::Relaxed);
     }
 
     /// Legacy: whether this tool call asks for a task, and the `task` member it carries.
@@ -77,27 +82,18 @@ impl Shared {
     /// Whether a legacy server listed the tool with `execution.taskSupport: "required"` (a call
     /// without a task would fail). Lists the tools once if they were never listed.
     async fn tool_requires_task(&self, name: &str, options: &CallOptions) -> bool {
-        let known = self
-            .host
-            .tool_tasks
-            .lock()
-            .as_ref()
-            .map(|m| m.get(name).cloned());
-        let support = match known {
-            Some(support) => support,
+        let required = |m: &HashMap<String, String>| m.get(name).is_some_and(|s| s == "required");
+        let known = self.host.tool_tasks.lock().as_ref().map(required);
+        match known {
+            Some(required) => required,
             None => {
                 if let Err(e) = self.list_tools_for_tasks(options).await {
                     tracing::debug!(error = %e, "could not list tools to find which need tasks");
                     return false;
                 }
-                self.host
-                    .tool_tasks
-                    .lock()
-                    .as_ref()
-                    .and_then(|m| m.get(name).cloned())
+                self.host.tool_tasks.lock().as_ref().is_some_and(required)
             }
-        };
-        support.as_deref() == Some("required")
+        }
     }
 
     async fn list_tools_for_tasks(&self, options: &CallOptions) -> Result<()> {
