@@ -27,6 +27,22 @@ struct Hosted {
     /// The host request event that feeds it, while the host has not answered.
     event_id: Option<String>,
     done: Arc<Notify>,
+    /// Forgets the task when its lifetime ends.
+    expiry: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Store {
+    /// The connection ended: stop every timer and wake every blocked `tasks/result`, so that
+    /// nothing outlives it.
+    pub(super) fn clear(&self) {
+        let tasks: Vec<Hosted> = self.tasks.lock().drain().map(|(_, t)| t).collect();
+        for t in tasks {
+            if let Some(expiry) = t.expiry {
+                expiry.abort();
+            }
+            t.done.notify_waiters();
+        }
+    }
 }
 
 fn terminal(status: &str) -> bool {
@@ -98,6 +114,7 @@ impl Shared {
                 outcome: None,
                 event_id: None,
                 done: Arc::new(Notify::new()),
+                expiry: None,
             },
         );
         self.reply(rpc_id, Ok(json!({ "task": task })));
@@ -109,18 +126,23 @@ impl Shared {
         }
         // The task is forgotten after its lifetime, answered or not.
         let weak = Arc::downgrade(self);
-        crate::runtime::spawn(async move {
+        let expired_id = task_id.clone();
+        let expiry = crate::runtime::spawn(async move {
             tokio::time::sleep(Duration::from_millis(ttl)).await;
             if let Some(shared) = weak.upgrade() {
-                let gone = shared.host.hosted.tasks.lock().remove(&task_id);
-                if let Some(Hosted {
-                    event_id: Some(id), ..
-                }) = gone
-                {
-                    shared.withdraw_host_requests(&[id], "its task's lifetime ended");
+                let gone = shared.host.hosted.tasks.lock().remove(&expired_id);
+                if let Some(gone) = gone {
+                    gone.done.notify_waiters();
+                    if let Some(id) = gone.event_id {
+                        shared.withdraw_host_requests(&[id], "its task's lifetime ended");
+                    }
                 }
             }
         });
+        match self.host.hosted.tasks.lock().get_mut(&task_id) {
+            Some(t) => t.expiry = Some(expiry),
+            None => expiry.abort(),
+        }
     }
 
     /// The host answered (or its timer ran out): the task is completed or failed.

@@ -486,6 +486,7 @@ impl Shared {
         for (_, r) in self.host_requests.lock().drain() {
             r.timer.abort();
         }
+        self.host.hosted.clear();
         self.progress.lock().clear();
         if by == Shutdown::Host {
             // The host's close() ends the event stream itself, once the server is gone.
