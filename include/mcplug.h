@@ -14,6 +14,11 @@
 #include <stdint.h>
 
 /**
+ * The most `InputRequiredResult` rounds one call takes before the server is called broken.
+ */
+#define DEFAULT_MAX_INPUT_ROUNDS 16
+
+/**
  * The incompatible-change counter of this ABI. Bindings refuse a library whose
  * `mcplug_abi_version()` differs from the one they were written for.
  */
@@ -113,9 +118,26 @@ enum mcplug_status mcplug_cancel(const char *tag);
  * `server_json`: one server entry in the Claude Code format — `{"command", "args", "env", "cwd"}`
  * for stdio (the default when `type` is absent), with an optional `"name"`.
  * `options_json` (NULL for defaults): `connect_timeout_ms` (30000), `request_timeout_ms` (60000),
- * `tool_timeout_ms` (null: no limit), `host_request_timeout_ms` (60000), `client_info`,
- * `capabilities`, `roots`, `protocol_versions`, `max_message_bytes`, `max_events`,
- * `shutdown_grace_ms`, and `tag` (so that `mcplug_cancel` can abort the connect).
+ * `tool_timeout_ms` (null: no limit), `host_request_timeout_ms` (60000: how long a server's
+ * request — or an input request of a modern call — waits for `mcplug_client_respond`),
+ * `client_info`, `capabilities`, `roots`, `protocol_versions`, `max_message_bytes`,
+ * `max_events`, `shutdown_grace_ms`, and `tag` (so that `mcplug_cancel` can abort the connect).
+ *
+ * What the host serves, declared exactly as given: `capabilities` may hold `sampling` (with
+ * `tools` to receive tool-using sampling), `elicitation` (`form` and/or `url`; `{}` is form
+ * only), `roots` (`listChanged`), `experimental`, `extensions`; `true` stands for `{}`. A
+ * request the host did not declare never reaches it: a legacy server gets -32601 (-32602 for an
+ * undeclared elicitation mode or `sampling.tools`), a modern call asking for it fails.
+ * `roots` (`[{"uri": "file://...", "name"}]`) are answered by the engine and imply
+ * `capabilities.roots` `{"listChanged": true}`; `mcplug_client_set_roots` changes them later.
+ * `tasks` (true): tool calls that become tasks are awaited (and a legacy server's
+ * task-augmented sampling/elicitation is run as a task by the engine; the engine declares the
+ * `tasks` capability, or the `io.modelcontextprotocol/tasks` extension, itself).
+ * `log_level` (none): as `mcplug_client_set_log_level` from the start.
+ * `max_input_rounds` (16): how many times one call may be asked for more input
+ * (`InputRequiredResult`, -32042) before it fails with `protocol`.
+ * `elicitation_defaults` (false): an accepted form elicitation gets the schema's `default`s
+ * where the host's answer left a field out.
  *
  * On `MCPLUG_OK`, `*client` is the new handle and `out` holds
  * `{"name", "era", "protocol_version", "server_info", "capabilities", "instructions", "result"}`.
@@ -142,8 +164,22 @@ enum mcplug_status mcplug_client_list_tools(struct mcplug_client *client,
  * `CallToolResult`, untouched — a result with `isError: true` is still `MCPLUG_OK`.
  * Options: `timeout_ms` (default: the connection's `tool_timeout_ms`, no limit unless set; null
  * for no limit), `tag`, `progress` (true: progress notifications arrive as events carrying the
- * tag), `reset_timeout_on_progress`, `max_total_timeout_ms`.
- * Errors: `rpc` (e.g. unknown tool), `timeout`, `cancelled`, `closed`, `invalid_argument`.
+ * tag), `reset_timeout_on_progress`, `max_total_timeout_ms`, `task`, `task_ttl_ms`.
+ *
+ * What the server needs on the way is resolved here: the input requests of an
+ * `InputRequiredResult` (2026-07-28) and the elicitations of a -32042 error arrive as `request`
+ * events to answer with `mcplug_client_respond` (from another thread: this call waits), and the
+ * call goes out again with the answers; each round has its own `timeout_ms`. A call that becomes
+ * a task is awaited (polling as the server suggests; `timeout_ms` bounds the whole wait; a
+ * cancel or timeout sends `tasks/cancel`) and its result returned. `task`: absent = a legacy
+ * tool listed as `taskSupport: "required"` is called as a task (a modern server decides itself);
+ * true = ask a legacy server for a task; false = never ask; `"handle"` = ask, and return the
+ * task itself (`CreateTaskResult`) for the host to follow with `tasks/get` etc. through
+ * `mcplug_client_request`. `task_ttl_ms`: the lifetime asked for.
+ * Errors: `rpc` (e.g. unknown tool, a failed task), `timeout`, `cancelled`, `closed`,
+ * `invalid_argument`, `protocol` (too many rounds; an input request of a capability not
+ * declared), `denied` (the host answered an input request with an error: its code and data
+ * are kept).
  */
 enum mcplug_status mcplug_client_call_tool(struct mcplug_client *client,
                                            const char *name,
@@ -155,7 +191,9 @@ enum mcplug_status mcplug_client_call_tool(struct mcplug_client *client,
  * Sends any request (`resources/read`, `prompts/get`, `completion/complete`, ...) and returns its
  * result untouched. `params_json` is a JSON object or NULL. Options: `timeout_ms` (default: the
  * request timeout), `tag`, `progress`, and `all_pages` (for list methods: follow `nextCursor`
- * and return every item under the list's field).
+ * and return every item under the list's field). `prompts/get`, `resources/read` and
+ * `tools/call` resolve input requests as `mcplug_client_call_tool` does (and `tools/call` its
+ * tasks, with the same `task` options).
  */
 enum mcplug_status mcplug_client_request(struct mcplug_client *client,
                                          const char *method,
@@ -174,7 +212,13 @@ enum mcplug_status mcplug_client_notify(struct mcplug_client *client,
 
 /**
  * Waits up to `timeout_ms` (negative: forever; 0: only looks) for the next event: a server
- * notification, a server request needing `mcplug_client_respond`, a stderr line, or the final
+ * notification (`{"type": "notification", "method", "params"}`: progress, log messages, list
+ * changes, channel messages from servers that declared `experimental["claude/channel"]`), a
+ * request needing `mcplug_client_respond` (`{"type": "request", "id", "method", "params"}`: a
+ * legacy server's request or a modern call's input request, the same shape), a request the
+ * host no longer needs to answer (`{"type": "request_cancelled", "id", "method", "reason"}`: the
+ * call was cancelled, or the server cancelled its task) or that expired
+ * (`{"type": "request_expired", "id", "method"}`), a stderr line, or the final
  * `{"type": "closed"}`. Returns `MCPLUG_OK` with the event in `out`, `MCPLUG_TIMEOUT` when none
  * came, or `MCPLUG_CLOSED` once the connection is closed and every event was pulled.
  */
@@ -261,6 +305,34 @@ enum mcplug_status mcplug_client_next_events(struct mcplug_client *client,
 enum mcplug_status mcplug_client_respond(struct mcplug_client *client,
                                          const char *response_json,
                                          char **out);
+
+/**
+ * Sets the roots the client answers to the server's `roots/list` by itself, from now on:
+ * `roots_json` is `[{"uri": "file:///...", "name": "..."}]` (or `{"roots": [...]}`); `null`
+ * hands `roots/list` back to the host as `request` events. On a legacy connection whose
+ * capabilities declared `roots.listChanged` (the default when `roots` was given at connect) the
+ * server is sent `notifications/roots/list_changed`; a modern server asks for roots per request,
+ * so it simply gets the new ones. `out` is `{"notified": true|false}`.
+ * Errors: `invalid_argument` (malformed roots — each needs a `file://` `uri` —, or the
+ * connection did not declare the roots capability), `closed`, `transport`.
+ */
+enum mcplug_status mcplug_client_set_roots(struct mcplug_client *client,
+                                           const char *roots_json,
+                                           char **out);
+
+/**
+ * Asks the server for log messages at `level` and above (`"debug"`, `"info"`, `"notice"`,
+ * `"warning"`, `"error"`, `"critical"`, `"alert"`, `"emergency"`); they arrive as
+ * `notifications/message` events. Legacy connection: sends `logging/setLevel` and waits for the
+ * answer (request timeout). Modern connection (2026-07-28): the level rides every later
+ * request's `_meta` (`io.modelcontextprotocol/logLevel`), as that revision asks — a server
+ * logs only while it answers a request. The connection option `log_level` does the same from
+ * connect on. `out` is `{"level": "...", "sent": "logging/setLevel" | "per request"}`.
+ * Errors: `invalid_argument` (an unknown level), `rpc` (the server refused), `timeout`, `closed`.
+ */
+enum mcplug_status mcplug_client_set_log_level(struct mcplug_client *client,
+                                               const char *level,
+                                               char **out);
 
 /**
  * Closes the connection without freeing the handle: pending calls fail with `MCPLUG_CLOSED`

@@ -308,6 +308,11 @@ fn c_started() {
 }
 
 #[test]
+fn c_host_requests() {
+    run("host_requests");
+}
+
+#[test]
 fn every_c_test_is_run() {
     // A new tests/c/*.c must get its #[test] above.
     let known = [
@@ -317,6 +322,7 @@ fn every_c_test_is_run() {
         "faults",
         "concurrency",
         "started",
+        "host_requests",
     ];
     let dir = manifest_dir().join("tests/c");
     for entry in std::fs::read_dir(&dir).expect("read tests/c") {

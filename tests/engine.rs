@@ -414,3 +414,201 @@ fn a_2025_03_26_batch_is_taken_apart() {
     assert!(saw_log, "the batch's notification became an event");
     block_on(c.close());
 }
+
+/// The `ask` tool's answer: what the client answered the server's request, as JSON.
+fn asked(c: &Client, method: &str, params: Value) -> Value {
+    let r = text_of(
+        &call(
+            c,
+            "ask",
+            json!({"method": method, "params": params, "wait_ms": 5000}),
+            json!({}),
+        )
+        .unwrap(),
+    );
+    serde_json::from_str(&r).unwrap_or_else(|e| panic!("{e}: {r}"))
+}
+
+#[test]
+fn a_legacy_server_can_have_the_client_run_its_requests_as_tasks() {
+    let (c, _) = connect(
+        "normal",
+        json!({"capabilities": {"sampling": {}, "elicitation": {"form": true}}}),
+    )
+    .unwrap();
+    let c = std::sync::Arc::new(c);
+    // The host answers the sampling request a moment after it arrives, as a person would.
+    let host = {
+        let c = c.clone();
+        std::thread::spawn(move || loop {
+            match c.next_event(Some(Duration::from_secs(10))) {
+                Pulled::Event(e) => {
+                    let e: Value = serde_json::from_str(&e).unwrap();
+                    if e["type"] == "request" {
+                        assert_eq!(e["method"], "sampling/createMessage");
+                        assert_eq!(
+                            e["params"]["task"]["ttl"], 60000,
+                            "the event is the request as sent"
+                        );
+                        std::thread::sleep(Duration::from_millis(200));
+                        let answer = json!({"id": e["id"], "result": {"role": "assistant", "content": {"type": "text", "text": "from host"}, "model": "m"}});
+                        block_on(c.respond(&answer)).unwrap();
+                        return;
+                    }
+                }
+                _ => panic!("no request event"),
+            }
+        })
+    };
+    let created = asked(
+        &c,
+        "sampling/createMessage",
+        json!({"task": {"ttl": 60000}, "messages": [], "maxTokens": 5}),
+    );
+    let task = &created["result"]["task"];
+    assert_eq!(task["status"], "working", "{created}");
+    assert_eq!(task["ttl"], 60000);
+    assert!(task["createdAt"].as_str().unwrap().ends_with('Z'));
+    let id = task["taskId"].as_str().unwrap().to_string();
+    // tasks/result blocks until the host answered, then is what the request would have returned.
+    let result = asked(&c, "tasks/result", json!({"taskId": id}));
+    assert_eq!(result["result"]["content"]["text"], "from host", "{result}");
+    assert_eq!(
+        result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id.as_str()
+    );
+    host.join().unwrap();
+    let got = asked(&c, "tasks/get", json!({"taskId": id}));
+    assert_eq!(got["result"]["status"], "completed", "{got}");
+    let listed = asked(&c, "tasks/list", json!({}));
+    assert_eq!(listed["result"]["tasks"].as_array().unwrap().len(), 1);
+    // A finished task cannot be cancelled; an unknown one is unknown.
+    let refused = asked(&c, "tasks/cancel", json!({"taskId": id}));
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let unknown = asked(&c, "tasks/get", json!({"taskId": "nope"}));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    // A mode the client did not declare: -32602, as the elicitation spec asks.
+    let url = asked(
+        &c,
+        "elicitation/create",
+        json!({"mode": "url", "url": "https://example.com", "message": "m", "elicitationId": "e"}),
+    );
+    assert_eq!(url["error"]["code"], -32602, "{url}");
+    assert!(url["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("elicitation.url"));
+    // Sampling with tools needs sampling.tools.
+    let tools = asked(
+        &c,
+        "sampling/createMessage",
+        json!({"messages": [], "maxTokens": 5, "tools": []}),
+    );
+    assert_eq!(tools["error"]["code"], -32602, "{tools}");
+    block_on(c.close());
+
+    // With tasks off, the engine hosts no task: the server's task request is refused as a method
+    // the client does not serve, and a task-augmented request is served as a plain one.
+    let (c, _) = connect(
+        "normal",
+        json!({"capabilities": {"sampling": {}}, "tasks": false, "host_request_timeout_ms": 300}),
+    )
+    .unwrap();
+    let got = asked(&c, "tasks/get", json!({"taskId": "x"}));
+    assert_eq!(got["error"]["code"], -32601, "{got}");
+    let plain = asked(
+        &c,
+        "sampling/createMessage",
+        json!({"task": {"ttl": 1000}, "messages": [], "maxTokens": 5}),
+    );
+    // Nobody answers here: the host timer's error, not a task.
+    assert!(
+        plain["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not answer"),
+        "{plain}"
+    );
+    block_on(c.close());
+}
+
+#[test]
+fn connect_options_for_what_the_host_serves_are_checked() {
+    let bad = |v: Value| ConnectOptions::parse(Some(&v)).unwrap_err();
+    assert!(bad(json!({"capabilities": {"sampling": 1}}))
+        .message
+        .contains("capability `sampling`"));
+    assert!(
+        bad(json!({"capabilities": {"elicitation": {"form": false, "url": false}}}))
+            .message
+            .contains("neither")
+    );
+    assert!(bad(json!({"capabilities": {"tasks": {}}}))
+        .message
+        .contains("option `tasks`"));
+    assert!(bad(json!({"roots": [{"uri": "/tmp"}]}))
+        .message
+        .contains("file://"));
+    assert!(bad(json!({"log_level": "verbose"}))
+        .message
+        .contains("emergency"));
+    assert!(bad(json!({"max_input_rounds": 0}))
+        .message
+        .contains("max_input_rounds"));
+    let o = ConnectOptions::parse(Some(
+        &json!({"capabilities": {"sampling": {"tools": true}, "elicitation": true}}),
+    ))
+    .unwrap();
+    assert_eq!(o.capabilities["sampling"], json!({"tools": {}}));
+    assert!(o.elicitation_form() && !o.elicitation_url());
+    // The engine declares the tasks it serves, per era.
+    assert_eq!(
+        o.legacy_capabilities["tasks"]["requests"],
+        json!({"sampling": {"createMessage": {}}, "elicitation": {"create": {}}})
+    );
+    assert_eq!(
+        o.modern_capabilities["extensions"]["io.modelcontextprotocol/tasks"],
+        json!({})
+    );
+    let off = ConnectOptions::parse(Some(
+        &json!({"capabilities": {"sampling": {}}, "tasks": false}),
+    ))
+    .unwrap();
+    assert!(off.legacy_capabilities.get("tasks").is_none());
+    assert!(off.modern_capabilities.get("extensions").is_none());
+    let e = CallOptions::parse(Some(&json!({"task": "later"}))).unwrap_err();
+    assert!(e.message.contains("handle"), "{e}");
+}
+
+#[test]
+fn a_modern_log_level_rides_every_request() {
+    let (c, _) = connect("modern", json!({"log_level": "notice"})).unwrap();
+    let meta = |c: &Client| -> Value {
+        serde_json::from_str(&text_of(
+            &call(c, "last_meta", json!({}), json!({})).unwrap(),
+        ))
+        .unwrap()
+    };
+    let m = meta(&c);
+    assert_eq!(m["io.modelcontextprotocol/logLevel"], "notice", "{m}");
+    assert_eq!(
+        m["io.modelcontextprotocol/clientCapabilities"]["extensions"]
+            ["io.modelcontextprotocol/tasks"],
+        json!({}),
+        "tasks on: the extension is declared"
+    );
+    let r = block_on(c.set_log_level(&json!("warning"), &CallOptions::default())).unwrap();
+    assert_eq!(r["sent"], "per request");
+    assert_eq!(meta(&c)["io.modelcontextprotocol/logLevel"], "warning");
+    // The generic path carries it too.
+    let raw = block_on(c.request(
+        "tools/call",
+        Some(json!({"name": "last_meta", "arguments": {}})),
+        &CallOptions::default(),
+    ))
+    .unwrap()
+    .value();
+    let m: Value = serde_json::from_str(&text_of(&raw)).unwrap();
+    assert_eq!(m["io.modelcontextprotocol/logLevel"], "warning");
+    block_on(c.close());
+}

@@ -27,69 +27,119 @@ impl Shared {
         method: String,
         params: Option<Value>,
     ) {
-        let capability = match method.as_str() {
+        match method.as_str() {
             "ping" => return self.reply(id, Ok(json!({}))),
-            "roots/list" => {
-                if let Some(roots) = &self.options.roots {
-                    return self.reply(id, Ok(json!({ "roots": roots })));
-                }
-                "roots"
+            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" if self.hosts_tasks() => {
+                return self.on_task_request(id, &method, params.as_ref());
             }
-            "sampling/createMessage" => "sampling",
-            "elicitation/create" => "elicitation",
-            _ => {
-                return self.reply(
-                    id,
-                    Err(json!({"code": codes::METHOD_NOT_FOUND, "message": format!("Method not found: {method}")})),
-                )
-            }
-        };
-        if !self.options.declares(capability) {
-            return self.reply(
-                id,
-                Err(json!({
-                    "code": codes::METHOD_NOT_FOUND,
-                    "message": format!("Method not found: {method} (this client did not declare the {capability} capability)")
-                })),
-            );
+            _ => {}
         }
-        self.to_host(id, method, params);
+        match self.admit_host_request(&method, params.as_ref()) {
+            Ok(Some(answer)) => self.reply(id, Ok(answer)),
+            Ok(None) => {
+                if self.hosts_task_for(&method, params.as_ref()) {
+                    self.start_hosted_task(id, method, params);
+                } else {
+                    self.to_host(HostAnswer::Server(id), method, params);
+                }
+            }
+            Err(refusal) => self.reply(
+                id,
+                Err(json!({"code": refusal.code, "message": refusal.message})),
+            ),
+        }
     }
 
-    /// Hands a server's request to the host as an event, under a timer: if the host does not
-    /// answer in time, the server gets an error instead of waiting forever.
-    pub(super) fn to_host(self: &Arc<Self>, rpc_id: Value, method: String, params: Option<Value>) {
+    /// Hands a request the host must answer to it as an event, under a timer: if the host does
+    /// not answer in time, the server (or the waiting call, or the hosted task) gets an error
+    /// instead of waiting forever. Returns the event id.
+    pub(super) fn to_host(
+        self: &Arc<Self>,
+        answer: HostAnswer,
+        method: String,
+        params: Option<Value>,
+    ) -> String {
         let event_id = format!("s{}", self.next_event_id.fetch_add(1, Ordering::Relaxed));
         let limit = self.options.host_request_timeout;
         let weak = Arc::downgrade(self);
         let timer_id = event_id.clone();
-        let timer_method = method.clone();
         let timer = crate::runtime::spawn(async move {
             tokio::time::sleep(limit).await;
             let Some(shared) = weak.upgrade() else { return };
             let entry = shared.host_requests.lock().remove(&timer_id);
             if let Some(entry) = entry {
-                shared.reply(
-                    entry.rpc_id,
-                    Err(json!({
-                        "code": codes::INTERNAL_ERROR,
-                        "message": format!("the host did not answer {timer_method} within {} ms", limit.as_millis())
-                    })),
+                let message = format!(
+                    "the host did not answer {} within {} ms",
+                    entry.method,
+                    limit.as_millis()
+                );
+                let method = entry.method.clone();
+                shared.deliver(
+                    entry,
+                    Err(json!({"code": codes::INTERNAL_ERROR, "message": message})),
+                    Some(Error::timeout(message.clone())),
                 );
                 shared.events.push(
-                    &json!({"type": "request_expired", "id": timer_id, "method": timer_method}),
+                    &json!({"type": "request_expired", "id": timer_id, "method": method}),
                     true,
                 );
             }
         });
-        self.host_requests
-            .lock()
-            .insert(event_id.clone(), HostRequest { rpc_id, timer });
+        let defaults = if self.options.elicitation_defaults && method == "elicitation/create" {
+            schema_defaults(params.as_ref())
+        } else {
+            None
+        };
+        self.host_requests.lock().insert(
+            event_id.clone(),
+            HostRequest {
+                answer,
+                method: method.clone(),
+                defaults,
+                timer,
+            },
+        );
         let mut event = json!({"type": "request", "id": event_id, "method": method});
         if let Some(p) = params {
             event["params"] = p;
         }
         self.events.push(&event, false);
+        event_id
+    }
+
+    /// Sends an answer where it belongs. `local` is the error a waiting call gets instead of
+    /// the JSON-RPC error object (a timeout, say).
+    fn deliver(
+        &self,
+        entry: HostRequest,
+        outcome: std::result::Result<Value, Value>,
+        local: Option<Error>,
+    ) {
+        entry.timer.abort();
+        match entry.answer {
+            HostAnswer::Server(id) => self.reply(id, outcome),
+            HostAnswer::Call(tx) => {
+                let _ = tx.send(
+                    outcome.map_err(|e| local.unwrap_or_else(|| host_refused(&entry.method, &e))),
+                );
+            }
+            HostAnswer::Task(task_id) => self.finish_hosted_task(&task_id, outcome),
+        }
+    }
+
+    /// Forgets host requests a call no longer waits for (it was cancelled or failed), and tells
+    /// the host so that it can close whatever it showed the user.
+    pub(super) fn withdraw_host_requests(&self, ids: &[String], reason: &str) {
+        for id in ids {
+            let entry = self.host_requests.lock().remove(id);
+            if let Some(entry) = entry {
+                entry.timer.abort();
+                self.events.push(
+                    &json!({"type": "request_cancelled", "id": id, "method": entry.method, "reason": reason}),
+                    true,
+                );
+            }
+        }
     }
 
     pub(super) async fn respond(&self, response: &Value) -> Result<()> {
@@ -99,7 +149,7 @@ impl Shared {
         let event_id = obj.get("id").and_then(Value::as_str).ok_or_else(|| {
             Error::invalid("response_json needs the string `id` of the request event it answers")
         })?;
-        let outcome = match (obj.get("result"), obj.get("error")) {
+        let mut outcome = match (obj.get("result"), obj.get("error")) {
             (Some(r), None) => Ok(r.clone()),
             (None, Some(e)) => {
                 let code_ok = e.get("code").is_some_and(|c| c.as_i64().is_some());
@@ -121,15 +171,23 @@ impl Shared {
         let entry = self.host_requests.lock().remove(event_id);
         let Some(entry) = entry else {
             return Err(Error::invalid(format!(
-                "no server request with id {event_id:?} is waiting for an answer (already answered, expired, cancelled by the server, or never sent)"
+                "no server request with id {event_id:?} is waiting for an answer (already answered, expired, cancelled, or never sent)"
             )));
         };
-        entry.timer.abort();
-        let msg = match &outcome {
-            Ok(r) => protocol::encode_response(&entry.rpc_id, Ok(r)),
-            Err(e) => protocol::encode_response(&entry.rpc_id, Err(e)),
-        };
-        self.transport()?.clone().send(msg).await
+        if let (Some(defaults), Ok(result)) = (&entry.defaults, &mut outcome) {
+            fill_defaults(result, defaults);
+        }
+        if let HostAnswer::Server(id) = &entry.answer {
+            // Sent here rather than spawned, so that a broken pipe is this call's error.
+            entry.timer.abort();
+            let msg = match &outcome {
+                Ok(r) => protocol::encode_response(id, Ok(r)),
+                Err(e) => protocol::encode_response(id, Err(e)),
+            };
+            return self.transport()?.clone().send(msg).await;
+        }
+        self.deliver(entry, outcome, None);
+        Ok(())
     }
 
     pub(super) fn on_notification(&self, method: String, params: Option<Value>) {
@@ -157,7 +215,7 @@ impl Shared {
                     let mut hr = self.host_requests.lock();
                     let found = hr
                         .iter()
-                        .find(|(_, r)| &r.rpc_id == rid)
+                        .find(|(_, r)| matches!(&r.answer, HostAnswer::Server(id) if id == rid))
                         .map(|(k, _)| k.clone());
                     if let Some(k) = found {
                         if let Some(r) = hr.remove(&k) {
@@ -166,6 +224,17 @@ impl Shared {
                         event["cancels"] = json!(k);
                     }
                 }
+            }
+            "notifications/tools/list_changed" => {
+                // Legacy tasks: which tools need a task is known again only from a new list.
+                *self.host.tool_tasks.lock() = None;
+            }
+            m if !self.admits_notification(m) => {
+                tracing::debug!(
+                    method = m,
+                    "dropped a channel notification from a server that did not declare it"
+                );
+                return;
             }
             _ => {}
         }
@@ -229,6 +298,57 @@ impl Shared {
             }
         }
     }
+}
+
+/// The `default` of each property of a form elicitation's `requestedSchema`.
+fn schema_defaults(params: Option<&Value>) -> Option<Map<String, Value>> {
+    let params = params?;
+    if params.get("mode").and_then(Value::as_str).unwrap_or("form") != "form" {
+        return None;
+    }
+    let properties = params
+        .get("requestedSchema")?
+        .get("properties")?
+        .as_object()?;
+    let defaults: Map<String, Value> = properties
+        .iter()
+        .filter_map(|(k, p)| p.get("default").map(|d| (k.clone(), d.clone())))
+        .collect();
+    (!defaults.is_empty()).then_some(defaults)
+}
+
+/// An accepted elicitation answer gets the schema's defaults where the host gave no value.
+fn fill_defaults(result: &mut Value, defaults: &Map<String, Value>) {
+    if result.get("action").and_then(Value::as_str) != Some("accept") {
+        return;
+    }
+    let Some(obj) = result.as_object_mut() else {
+        return;
+    };
+    let content = obj.entry("content").or_insert_with(|| json!({}));
+    if let Some(content) = content.as_object_mut() {
+        for (k, v) in defaults {
+            content.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+}
+
+/// The error of a call whose input request the host answered with an error: the host refused
+/// to provide what the server needs.
+pub(super) fn host_refused(method: &str, error: &Value) -> Error {
+    let mut e = Error::new(
+        ErrorKind::Denied,
+        format!(
+            "the host answered the server's {method} with an error: {}",
+            error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("(no message)")
+        ),
+    );
+    e.code = error.get("code").and_then(Value::as_i64);
+    e.data = error.get("data").cloned();
+    e
 }
 
 fn token_key(token: &Value) -> String {

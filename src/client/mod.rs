@@ -10,10 +10,14 @@ pub mod cancel;
 pub mod events;
 pub mod options;
 
+mod host;
+mod hosted_tasks;
 mod inbound;
+mod mrtr;
 mod negotiate;
 mod request;
 mod started;
+mod tasks;
 
 use request::{Body, Send};
 
@@ -43,9 +47,25 @@ pub struct Client {
     shared: Arc<Shared>,
 }
 
+/// A request of the server that waits for the host's `respond`, under its own timer.
 struct HostRequest {
-    rpc_id: Value,
+    answer: HostAnswer,
+    method: String,
+    /// A form elicitation's schema defaults, filled into an accepted answer's content where the
+    /// host left them out (connection option `elicitation_defaults`).
+    defaults: Option<Map<String, Value>>,
     timer: tokio::task::JoinHandle<()>,
+}
+
+/// Where the host's answer goes.
+enum HostAnswer {
+    /// To the server, as the JSON-RPC response to its request (legacy era).
+    Server(Value),
+    /// To a call waiting on it: an input request of an `InputRequiredResult`, a task's input,
+    /// or a URL elicitation a -32042 error asked for.
+    Call(tokio::sync::oneshot::Sender<Result<Value>>),
+    /// Into a task this client runs for the server (a task-augmented legacy request).
+    Task(String),
 }
 
 struct ProgressRoute {
@@ -67,6 +87,8 @@ struct Shared {
     host_requests: Mutex<HashMap<String, HostRequest>>,
     next_event_id: AtomicU64,
     progress: Mutex<HashMap<String, ProgressRoute>>,
+    /// Roots, log level, server capabilities and hosted tasks (see `host.rs`).
+    host: host::HostState,
     era: RwLock<Option<EraState>>,
     closed: AtomicBool,
     /// Notified when `closed` is set.
@@ -93,6 +115,7 @@ impl Client {
     ) -> Result<(Client, Value)> {
         let shared = Arc::new(Shared {
             events: EventQueue::new(options.max_events),
+            host: host::HostState::new(&options),
             name: spec.name().map(str::to_string),
             options,
             transport: OnceCell::new(),
@@ -167,14 +190,7 @@ impl Client {
         }
         let timeout = options.timeout.or(self.shared.options.request_timeout);
         self.shared
-            .send_request(Send {
-                method,
-                body: Body::Params(params),
-                timeout,
-                cancellable: true,
-                options: Some(options),
-                own_cancel: None,
-            })
+            .call(method, mrtr::Call::Params(params), timeout, options, None)
             .await
     }
 
@@ -188,14 +204,13 @@ impl Client {
     ) -> Result<RawJson> {
         let timeout = options.timeout.or(self.shared.options.tool_timeout);
         self.shared
-            .send_request(Send {
-                method: "tools/call",
-                body: Body::ToolCall { name, arguments },
+            .call(
+                "tools/call",
+                mrtr::Call::Tool { name, arguments },
                 timeout,
-                cancellable: true,
-                options: Some(options),
-                own_cancel: None,
-            })
+                options,
+                None,
+            )
             .await
     }
 
@@ -204,7 +219,7 @@ impl Client {
     pub async fn list_tools(&self, options: &CallOptions) -> Result<RawJson> {
         if let Some(cursor) = &options.cursor {
             let timeout = options.timeout.or(self.shared.options.request_timeout);
-            return self
+            let page = self
                 .shared
                 .send_request(Send {
                     method: "tools/list",
@@ -212,9 +227,14 @@ impl Client {
                     timeout,
                     cancellable: true,
                     options: Some(options),
-                    own_cancel: None,
                 })
-                .await;
+                .await?;
+            if self.shared.wants_tool_tasks() {
+                if let Some(Value::Array(tools)) = page.value().get("tools") {
+                    self.shared.host.remember_tools(tools, false);
+                }
+            }
+            return Ok(page);
         }
         let all = self.list_all("tools/list", "tools", None, options).await?;
         Ok(RawJson::from_value(&all))
@@ -250,7 +270,6 @@ impl Client {
                     timeout,
                     cancellable: true,
                     options: Some(options),
-                    own_cancel: None,
                 })
                 .await?
                 .value();
@@ -265,6 +284,9 @@ impl Client {
             }
             match page.get("nextCursor") {
                 None | Some(Value::Null) => {
+                    if method == "tools/list" && self.shared.wants_tool_tasks() {
+                        self.shared.host.remember_tools(&items, true);
+                    }
                     let mut out = Map::new();
                     out.insert(field.to_string(), Value::Array(items));
                     return Ok(Value::Object(out));
@@ -308,6 +330,19 @@ impl Client {
     /// The host's answer to a server's request event: `{"id", "result"}` or `{"id", "error"}`.
     pub async fn respond(&self, response: &Value) -> Result<()> {
         self.shared.respond(response).await
+    }
+
+    /// Replaces the roots answered to `roots/list` (a list of `{uri, name}`, or `{"roots": [...]}`;
+    /// `null` hands `roots/list` to the host again) and, on a legacy connection that declared
+    /// `roots.listChanged`, sends `notifications/roots/list_changed`. Returns `{"notified": bool}`.
+    pub async fn set_roots(&self, roots: &Value) -> Result<Value> {
+        self.shared.set_roots(roots).await
+    }
+
+    /// Asks the server for log messages at `level` and above: `logging/setLevel` on a legacy
+    /// connection; on a modern one the level rides every later request's `_meta`.
+    pub async fn set_log_level(&self, level: &Value, options: &CallOptions) -> Result<Value> {
+        self.shared.set_log_level(level, options).await
     }
 
     /// Closes gracefully: pending calls fail with `closed`, waiting event pulls return `closed`,
@@ -375,6 +410,14 @@ async fn with_limit<F: std::future::Future>(limit: Option<Duration>, fut: F) -> 
     match limit {
         Some(d) => tokio::time::timeout(d, fut).await.ok(),
         None => Some(fut.await),
+    }
+}
+
+/// Resolves when the host cancels (by tag, or a started call's own cancel); never without one.
+async fn cancels_fired(cancels: Option<&cancel::Cancels>) {
+    match cancels {
+        Some(c) => c.fired().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -468,6 +511,7 @@ impl Shared {
         for (_, r) in self.host_requests.lock().drain() {
             r.timer.abort();
         }
+        self.host.hosted.clear();
         self.progress.lock().clear();
         if by == Shutdown::Host {
             // The host's close() ends the event stream itself, once the server is gone.

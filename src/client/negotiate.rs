@@ -22,8 +22,12 @@ impl Shared {
             };
             let mut version = opts.modern_versions[0].clone();
             for attempt in 0..2 {
-                let params =
-                    era::stamp_modern_meta(None, &version, &opts.capabilities, &opts.client_info);
+                let params = era::stamp_modern_meta(
+                    None,
+                    &version,
+                    &opts.modern_capabilities,
+                    &opts.client_info,
+                );
                 let probe = self
                     .send_request(Send {
                         method: "server/discover",
@@ -31,7 +35,6 @@ impl Shared {
                         timeout: Some(probe_timeout),
                         cancellable: false,
                         options: None,
-                        own_cancel: None,
                     })
                     .await;
                 match probe.map(|r| r.value()) {
@@ -102,7 +105,7 @@ impl Shared {
         let opts = &self.options;
         let params = json!({
             "protocolVersion": opts.legacy_versions[0],
-            "capabilities": opts.capabilities,
+            "capabilities": opts.legacy_capabilities,
             "clientInfo": opts.client_info,
         });
         let result = self
@@ -112,7 +115,6 @@ impl Shared {
                 timeout: deadline.map(|d| d.saturating_duration_since(Instant::now())),
                 cancellable: false,
                 options: None,
-                own_cancel: None,
             })
             .await?
             .value();
@@ -133,6 +135,9 @@ impl Shared {
             },
             modern_meta: None,
         });
+        *self.host.server_capabilities.write() =
+            result.get("capabilities").cloned().unwrap_or(json!({}));
+        self.note_legacy_tool_tasks();
         self.transport()?
             .clone()
             .send(protocol::encode_notification(
@@ -140,6 +145,20 @@ impl Shared {
                 None,
             ))
             .await?;
+        // The log level the host asked for at connect, when the server logs at all.
+        let level = self.host.log_level.read().clone();
+        if let Some(level) = level {
+            if self.host.server_declares(&["logging"]) {
+                self.send_request(Send {
+                    method: "logging/setLevel",
+                    body: Body::Params(Some(json!({ "level": level }))),
+                    timeout: deadline.map(|d| d.saturating_duration_since(Instant::now())),
+                    cancellable: true,
+                    options: None,
+                })
+                .await?;
+            }
+        }
         Ok(json!({
             "name": self.name,
             "era": "legacy",
@@ -151,20 +170,30 @@ impl Shared {
         }))
     }
 
-    pub(super) fn adopt_modern(&self, version: &str, result: Value) -> Value {
-        // The per-request `_meta` entries, serialized once for the tool-call fast path.
+    /// The per-request `_meta` entries of the modern era, serialized once for the tool-call
+    /// fast path (again when the host changes the log level).
+    pub(super) fn modern_meta_fragment(&self, version: &str) -> String {
         let mut fragment = Map::new();
         fragment.insert(era::META_PROTOCOL_VERSION.into(), json!(version));
         fragment.insert(
             era::META_CLIENT_CAPABILITIES.into(),
-            self.options.capabilities.clone(),
+            self.options.modern_capabilities.clone(),
         );
         fragment.insert(
             era::META_CLIENT_INFO.into(),
             self.options.client_info.clone(),
         );
+        if let Some(level) = &*self.host.log_level.read() {
+            fragment.insert(era::META_LOG_LEVEL.into(), json!(level));
+        }
         let text = Value::Object(fragment).to_string();
-        let modern_meta = text[1..text.len() - 1].to_string();
+        text[1..text.len() - 1].to_string()
+    }
+
+    pub(super) fn adopt_modern(&self, version: &str, result: Value) -> Value {
+        let modern_meta = self.modern_meta_fragment(version);
+        *self.host.server_capabilities.write() =
+            result.get("capabilities").cloned().unwrap_or(json!({}));
         *self.era.write() = Some(EraState {
             era: Era::Modern {
                 version: version.to_string(),

@@ -77,10 +77,27 @@ pub struct ConnectOptions {
     /// How long a server's request waits for the host's answer before the server gets an error.
     pub host_request_timeout: Duration,
     pub client_info: Value,
-    /// What the client declares, exactly as the host gave it (plus `roots` when roots are given).
+    /// What the host declared (`sampling`, `elicitation`, `roots`, `experimental`, ...), normalized
+    /// (`true` is `{}`, `false` is absent), plus `roots` when roots are given.
     pub capabilities: Value,
+    /// What the client declares in the `initialize` handshake: `capabilities`, plus the `tasks`
+    /// the engine itself serves (client-hosted sampling/elicitation tasks) when `tasks` is on.
+    pub legacy_capabilities: Value,
+    /// What the client declares in each modern request's `_meta`: `capabilities`, plus the
+    /// `io.modelcontextprotocol/tasks` extension when `tasks` is on.
+    pub modern_capabilities: Value,
     /// Roots answered automatically to `roots/list`, when the host gives them.
     pub roots: Option<Value>,
+    /// Whether the engine takes part in tasks (see `tasks`): tool calls that become tasks are
+    /// awaited, and (legacy) the server may have the client run its requests as tasks.
+    pub tasks: bool,
+    /// The log level asked of the server from the start (`logging/setLevel`, or per request).
+    pub log_level: Option<String>,
+    /// How many `InputRequiredResult` rounds (and -32042 retries) one call may take.
+    pub max_input_rounds: usize,
+    /// Fill a form elicitation's schema `default`s into an accepted answer's content where the
+    /// host left them out.
+    pub elicitation_defaults: bool,
     /// Versions the client may negotiate, newest first.
     pub modern_versions: Vec<String>,
     pub legacy_versions: Vec<String>,
@@ -94,6 +111,150 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// The `server/discover` probe waits at most this long (and never more than half the connect
 /// budget) before the server is taken for a legacy one.
 pub const MAX_PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most `InputRequiredResult` rounds one call takes before the server is called broken.
+pub const DEFAULT_MAX_INPUT_ROUNDS: usize = 16;
+/// The extension identifier of tasks in the 2026-07-28 era.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// The syslog levels of MCP logging, least severe first.
+pub const LOG_LEVELS: &[&str] = &[
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// A log level the host gave, checked against the eight MCP levels.
+pub fn parse_log_level(value: &Value, what: &str) -> Result<String> {
+    match value.as_str() {
+        Some(level) if LOG_LEVELS.contains(&level) => Ok(level.to_string()),
+        _ => Err(Error::invalid(format!(
+            "{what} must be one of {} (got {value})",
+            LOG_LEVELS.join(", ")
+        ))),
+    }
+}
+
+/// Roots as the host gives them: `[{"uri": "file://...", "name"?: "..."}]`.
+pub fn parse_roots(value: &Value, what: &str) -> Result<Value> {
+    let list = value.as_array().ok_or_else(|| {
+        Error::invalid(format!(
+            "{what} must be an array of {{uri, name}} (got {value})"
+        ))
+    })?;
+    for (i, r) in list.iter().enumerate() {
+        let Some(obj) = r.as_object() else {
+            return Err(Error::invalid(format!(
+                "{what}[{i}] must be an object {{uri, name}} (got {r})"
+            )));
+        };
+        match obj.get("uri").and_then(Value::as_str) {
+            Some(uri) if uri.starts_with("file://") => {}
+            Some(uri) => {
+                return Err(Error::invalid(format!(
+                    "{what}[{i}].uri must be a file:// URI, as MCP requires of roots (got {uri:?})"
+                )))
+            }
+            None => return Err(Error::invalid(format!("{what}[{i}] needs a string `uri`"))),
+        }
+        if obj.get("name").is_some_and(|n| !n.is_string()) {
+            return Err(Error::invalid(format!("{what}[{i}].name must be a string")));
+        }
+    }
+    Ok(value.clone())
+}
+
+/// A capability flag as the host may write it: `true` or an object declares it (`true` is `{}`),
+/// `false` or `null` leaves it out.
+fn capability_flag(value: &Value, what: &str) -> Result<Option<Value>> {
+    match value {
+        Value::Bool(true) => Ok(Some(json!({}))),
+        Value::Bool(false) | Value::Null => Ok(None),
+        Value::Object(_) => Ok(Some(value.clone())),
+        other => Err(Error::invalid(format!(
+            "{what} must be an object, true or false (got {other})"
+        ))),
+    }
+}
+
+/// The host's `capabilities` option, normalized and checked: the capabilities the engine acts on
+/// (`sampling` with `tools`, `elicitation` with `form`/`url`, `roots` with `listChanged`) must
+/// have their spec shapes; anything else (`experimental`, other `extensions`) passes through.
+fn normalize_capabilities(caps: &Value) -> Result<Value> {
+    let obj = as_object(caps, "option `capabilities`")?;
+    let mut out = Map::new();
+    for (key, value) in obj {
+        let what = format!("capability `{key}`");
+        match key.as_str() {
+            "sampling" | "elicitation" | "roots" => {
+                let Some(mut declared) = capability_flag(value, &what)? else {
+                    continue;
+                };
+                let inner = declared.as_object_mut().expect("a flag is an object");
+                let subs: &[&str] = match key.as_str() {
+                    "sampling" => &["tools", "context"],
+                    "elicitation" => &["form", "url"],
+                    _ => &[],
+                };
+                for sub in subs {
+                    if let Some(v) = inner.get(*sub).cloned() {
+                        match capability_flag(&v, &format!("capability `{key}.{sub}`"))? {
+                            Some(v) => {
+                                inner.insert(sub.to_string(), v);
+                            }
+                            None => {
+                                inner.remove(*sub);
+                            }
+                        }
+                    }
+                }
+                if key == "elicitation"
+                    && inner.is_empty()
+                    && value.as_object().is_some_and(|m| !m.is_empty())
+                {
+                    return Err(Error::invalid(
+                        "capability `elicitation` declares neither `form` nor `url`; an elicitation capability must support at least one mode",
+                    ));
+                }
+                if key == "roots" {
+                    if let Some(v) = inner.get("listChanged") {
+                        if !v.is_boolean() {
+                            return Err(Error::invalid(format!(
+                                "capability `roots.listChanged` must be true or false (got {v})"
+                            )));
+                        }
+                    }
+                }
+                out.insert(key.clone(), declared);
+            }
+            "tasks" => {
+                return Err(Error::invalid(
+                    "capability `tasks` is declared by the engine itself (it serves the tasks it declares): use the connection option `tasks` (true or false) instead",
+                ))
+            }
+            "extensions" => {
+                let ext = as_object(value, "capability `extensions`")?;
+                if ext.contains_key(TASKS_EXTENSION) {
+                    return Err(Error::invalid(format!(
+                        "capability `extensions.{TASKS_EXTENSION}` is declared by the engine itself: use the connection option `tasks` (true or false) instead"
+                    )));
+                }
+                out.insert(key.clone(), value.clone());
+            }
+            "experimental" => {
+                as_object(value, "capability `experimental`")?;
+                out.insert(key.clone(), value.clone());
+            }
+            _ => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    Ok(Value::Object(out))
+}
 
 impl Default for ConnectOptions {
     fn default() -> Self {
@@ -104,7 +265,13 @@ impl Default for ConnectOptions {
             host_request_timeout: DEFAULT_REQUEST_TIMEOUT,
             client_info: json!({"name": "mcplug", "version": env!("CARGO_PKG_VERSION")}),
             capabilities: json!({}),
+            legacy_capabilities: json!({}),
+            modern_capabilities: json!({}),
             roots: None,
+            tasks: true,
+            log_level: None,
+            max_input_rounds: DEFAULT_MAX_INPUT_ROUNDS,
+            elicitation_defaults: false,
             modern_versions: era::MODERN_VERSIONS.iter().map(|s| s.to_string()).collect(),
             legacy_versions: era::LEGACY_VERSIONS.iter().map(|s| s.to_string()).collect(),
             max_message_bytes: 32 << 20,
@@ -144,25 +311,29 @@ impl ConnectOptions {
             o.client_info = info.clone();
         }
         if let Some(caps) = obj.get("capabilities") {
-            as_object(caps, "option `capabilities`")?;
-            o.capabilities = caps.clone();
+            o.capabilities = normalize_capabilities(caps)?;
         }
-        if let Some(roots) = obj.get("roots") {
-            let list = roots
-                .as_array()
-                .ok_or_else(|| Error::invalid("option `roots` must be an array of {uri, name}"))?;
-            for (i, r) in list.iter().enumerate() {
-                if !r.get("uri").is_some_and(Value::is_string) {
-                    return Err(Error::invalid(format!(
-                        "option `roots[{i}]` needs a string `uri`"
-                    )));
-                }
+        match obj.get("roots") {
+            None | Some(Value::Null) => {}
+            Some(roots) => {
+                o.roots = Some(parse_roots(roots, "option `roots`")?);
+                let caps = o
+                    .capabilities
+                    .as_object_mut()
+                    .expect("normalized to an object");
+                caps.entry("roots")
+                    .or_insert_with(|| json!({"listChanged": true}));
             }
-            o.roots = Some(roots.clone());
-            let caps = o.capabilities.as_object_mut().expect("checked above");
-            caps.entry("roots")
-                .or_insert_with(|| json!({"listChanged": true}));
         }
+        o.tasks = parse_bool(obj, "tasks")?.unwrap_or(true);
+        match obj.get("log_level") {
+            None | Some(Value::Null) => {}
+            Some(v) => o.log_level = Some(parse_log_level(v, "option `log_level`")?),
+        }
+        if let Some(n) = parse_usize(obj, "max_input_rounds")? {
+            o.max_input_rounds = n;
+        }
+        o.elicitation_defaults = parse_bool(obj, "elicitation_defaults")?.unwrap_or(false);
         if let Some(versions) = obj.get("protocol_versions") {
             let list = versions
                 .as_array()
@@ -203,7 +374,34 @@ impl ConnectOptions {
         if let Limit::After(d) = parse_limit(obj, "shutdown_grace_ms")? {
             o.shutdown_grace = d;
         }
+        o.derive_capabilities();
         Ok(o)
+    }
+
+    /// The capabilities of each era from what the host declared and the `tasks` option.
+    fn derive_capabilities(&mut self) {
+        let mut legacy = self.capabilities.clone();
+        let mut modern = self.capabilities.clone();
+        if self.tasks {
+            // Legacy: the engine hosts the tasks of the server requests the host serves.
+            let mut requests = Map::new();
+            if self.declares("sampling") {
+                requests.insert("sampling".into(), json!({"createMessage": {}}));
+            }
+            if self.declares("elicitation") {
+                requests.insert("elicitation".into(), json!({"create": {}}));
+            }
+            if !requests.is_empty() {
+                legacy["tasks"] = json!({"list": {}, "cancel": {}, "requests": requests});
+            }
+            let caps = modern.as_object_mut().expect("normalized to an object");
+            let ext = caps.entry("extensions").or_insert_with(|| json!({}));
+            if let Some(ext) = ext.as_object_mut() {
+                ext.insert(TASKS_EXTENSION.into(), json!({}));
+            }
+        }
+        self.legacy_capabilities = legacy;
+        self.modern_capabilities = modern;
     }
 
     /// Whether the host declared a capability (a key of `capabilities`).
@@ -211,6 +409,34 @@ impl ConnectOptions {
         self.capabilities
             .get(capability)
             .is_some_and(|v| !v.is_null())
+    }
+
+    /// Whether the host declared `capability.sub` (`sampling.tools`, `elicitation.url`, ...).
+    pub fn declares_sub(&self, capability: &str, sub: &str) -> bool {
+        self.capabilities
+            .get(capability)
+            .and_then(|c| c.get(sub))
+            .is_some_and(|v| !v.is_null())
+    }
+
+    /// Elicitation modes: `{}` is form only (the spec's backwards-compatible reading).
+    pub fn elicitation_form(&self) -> bool {
+        self.declares("elicitation")
+            && (self.declares_sub("elicitation", "form")
+                || !self.declares_sub("elicitation", "url"))
+    }
+
+    pub fn elicitation_url(&self) -> bool {
+        self.declares_sub("elicitation", "url")
+    }
+
+    /// Whether `notifications/roots/list_changed` was declared (legacy era).
+    pub fn roots_list_changed(&self) -> bool {
+        self.capabilities
+            .get("roots")
+            .and_then(|r| r.get("listChanged"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
     }
 }
 
@@ -232,6 +458,40 @@ pub struct CallOptions {
     /// For a started call: queue it, to be written with the next call that is not deferred or
     /// with `flush` (many calls, one write).
     pub defer: bool,
+    /// Whether a tool call may become a task, and what the host gets then.
+    pub task: TaskMode,
+    /// The task lifetime asked of a legacy server when the call is made a task.
+    pub task_ttl: Option<u64>,
+    /// Set by the engine only: the caller resolves `input_required`/`task` results itself
+    /// (see `client/mrtr.rs`), so the request's own check lets them through.
+    pub(crate) caller_resolves: bool,
+    /// Set by the engine only: a started call's own cancel (`cancel_call`), besides the tag.
+    pub(crate) own_cancel: Option<OwnCancel>,
+}
+
+/// A started call's cancel signal, carried in its options.
+#[derive(Clone)]
+pub(crate) struct OwnCancel(pub(crate) std::sync::Arc<crate::client::cancel::CancelSignal>);
+
+impl std::fmt::Debug for OwnCancel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OwnCancel")
+    }
+}
+
+/// The per-call option `task`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TaskMode {
+    /// Absent: a legacy tool the server lists as `taskSupport: "required"` is called as a task;
+    /// a modern server decides. A task is awaited and its result returned.
+    #[default]
+    Auto,
+    /// `true`: ask a legacy server for a task when it offers them; await it.
+    Await,
+    /// `"handle"`: ask for a task and return the task itself (`tasks/get` etc. are the host's).
+    Handle,
+    /// `false`: never ask a legacy server for a task.
+    Never,
 }
 
 impl CallOptions {
@@ -267,6 +527,19 @@ impl CallOptions {
         }
         o.all_pages = parse_bool(obj, "all_pages")?.unwrap_or(false);
         o.defer = parse_bool(obj, "defer")?.unwrap_or(false);
+        o.task = match obj.get("task") {
+            None | Some(Value::Null) => TaskMode::Auto,
+            Some(Value::Bool(true)) => TaskMode::Await,
+            Some(Value::Bool(false)) => TaskMode::Never,
+            Some(Value::String(s)) if s == "handle" => TaskMode::Handle,
+            Some(Value::String(s)) if s == "await" => TaskMode::Await,
+            Some(v) => {
+                return Err(Error::invalid(format!(
+                    "option `task` must be true, false, \"await\" or \"handle\" (got {v})"
+                )))
+            }
+        };
+        o.task_ttl = parse_usize(obj, "task_ttl_ms")?.map(|n| n as u64);
         Ok(o)
     }
 }

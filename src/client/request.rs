@@ -25,6 +25,9 @@ pub(super) enum Body<'a> {
     ToolCall {
         name: &'a str,
         arguments: Option<&'a RawValue>,
+        /// More members of `params`, as JSON text (`"inputResponses":{...},"requestState":"..."`
+        /// of a multi-round retry, or a legacy `"task":{...}`); see `client/mrtr.rs`.
+        extra: Option<&'a str>,
     },
 }
 
@@ -36,8 +39,6 @@ pub(super) struct Send<'a> {
     /// May this request be cancelled with `notifications/cancelled`? (Never `initialize`.)
     pub(super) cancellable: bool,
     pub(super) options: Option<&'a CallOptions>,
-    /// A started call's own cancel (`mcplug_client_cancel_call`), besides the host's tag.
-    pub(super) own_cancel: Option<Arc<cancel::CancelSignal>>,
 }
 
 impl Shared {
@@ -47,7 +48,7 @@ impl Shared {
         let options = send.options;
         let guard = cancel::Cancels {
             tag: options.and_then(|o| o.tag.as_deref()).map(cancel::register),
-            own: send.own_cancel.clone(),
+            own: options.and_then(|o| o.own_cancel.as_ref().map(|c| c.0.clone())),
         };
         let (id, mut answer) = self.pending.register();
         if self.closed.load(Ordering::SeqCst) {
@@ -75,9 +76,11 @@ impl Shared {
                 Body::Params(params) => {
                     self.encode_params(id, send.method, params, wants_progress, era.as_ref())
                 }
-                Body::ToolCall { name, arguments } => {
-                    encode_tool_call(id, name, arguments, wants_progress, modern)
-                }
+                Body::ToolCall {
+                    name,
+                    arguments,
+                    extra,
+                } => encode_tool_call(id, name, arguments, extra, wants_progress, modern),
             };
             (message, modern.is_some())
         };
@@ -216,7 +219,7 @@ impl Shared {
             self.progress.lock().remove(&id.to_string());
         }
         let result = outcome?;
-        if modern {
+        if modern && !options.is_some_and(|o| o.caller_resolves) {
             check_result_type(send.method, result)
         } else {
             Ok(result)
@@ -300,9 +303,19 @@ impl Shared {
             params = Some(era::stamp_modern_meta(
                 params,
                 version,
-                &self.options.capabilities,
+                &self.options.modern_capabilities,
                 &self.options.client_info,
             ));
+            if let Some(level) = &*self.host.log_level.read() {
+                if let Some(meta) = params
+                    .as_mut()
+                    .and_then(|p| p.get_mut("_meta"))
+                    .and_then(Value::as_object_mut)
+                {
+                    meta.entry(era::META_LOG_LEVEL)
+                        .or_insert_with(|| json!(level));
+                }
+            }
         }
         Outgoing::request(id, method, 0)
             .params(params.as_ref())
@@ -333,10 +346,11 @@ pub(super) fn encode_tool_call(
     id: u64,
     name: &str,
     arguments: Option<&RawValue>,
+    extra: Option<&str>,
     progress: bool,
     modern_meta: Option<&str>,
 ) -> Vec<u8> {
-    let args_len = arguments.map_or(0, |a| a.get().len());
+    let args_len = arguments.map_or(0, |a| a.get().len()) + extra.map_or(0, str::len);
     let mut out = Outgoing::request(
         id,
         "tools/call",
@@ -360,40 +374,26 @@ pub(super) fn encode_tool_call(
     if let Some(args) = arguments {
         out = out.raw(b",\"arguments\":").raw(args.get().as_bytes());
     }
+    if let Some(extra) = extra {
+        out = out.raw(b",").raw(extra.as_bytes());
+    }
     out.raw(b"}").finish()
 }
 
-/// The modern era's `resultType`: absent or "complete" is a final result.
+/// The modern era's `resultType` of a request whose caller does not resolve it (see
+/// `client/mrtr.rs`, which handles `input_required` and `task` for the host's calls): absent or
+/// "complete" is a final result; anything else is an error that says why.
 pub(super) fn check_result_type(method: &str, result: RawJson) -> Result<RawJson> {
-    #[derive(serde::Deserialize)]
-    struct ResultType<'a> {
-        #[serde(rename = "resultType", borrow)]
-        result_type: Option<std::borrow::Cow<'a, str>>,
-    }
-    // Most results have no resultType, or the plain "complete": find that out without parsing.
-    // One searcher for the process (building one per call cost ~1k instructions).
-    static FINDER: once_cell::sync::Lazy<memchr::memmem::Finder<'static>> =
-        once_cell::sync::Lazy::new(|| memchr::memmem::Finder::new(b"\"resultType\""));
-    let text = result.as_str().as_bytes();
-    let Some(at) = FINDER.find(text) else {
-        return Ok(result);
-    };
-    if text[at..].starts_with(b"\"resultType\":\"complete\"")
-        && FINDER.find(&text[at + 1..]).is_none()
-    {
-        return Ok(result);
-    }
-    let found = serde_json::from_str::<ResultType>(result.as_str())
-        .ok()
-        .and_then(|r| r.result_type.map(|c| c.into_owned()));
-    match found.as_deref() {
+    match super::mrtr::result_type(result.as_str()).as_deref() {
         None | Some("complete") => Ok(result),
-        Some("input_required") => Err(Error::not_implemented(format!(
-            "the server answered {method} with an InputRequiredResult (multi round-trip request), \
-             which this version of mcplug does not handle yet"
+        Some("input_required") if super::mrtr::allows_input_required(method) => Err(Error::not_implemented(format!(
+            "the server answered {method} with an InputRequiredResult (multi round-trip request) on a path that does not resolve it; use the client's request or call_tool"
         ))),
-        Some("task") => Err(Error::not_implemented(format!(
-            "the server answered {method} with a task, which this version of mcplug does not handle yet"
+        Some("input_required") => Err(Error::protocol(format!(
+            "the server answered {method} with an InputRequiredResult, which the protocol allows only on tools/call, prompts/get and resources/read"
+        ))),
+        Some("task") => Err(Error::protocol(format!(
+            "the server answered {method} with a task, which only tools/call may become"
         ))),
         Some(other) => Err(Error::protocol(format!("{method}: unknown resultType {other:?}"))),
     }
@@ -429,7 +429,7 @@ mod tests {
             (false, Some(meta)),
             (true, Some(meta)),
         ] {
-            let line = encode_tool_call(7, "na\"me", Some(args), progress, modern);
+            let line = encode_tool_call(7, "na\"me", Some(args), None, progress, modern);
             assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1, "one line");
             let text = std::str::from_utf8(&line).unwrap();
             let v: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
@@ -449,8 +449,20 @@ mod tests {
             );
         }
         let v: Value =
-            serde_json::from_slice(&encode_tool_call(1, "t", None, false, None)).unwrap();
+            serde_json::from_slice(&encode_tool_call(1, "t", None, None, false, None)).unwrap();
         assert_eq!(v["params"], json!({"name": "t"}));
+        let extra = r#""inputResponses":{"k":{"action":"accept"}},"requestState":"s""#;
+        let v: Value = serde_json::from_slice(&encode_tool_call(
+            2,
+            "t",
+            Some(args),
+            Some(extra),
+            false,
+            None,
+        ))
+        .unwrap();
+        assert_eq!(v["params"]["requestState"], "s");
+        assert_eq!(v["params"]["inputResponses"]["k"]["action"], "accept");
     }
 
     #[test]
@@ -461,8 +473,14 @@ mod tests {
         assert!(check_result_type("tools/call", done).is_ok());
         let mrtr = RawJson::from_value(&json!({"resultType": "input_required"}));
         assert_eq!(
-            check_result_type("tools/call", mrtr).unwrap_err().kind,
+            check_result_type("tools/call", mrtr.clone())
+                .unwrap_err()
+                .kind,
             ErrorKind::NotImplemented
+        );
+        assert_eq!(
+            check_result_type("tools/list", mrtr).unwrap_err().kind,
+            ErrorKind::Protocol
         );
         let odd = RawJson::from_value(&json!({"resultType": "banana"}));
         assert_eq!(

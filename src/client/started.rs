@@ -11,7 +11,8 @@
 //! - everything else runs [`Shared::send_request`] in a runtime task, with every option honoured.
 
 use super::*;
-use crate::protocol::pending::Delivered;
+use crate::client::options::{OwnCancel, TaskMode};
+use crate::protocol::pending::{self, Delivered};
 use crate::transport::Drive;
 use cancel::CancelSignal;
 use std::future::Future;
@@ -33,32 +34,44 @@ impl Client {
         let shared = &self.shared;
         shared.check_open()?;
         let timeout = options.timeout.or(shared.options.tool_timeout);
-        if timeout.is_none() && direct_ok(options) {
+        let modern = shared.is_modern();
+        // A legacy tool call that may be made a task needs the tool list first: the task way.
+        let legacy_task = !modern && shared.wants_tool_tasks() && options.task != TaskMode::Never;
+        if timeout.is_none() && direct_ok(options) && !legacy_task {
+            let replay = shared.may_resume("tools/call", modern).then(|| {
+                Box::new(Replay {
+                    method: "tools/call".into(),
+                    tool: Some((name.to_string(), arguments.map(RawValue::to_owned))),
+                    params: None,
+                    options: options.clone(),
+                }) as pending::Replay
+            });
             return shared
-                .start_direct(options.defer, |id, era| {
-                    let modern = era.and_then(|e| e.modern_meta.as_deref());
-                    request::encode_tool_call(id, name, arguments, false, modern)
+                .start_direct(options.defer, replay, |id, era| {
+                    let meta = era.and_then(|e| e.modern_meta.as_deref());
+                    request::encode_tool_call(id, name, arguments, None, false, meta)
                 })
                 .await;
         }
         let name = name.to_string();
         let arguments: Option<Box<RawValue>> = arguments.map(RawValue::to_owned);
         let options = options.clone();
-        Ok(shared.start_task(move |shared, own| async move {
-            shared
-                .send_request(Send {
-                    method: "tools/call",
-                    body: Body::ToolCall {
-                        name: &name,
-                        arguments: arguments.as_deref(),
-                    },
-                    timeout,
-                    cancellable: true,
-                    options: Some(&options),
-                    own_cancel: Some(own),
-                })
-                .await
-        }))
+        Ok(
+            shared.start_task(options, move |shared, options| async move {
+                shared
+                    .call(
+                        "tools/call",
+                        mrtr::Call::Tool {
+                            name: &name,
+                            arguments: arguments.as_deref(),
+                        },
+                        timeout,
+                        &options,
+                        None,
+                    )
+                    .await
+            }),
+        )
     }
 
     /// Starts any request; the outcome arrives as a completion event. `all_pages` is refused
@@ -79,25 +92,29 @@ impl Client {
         }
         let timeout = options.timeout.or(shared.options.request_timeout);
         if timeout.is_none() && direct_ok(options) {
+            let modern = shared.is_modern();
+            let replay = shared.may_resume(method, modern).then(|| {
+                Box::new(Replay {
+                    method: method.to_string(),
+                    tool: None,
+                    params: params.clone(),
+                    options: options.clone(),
+                }) as pending::Replay
+            });
             let encode = |id, era: Option<&EraState>| {
                 shared.encode_params(id, method, params.clone(), false, era)
             };
-            return shared.start_direct(options.defer, encode).await;
+            return shared.start_direct(options.defer, replay, encode).await;
         }
         let method = method.to_string();
         let options = options.clone();
-        Ok(shared.start_task(move |shared, own| async move {
-            shared
-                .send_request(Send {
-                    method: &method,
-                    body: Body::Params(params),
-                    timeout,
-                    cancellable: true,
-                    options: Some(&options),
-                    own_cancel: Some(own),
-                })
-                .await
-        }))
+        Ok(
+            shared.start_task(options, move |shared, options| async move {
+                shared
+                    .call(&method, mrtr::Call::Params(params), timeout, &options, None)
+                    .await
+            }),
+        )
     }
 
     /// Cancels a started call: its completion event carries a `cancelled` error (unless its
@@ -156,6 +173,16 @@ const EVENT_BUSY_SLICE: Duration = Duration::from_millis(2);
 /// Whether a started call can take the direct way: nothing that needs a timer or a task.
 fn direct_ok(options: &CallOptions) -> bool {
     options.tag.is_none() && !options.progress
+}
+
+/// What a direct call keeps to resume itself when its answer asks for more (input, a task, a
+/// URL elicitation): the request as the host gave it.
+struct Replay {
+    method: String,
+    /// A tool call: the name and the host's raw arguments.
+    tool: Option<(String, Option<Box<RawValue>>)>,
+    params: Option<Value>,
+    options: CallOptions,
 }
 
 /// Deferred calls: their messages, back to back, and their ids (to fail them if the write does).
@@ -218,13 +245,14 @@ impl Shared {
     async fn start_direct(
         self: &Arc<Self>,
         defer: bool,
+        replay: Option<pending::Replay>,
         encode: impl FnOnce(u64, Option<&EraState>) -> Vec<u8>,
     ) -> Result<u64> {
         let transport = self.transport()?.clone();
         let (id, message) = {
             let era = self.era.read();
             let modern = era.as_ref().is_some_and(|e| e.modern_meta.is_some());
-            let id = self.pending.register_ticket(modern);
+            let id = self.pending.register_ticket(modern, replay);
             (id, encode(id, era.as_ref()))
         };
         // From here something must read for it (the background, or a host thread waiting for
@@ -328,24 +356,83 @@ impl Shared {
 
     /// The task way: a runtime task runs the request with every option; whoever removes the
     /// call from `started` (the task, or `shut`) queues its completion.
-    fn start_task<F, Fut>(self: &Arc<Self>, run: F) -> u64
+    fn start_task<F, Fut>(self: &Arc<Self>, options: CallOptions, run: F) -> u64
     where
-        F: FnOnce(Arc<Shared>, Arc<CancelSignal>) -> Fut + std::marker::Send + 'static,
+        F: FnOnce(Arc<Shared>, CallOptions) -> Fut + std::marker::Send + 'static,
         Fut: Future<Output = Result<RawJson>> + std::marker::Send + 'static,
     {
         let call = self.pending.reserve_id();
+        self.run_as_task(call, options, run);
+        call
+    }
+
+    /// Runs started call `call` in a task, with its own cancel; whoever removes it from
+    /// `started` (the task, or `shut`) queues its completion.
+    fn run_as_task<F, Fut>(self: &Arc<Self>, call: u64, mut options: CallOptions, run: F)
+    where
+        F: FnOnce(Arc<Shared>, CallOptions) -> Fut + std::marker::Send + 'static,
+        Fut: Future<Output = Result<RawJson>> + std::marker::Send + 'static,
+    {
         let own = CancelSignal::new();
-        self.started.lock().insert(call, own.clone());
+        options.own_cancel = Some(OwnCancel(own.clone()));
+        self.started.lock().insert(call, own);
         let shared = self.clone();
         crate::runtime::spawn(async move {
-            let outcome = run(shared.clone(), own).await;
+            let outcome = run(shared.clone(), options).await;
             if shared.started.lock().remove(&call).is_some() {
                 shared
                     .events
                     .push_text(completion_text(call, &outcome), false);
             }
         });
-        call
+    }
+
+    /// Whether a direct call of `method` may need another round, and so keeps a replay.
+    fn may_resume(&self, method: &str, modern: bool) -> bool {
+        if modern {
+            mrtr::allows_input_required(method) || (method == "tools/call" && self.options.tasks)
+        } else {
+            self.host.url_elicitation
+        }
+    }
+
+    fn is_modern(&self) -> bool {
+        self.era
+            .read()
+            .as_ref()
+            .is_some_and(|e| e.modern_meta.is_some())
+    }
+
+    /// A direct call whose answer asks for more: it goes on as a task (`mrtr::call`, given the
+    /// answer as its first round), still cancellable by its number.
+    fn resume(self: &Arc<Self>, call: u64, replay: pending::Replay, first: Result<RawJson>) {
+        let Ok(replay) = replay.downcast::<Replay>() else {
+            self.events.push_text(completion_text(call, &first), false);
+            return;
+        };
+        let Replay {
+            method,
+            tool,
+            params,
+            options,
+        } = *replay;
+        let timeout = if tool.is_some() {
+            options.timeout.or(self.options.tool_timeout)
+        } else {
+            options.timeout.or(self.options.request_timeout)
+        };
+        self.run_as_task(call, options, move |shared, options| async move {
+            let body = match &tool {
+                Some((name, arguments)) => mrtr::Call::Tool {
+                    name,
+                    arguments: arguments.as_deref(),
+                },
+                None => mrtr::Call::Params(params),
+            };
+            shared
+                .call(&method, body, timeout, &options, Some(first))
+                .await
+        });
     }
 
     /// A direct call's answer (or failure), taken out of the pending table by the caller.
@@ -357,10 +444,28 @@ impl Shared {
     }
 
     /// Routes an answer from the pending table.
-    pub(super) fn delivered(&self, delivered: Delivered, id: &RawValue) {
+    pub(super) fn delivered(self: &Arc<Self>, delivered: Delivered, id: &RawValue) {
         match delivered {
             Delivered::Replied => {}
-            Delivered::Ticket(call, outcome, modern) => {
+            Delivered::Ticket(call, outcome, modern, replay) => {
+                let more = replay.is_some()
+                    && match &outcome {
+                        Ok(r) if modern => !matches!(
+                            mrtr::result_type(r.as_str()).as_deref(),
+                            None | Some("complete")
+                        ),
+                        Err(e) => {
+                            e.kind == ErrorKind::Rpc
+                                && e.code == Some(codes::URL_ELICITATION_REQUIRED)
+                        }
+                        _ => false,
+                    };
+                if let (true, Some(replay)) = (more, replay) {
+                    if let Ok(t) = self.transport() {
+                        t.ticket_finished();
+                    }
+                    return self.resume(call, replay, outcome);
+                }
                 let outcome = match outcome {
                     Ok(result) if modern => request::check_result_type("the started call", result),
                     other => other,

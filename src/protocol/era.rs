@@ -11,6 +11,8 @@ pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+/// The log level a modern request asks for (2026-07-28: logging is per request).
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 
 pub fn is_modern(version: &str) -> bool {
     MODERN_VERSIONS.contains(&version)

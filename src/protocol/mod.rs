@@ -244,6 +244,9 @@ pub fn encode_response(id: &Value, outcome: Result<&Value, &Value>) -> Vec<u8> {
 /// JSON-RPC error codes this client sends or reads.
 pub mod codes {
     pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+    pub(crate) const INVALID_PARAMS: i64 = -32602;
+    /// A URL-mode elicitation must complete before the request can be retried (2025-11-25).
+    pub(crate) const URL_ELICITATION_REQUIRED: i64 = -32042;
     pub(crate) const INTERNAL_ERROR: i64 = -32603;
     pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }

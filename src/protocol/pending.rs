@@ -37,11 +37,16 @@ impl Hasher for IdHasher {
 /// answer is handed back to the connection, which queues it as a completion event.
 enum Waiter {
     Reply(oneshot::Sender<Outcome>),
-    /// `modern`: the result's `resultType` must be looked at (2026-07-28 era).
+    /// `modern`: the result's `resultType` must be looked at (2026-07-28 era); `replay`: what
+    /// the connection needs to resume the call if its answer asks for more (its own type).
     Ticket {
         modern: bool,
+        replay: Option<Replay>,
     },
 }
+
+/// A started call's request, kept by the connection in case the answer asks for another round.
+pub type Replay = Box<dyn std::any::Any + Send>;
 
 /// What became of an answer.
 pub enum Delivered {
@@ -49,7 +54,7 @@ pub enum Delivered {
     Replied,
     /// A started call's answer (and whether it is of the modern era): the connection queues
     /// it for the host.
-    Ticket(u64, Outcome, bool),
+    Ticket(u64, Outcome, bool, Option<Replay>),
     /// No request with that id is pending (late, after a timeout or a cancel, or unknown).
     Unknown,
 }
@@ -80,9 +85,11 @@ impl PendingTable {
 
     /// Reserves a fresh id for a started call: its answer comes back from [`PendingTable::complete`]
     /// as [`Delivered::Ticket`] (or from [`PendingTable::fail_all`]).
-    pub fn register_ticket(&self, modern: bool) -> u64 {
+    pub fn register_ticket(&self, modern: bool, replay: Option<Replay>) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.waiting.lock().insert(id, Waiter::Ticket { modern });
+        self.waiting
+            .lock()
+            .insert(id, Waiter::Ticket { modern, replay });
         id
     }
 
@@ -121,7 +128,9 @@ impl PendingTable {
                 let _ = tx.send(outcome);
                 Delivered::Replied
             }
-            Some(Waiter::Ticket { modern }) => Delivered::Ticket(id, outcome, modern),
+            Some(Waiter::Ticket { modern, replay }) => {
+                Delivered::Ticket(id, outcome, modern, replay)
+            }
             None => Delivered::Unknown,
         }
     }
@@ -186,10 +195,10 @@ mod tests {
         ));
         let (c, _) = t.register();
         assert!(c > b, "ids only grow");
-        let d = t.register_ticket(true);
+        let d = t.register_ticket(true, None);
         assert!(d > c);
         assert!(
-            matches!(t.complete(&raw(json!(d)), ok()), Delivered::Ticket(n, Ok(_), true) if n == d)
+            matches!(t.complete(&raw(json!(d)), ok()), Delivered::Ticket(n, Ok(_), true, None) if n == d)
         );
         assert!(t.reserve_id() > d);
     }
@@ -199,7 +208,7 @@ mod tests {
         let t = PendingTable::new();
         let (_, mut r1) = t.register();
         let (_, mut r2) = t.register();
-        let ticket = t.register_ticket(false);
+        let ticket = t.register_ticket(false, None);
         assert_eq!(t.fail_all(&Error::closed("gone")), vec![ticket]);
         assert!(t.is_empty());
         assert_eq!(

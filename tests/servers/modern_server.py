@@ -1,16 +1,185 @@
 #!/usr/bin/env python3
 """A 2026-07-28 ("modern" era) MCP server over stdio for mcplug's tests, built on the Python SDK
 (mcp 2.3.0, `MCPServer`). server-everything only speaks the legacy era; this one proves that
-mcplug negotiates the modern one and that tools work there.
+mcplug negotiates the modern one, that tools work there, and that what a server needs from the
+host (elicitation, sampling, roots, logging) comes back through `InputRequiredResult` rounds.
+Held to the legacy era (`protocol_versions`), the same tools ask through server-to-client
+requests instead: the SDK picks the mechanism by the negotiated version.
 
     .deps/venv/bin/python tests/servers/modern_server.py
 
-Tools: echo {message} -> text "Echo: <message>"; add {a, b} -> a + b (text, and structured
-content as the SDK produces it for an int return).
+Tools:
+  echo {message} -> text "Echo: <message>"; add {a, b} -> a + b (text and structured content).
+  Through the SDK's resolvers (`Resolve(...)`), one round per question:
+  greet {}           -> elicits {name}, answers "Hello, <name>!"
+  summarize {text}   -> samples the client's model, answers "model said: <text of the answer>"
+  list_roots {}      -> asks for the roots, answers "roots: <uri>, <uri>"
+  greet_and_sample {text} -> elicitation and sampling in the same round
+  Hand-written `InputRequiredResult`s (modern era only):
+  state_echo {}      -> round 1 asks to confirm (form elicitation) with an odd requestState;
+                        round 2 checks the state came back byte for byte, answers
+                        "state ok; action <action>; ids <first id> <second id>"
+  endless {}         -> always asks for the roots again (to hit the client's round limit)
+  sample_anyway {}   -> asks for sampling whatever the client declared
+  Logging: log_levels {} logs at debug, info and warning, answers "logged".
+  Channels (Claude Code's `claude/channel`, declared under experimental): channel_push {text}
+  sends notifications/claude/channel {content, meta}; a client's
+  notifications/claude/channel/permission_request {request_id, ...} is answered with
+  notifications/claude/channel/permission {request_id, behavior: "allow"}.
+  Tasks (`io.modelcontextprotocol/tasks` extension, for clients that declare it):
+  slow_task {ms} -> a task that completes after ms with text "slow done"; ask_task {} -> a task
+  that needs a colour (input_required, answered with tasks/update), then completes with
+  "colour: <colour>"; forever_task {} -> a task that never ends (for cancel and timeout);
+  cancelled_tasks {} -> the ids of the tasks cancelled so far.
+Started with --no-channel, the server does not declare claude/channel (channel_push still pushes).
 """
-from mcp.server.mcpserver import MCPServer
+import asyncio
+import functools
+import sys
+import time
+import uuid
+import warnings
+from typing import Annotated, Any
 
-server = MCPServer(name="modern-test-server", version="1.0.0", instructions="mcplug modern-era test server")
+from mcp.server.extension import Extension, MethodBinding
+from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
+from mcp_types import (
+    CreateMessageResult,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    InputRequiredResult,
+    ListRootsRequest,
+    ListRootsResult,
+    RequestParams,
+    SamplingMessage,
+    TextContent,
+)
+from pydantic import BaseModel, ConfigDict
+
+# Logging is deprecated in 2026-07-28 but still served; the tests exercise it on purpose.
+warnings.simplefilter("ignore")
+
+TASKS = "io.modelcontextprotocol/tasks"
+ODD_STATE = 'opaque "state" \u00e9 \\ \u2603 end'
+
+
+class TaskParams(RequestParams):
+    model_config = ConfigDict(extra="allow")
+    taskId: str
+
+
+class Tasks(Extension):
+    """The tasks extension, just enough of it: tasks live in memory."""
+
+    identifier = TASKS
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, dict[str, Any]] = {}
+
+    def methods(self):
+        return (
+            MethodBinding("tasks/get", TaskParams, self.get),
+            MethodBinding("tasks/update", TaskParams, self.update),
+            MethodBinding("tasks/cancel", TaskParams, self.cancel),
+        )
+
+    def _now(self) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+    def _new(self, status: str = "working") -> dict[str, Any]:
+        task = {
+            "taskId": str(uuid.uuid4()),
+            "status": status,
+            "createdAt": self._now(),
+            "lastUpdatedAt": self._now(),
+            "ttlMs": 60000,
+            "pollIntervalMs": 100,
+        }
+        self.tasks[task["taskId"]] = task
+        return task
+
+    def _set(self, task_id: str, **fields: Any) -> None:
+        task = self.tasks.get(task_id)
+        if task is not None and task["status"] not in ("completed", "failed", "cancelled"):
+            task.update(fields, lastUpdatedAt=self._now())
+
+    async def intercept_tool_call(self, params, ctx, call_next):
+        caps = ctx.meta.get("io.modelcontextprotocol/clientCapabilities") if isinstance(ctx.meta, dict) else None
+        if caps is None and ctx.meta is not None:
+            caps = getattr(ctx.meta, "model_extra", {}).get("io.modelcontextprotocol/clientCapabilities")
+        declared = TASKS in ((caps or {}).get("extensions") or {})
+        if params.name not in ("slow_task", "ask_task", "forever_task") or not declared:
+            return await call_next(ctx)
+        task = self._new()
+        if params.name == "slow_task":
+            ms = int((params.arguments or {}).get("ms", 300))
+
+            async def finish() -> None:
+                await asyncio.sleep(ms / 1000)
+                self._set(task["taskId"], status="completed",
+                          result={"content": [{"type": "text", "text": "slow done"}], "isError": False})
+
+            asyncio.get_running_loop().create_task(finish())
+        elif params.name == "ask_task":
+            self._set(task["taskId"], status="input_required", inputRequests={
+                "colour": {"method": "elicitation/create", "params": {
+                    "mode": "form", "message": "Which colour?",
+                    "requestedSchema": {"type": "object", "properties": {"colour": {"type": "string"}},
+                                        "required": ["colour"]}}}})
+        return {"resultType": "task", **{k: v for k, v in task.items() if k != "inputRequests"}}
+
+    async def get(self, ctx, params: TaskParams):
+        task = self.tasks.get(params.taskId)
+        if task is None:
+            from mcp.shared.exceptions import MCPError
+            raise MCPError(code=-32602, message=f"no task {params.taskId}")
+        return {"resultType": "complete", **task}
+
+    async def update(self, ctx, params: TaskParams):
+        task = self.tasks.get(params.taskId)
+        answers = (params.model_extra or {}).get("inputResponses") or {}
+        if task is not None and "colour" in answers:
+            colour = (answers["colour"].get("content") or {}).get("colour")
+            task.pop("inputRequests", None)
+            self._set(params.taskId, status="working")
+
+            async def finish() -> None:
+                await asyncio.sleep(0.1)
+                self._set(params.taskId, status="completed",
+                          result={"content": [{"type": "text", "text": f"colour: {colour}"}], "isError": False})
+
+            asyncio.get_running_loop().create_task(finish())
+        return {"resultType": "complete"}
+
+    async def cancel(self, ctx, params: TaskParams):
+        self._set(params.taskId, status="cancelled")
+        CANCELLED.append(params.taskId)
+        return {"resultType": "complete"}
+
+
+CANCELLED: list[str] = []
+server = MCPServer(
+    name="modern-test-server",
+    version="1.0.0",
+    instructions="mcplug modern-era test server",
+    extensions=[Tasks()],
+)
+
+# Channels are an experimental capability; the SDK builds capabilities without one, so add it
+# (unless started with --no-channel: then channel_push pushes all the same, undeclared).
+_lowlevel = server._lowlevel_server
+_get_capabilities = _lowlevel.get_capabilities
+
+
+@functools.wraps(_get_capabilities)
+def _with_channel(notification_options=None, experimental_capabilities=None, *args, **kwargs):
+    experimental = dict(experimental_capabilities or {})
+    experimental.update({"claude/channel": {}, "claude/channel/permission": {}})
+    return _get_capabilities(notification_options, experimental, *args, **kwargs)
+
+
+if "--no-channel" not in sys.argv:
+    _lowlevel.get_capabilities = _with_channel
 
 
 @server.tool()
@@ -23,6 +192,121 @@ def echo(message: str) -> str:
 def add(a: int, b: int) -> int:
     """Adds two integers."""
     return a + b
+
+
+class Name(BaseModel):
+    name: str
+
+
+def ask_name() -> Elicit[Name]:
+    return Elicit("What is your name?", Name)
+
+
+def ask_model(text: str) -> Sample:
+    return Sample([SamplingMessage(role="user", content=TextContent(type="text", text=f"Summarize: {text}"))],
+                  max_tokens=50)
+
+
+def ask_roots() -> ListRoots:
+    return ListRoots()
+
+
+@server.tool()
+def cancelled_tasks() -> str:
+    """The ids of the tasks a client cancelled (tasks/cancel), space-separated."""
+    return " ".join(CANCELLED)
+
+
+@server.tool()
+def greet(name: Annotated[Name, Resolve(ask_name)]) -> str:
+    """Asks the user's name (elicitation), then greets them."""
+    return f"Hello, {name.name}!"
+
+
+@server.tool()
+def summarize(text: str, sampled: Annotated[CreateMessageResult, Resolve(ask_model)]) -> str:
+    """Has the client's model summarize the text (sampling)."""
+    return f"model said: {sampled.content.text}"
+
+
+@server.tool()
+def list_roots(listed: Annotated[ListRootsResult, Resolve(ask_roots)]) -> str:
+    """Lists the client's roots."""
+    return "roots: " + ", ".join(str(r.uri) for r in listed.roots)
+
+
+@server.tool()
+def greet_and_sample(text: str, name: Annotated[Name, Resolve(ask_name)],
+                     sampled: Annotated[CreateMessageResult, Resolve(ask_model)]) -> str:
+    """Elicitation and sampling in the same round."""
+    return f"Hello, {name.name}; model said: {sampled.content.text}"
+
+
+SEEN_IDS: list[str] = []
+
+
+@server.tool()
+def state_echo(ctx: Context) -> str | InputRequiredResult:
+    """Checks that the client echoes requestState byte for byte, with a new request id."""
+    SEEN_IDS.append(str(ctx.request_id))
+    if ctx.request_state is None:
+        return InputRequiredResult(
+            input_requests={"confirm": ElicitRequest(params=ElicitRequestFormParams(
+                message="Confirm?", requested_schema={"type": "object", "properties": {"ok": {"type": "boolean"}}}))},
+            request_state=ODD_STATE,
+        )
+    if ctx.request_state != ODD_STATE:
+        return f"state changed: {ctx.request_state!r}"
+    answer = (ctx.input_responses or {}).get("confirm")
+    action = getattr(answer, "action", None)
+    return f"state ok; action {action}; ids {' '.join(SEEN_IDS[-2:])}"
+
+
+@server.tool()
+def endless(ctx: Context) -> str | InputRequiredResult:
+    """Never satisfied: asks for the roots again every round."""
+    n = int(ctx.request_state or "0")
+    return InputRequiredResult(input_requests={f"roots{n}": ListRootsRequest()}, request_state=str(n + 1))
+
+
+@server.tool()
+def sample_anyway(ctx: Context) -> str | InputRequiredResult:
+    """Asks for sampling whatever the client declared (a server breaking the rules)."""
+    if ctx.input_responses:
+        return "sampled"
+    return InputRequiredResult(input_requests={"s": {"method": "sampling/createMessage", "params": {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5}}})
+
+
+@server.tool()
+async def log_levels(ctx: Context) -> str:
+    """Logs one line at debug, info and warning."""
+    await ctx.debug("debug line")
+    await ctx.info("info line")
+    await ctx.warning("warning line")
+    return "logged"
+
+
+@server.tool()
+async def channel_push(text: str, ctx: Context) -> str:
+    """Pushes a channel message (notifications/claude/channel) to the client."""
+    await ctx.request_context.session._request_outbound.notify(
+        "notifications/claude/channel", {"content": text, "meta": {"chat_id": "42"}})
+    return "pushed"
+
+
+class PermissionRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    request_id: str
+
+
+async def _permission_request(ctx, params: PermissionRequest) -> None:
+    await ctx.session._connection.outbound.notify(
+        "notifications/claude/channel/permission", {"request_id": params.request_id, "behavior": "allow"})
+
+
+_lowlevel.add_notification_handler("notifications/claude/channel/permission_request", PermissionRequest,
+                                   _permission_request)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,504 @@
+//! A host's call that may take more than one round trip: multi round-trip requests (2026-07-28,
+//! `InputRequiredResult`), the URL-elicitation-required error (-32042) of 2025-11-25, and tool
+//! calls that become tasks (`tasks.rs`).
+//!
+//! Every input the server needs reaches the host through the one interface legacy server
+//! requests use: a `request` event with an id, answered with `respond`, under the host timer.
+//! The call then goes out again with a new JSON-RPC id, carrying the answers and the server's
+//! `requestState` byte for byte. Rounds are bounded (`max_input_rounds`); the host's cancel (by
+//! tag) reaches every wait.
+
+use super::*;
+use crate::client::options::TaskMode;
+
+/// What a host's call sends: params as a tree, or a tool call with the host's raw arguments.
+pub(super) enum Call<'a> {
+    Params(Option<Value>),
+    Tool {
+        name: &'a str,
+        arguments: Option<&'a RawValue>,
+    },
+}
+
+/// The requests on which the 2026-07-28 revision allows an `InputRequiredResult`.
+pub(super) fn allows_input_required(method: &str) -> bool {
+    matches!(method, "tools/call" | "prompts/get" | "resources/read")
+}
+
+/// The `resultType` of a modern result, found without parsing most results: absent is `None`.
+pub(super) fn result_type(text: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct ResultType<'a> {
+        #[serde(rename = "resultType", borrow)]
+        result_type: Option<std::borrow::Cow<'a, str>>,
+    }
+    // One searcher for the process (building one per call cost ~1k instructions).
+    static FINDER: once_cell::sync::Lazy<memchr::memmem::Finder<'static>> =
+        once_cell::sync::Lazy::new(|| memchr::memmem::Finder::new(b"\"resultType\""));
+    let bytes = text.as_bytes();
+    let at = FINDER.find(bytes)?;
+    if bytes[at..].starts_with(b"\"resultType\":\"complete\"")
+        && FINDER.find(&bytes[at + 1..]).is_none()
+    {
+        return Some("complete".into());
+    }
+    serde_json::from_str::<ResultType>(text)
+        .ok()
+        .and_then(|r| r.result_type.map(|c| c.into_owned()))
+}
+
+/// The parts of an `InputRequiredResult` the client acts on; `requestState` stays raw text so
+/// that it is echoed exactly as the server wrote it.
+#[derive(serde::Deserialize)]
+struct InputRequired<'a> {
+    #[serde(rename = "inputRequests", default)]
+    input_requests: Option<Map<String, Value>>,
+    #[serde(rename = "requestState", borrow, default)]
+    request_state: Option<&'a RawValue>,
+}
+
+/// The members a retry adds to the original params.
+#[derive(Default)]
+struct Extra {
+    input_responses: Option<Map<String, Value>>,
+    /// The server's `requestState`, as the JSON text it sent.
+    request_state: Option<String>,
+    /// A legacy task augmentation, `{"ttl": N}` or `{}`.
+    task: Option<Value>,
+}
+
+impl Extra {
+    fn is_empty(&self) -> bool {
+        self.input_responses.is_none() && self.request_state.is_none() && self.task.is_none()
+    }
+
+    /// `"inputResponses":{...},"requestState":"...","task":{...}` for a tool call's buffer.
+    fn fragment(&self) -> Option<String> {
+        if self.is_empty() {
+            return None;
+        }
+        let mut parts = Vec::new();
+        if let Some(r) = &self.input_responses {
+            let answers = serde_json::to_string(r).expect("a JSON map always serializes");
+            parts.push(format!("\"inputResponses\":{answers}"));
+        }
+        if let Some(s) = &self.request_state {
+            parts.push(format!("\"requestState\":{s}"));
+        }
+        if let Some(t) = &self.task {
+            parts.push(format!("\"task\":{t}"));
+        }
+        Some(parts.join(","))
+    }
+
+    /// The original params with these members added (a copy: the next round starts again from
+    /// the original).
+    fn apply(&self, params: &Option<Value>) -> Result<Option<Value>> {
+        if self.is_empty() {
+            return Ok(params.clone());
+        }
+        let mut p = match params {
+            Some(Value::Object(m)) => m.clone(),
+            _ => Map::new(),
+        };
+        if let Some(r) = &self.input_responses {
+            p.insert("inputResponses".into(), Value::Object(r.clone()));
+        }
+        if let Some(s) = &self.request_state {
+            let state = serde_json::from_str(s).map_err(|e| {
+                Error::protocol(format!("the server's requestState is not valid JSON: {e}"))
+            })?;
+            p.insert("requestState".into(), state);
+        }
+        if let Some(t) = &self.task {
+            p.insert("task".into(), t.clone());
+        }
+        Ok(Some(Value::Object(p)))
+    }
+}
+
+impl Shared {
+    /// One host call (`request`, `call_tool`): sent, and resolved through as many rounds as the
+    /// server needs. `timeout` is each request's own limit; a task's whole wait is bounded by it
+    /// from the first request on. `first`: the first round's outcome, when it already came (a
+    /// started call resumed, see `started.rs`); it was sent without a legacy task augmentation.
+    pub(super) async fn call(
+        self: &Arc<Self>,
+        method: &str,
+        call: Call<'_>,
+        timeout: Option<Duration>,
+        options: &CallOptions,
+        mut first: Option<Result<RawJson>>,
+    ) -> Result<RawJson> {
+        let modern = matches!(
+            self.era.read().as_ref().map(|s| &s.era),
+            Some(Era::Modern { .. })
+        );
+        let tool_call = method == "tools/call";
+        let input_rounds = modern && allows_input_required(method);
+        let url_retry = self.host.url_elicitation;
+        let task = if tool_call && !modern && first.is_none() {
+            let name = match &call {
+                Call::Tool { name, .. } => Some(*name),
+                Call::Params(p) => p
+                    .as_ref()
+                    .and_then(|p| p.get("name"))
+                    .and_then(Value::as_str),
+            };
+            self.task_augmentation(name, options).await?
+        } else {
+            None
+        };
+        let tasks_possible = tool_call && ((modern && self.options.tasks) || task.is_some());
+
+        // The common case: one request, nothing to resolve (no copy of anything).
+        if !input_rounds && !url_retry && !tasks_possible {
+            if let Some(outcome) = first {
+                return outcome;
+            }
+            let body = match call {
+                Call::Params(params) => Body::Params(params),
+                Call::Tool { name, arguments } => Body::ToolCall {
+                    name,
+                    arguments,
+                    extra: None,
+                },
+            };
+            return self
+                .send_request(Send {
+                    method,
+                    body,
+                    timeout,
+                    cancellable: true,
+                    options: Some(options),
+                })
+                .await;
+        }
+
+        let resolving;
+        let round_options = if modern {
+            resolving = CallOptions {
+                caller_resolves: true,
+                ..options.clone()
+            };
+            &resolving
+        } else {
+            options
+        };
+        let guard = Some(cancel::Cancels {
+            tag: options.tag.as_deref().map(cancel::register),
+            own: options.own_cancel.as_ref().map(|c| c.0.clone()),
+        });
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut extra = Extra {
+            task,
+            ..Default::default()
+        };
+        let legacy_task = extra.task.is_some();
+        let mut rounds = 0usize;
+        let mut state_only_wait = Duration::from_millis(50);
+        loop {
+            let fragment;
+            let body = match &call {
+                Call::Params(params) => Body::Params(extra.apply(params)?),
+                Call::Tool { name, arguments } => {
+                    fragment = extra.fragment();
+                    Body::ToolCall {
+                        name,
+                        arguments: *arguments,
+                        extra: fragment.as_deref(),
+                    }
+                }
+            };
+            let outcome = match first.take() {
+                Some(outcome) => outcome,
+                None => {
+                    self.send_request(Send {
+                        method,
+                        body,
+                        timeout,
+                        cancellable: true,
+                        options: Some(round_options),
+                    })
+                    .await
+                }
+            };
+            let result = match outcome {
+                Ok(r) => r,
+                Err(e)
+                    if url_retry
+                        && e.kind == ErrorKind::Rpc
+                        && e.code == Some(codes::URL_ELICITATION_REQUIRED) =>
+                {
+                    rounds += 1;
+                    self.check_rounds(method, rounds)?;
+                    self.complete_url_elicitations(method, e, guard.as_ref())
+                        .await?;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if legacy_task {
+                return match tasks::legacy_created_task(&result) {
+                    Some(_) if options.task == TaskMode::Handle => Ok(result),
+                    Some(created) => {
+                        self.await_task(method, created, false, deadline, options, guard.as_ref())
+                            .await
+                    }
+                    // The server ran it as a plain call after all.
+                    None => Ok(result),
+                };
+            }
+            if !modern {
+                return Ok(result);
+            }
+            match result_type(result.as_str()).as_deref() {
+                None | Some("complete") => return Ok(result),
+                Some("input_required") if input_rounds => {
+                    rounds += 1;
+                    self.check_rounds(method, rounds)?;
+                    let asked: InputRequired = serde_json::from_str(result.as_str())
+                        .map_err(|e| {
+                            Error::protocol(format!(
+                                "{method}: a malformed InputRequiredResult ({e})"
+                            ))
+                        })?;
+                    if let Some(state) = asked.request_state {
+                        if !state.get().starts_with('"') {
+                            return Err(Error::protocol(format!(
+                                "{method}: the InputRequiredResult's requestState is not a string: {}",
+                                state.get()
+                            )));
+                        }
+                    }
+                    extra.request_state = asked.request_state.map(|s| s.get().to_string());
+                    match asked.input_requests.filter(|r| !r.is_empty()) {
+                        Some(requests) => {
+                            state_only_wait = Duration::from_millis(50);
+                            let answers = self.fulfil(method, &requests, guard.as_ref()).await?;
+                            extra.input_responses = Some(answers);
+                        }
+                        None => {
+                            if extra.request_state.is_none() {
+                                return Err(Error::protocol(format!(
+                                    "{method}: an InputRequiredResult with neither inputRequests nor requestState"
+                                )));
+                            }
+                            // Only state: the server asks for a plain retry (load shedding, say).
+                            extra.input_responses = None;
+                            tokio::select! {
+                                _ = tokio::time::sleep(state_only_wait) => {}
+                                _ = cancels_fired(guard.as_ref()) => {
+                                    return Err(Error::new(ErrorKind::Cancelled, format!("{method} was cancelled by the host")));
+                                }
+                            }
+                            state_only_wait = (state_only_wait * 2).min(Duration::from_millis(250));
+                        }
+                    }
+                }
+                Some("task") if tool_call => {
+                    if options.task == TaskMode::Handle {
+                        return Ok(result);
+                    }
+                    let created = result.value();
+                    return self
+                        .await_task(method, created, true, deadline, options, guard.as_ref())
+                        .await;
+                }
+                Some("input_required") => {
+                    return Err(Error::protocol(format!(
+                        "the server answered {method} with an InputRequiredResult, which the protocol allows only on tools/call, prompts/get and resources/read"
+                    )))
+                }
+                Some("task") => {
+                    return Err(Error::protocol(format!(
+                        "the server answered {method} with a task, which only tools/call may become"
+                    )))
+                }
+                Some(other) => {
+                    return Err(Error::protocol(format!(
+                        "{method}: unknown resultType {other:?}"
+                    )))
+                }
+            }
+        }
+    }
+
+    pub(super) fn check_rounds(&self, method: &str, rounds: usize) -> Result<()> {
+        let max = self.options.max_input_rounds;
+        if rounds > max {
+            return Err(Error::protocol(format!(
+                "{method}: the server still asked for more input after {max} rounds; stopping (connection option `max_input_rounds`)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Answers the input requests of one round: roots the host set are answered here, the rest
+    /// go to the host as `request` events, all at once. The first error ends the round (the
+    /// other requests are withdrawn from the host).
+    pub(super) async fn fulfil(
+        self: &Arc<Self>,
+        call_method: &str,
+        requests: &Map<String, Value>,
+        guard: Option<&cancel::Cancels>,
+    ) -> Result<Map<String, Value>> {
+        let mut answers = Map::new();
+        let mut admitted = Vec::new();
+        // Every request is checked before any reaches the host.
+        for (key, request) in requests {
+            let Some(method) = request.get("method").and_then(Value::as_str) else {
+                return Err(Error::protocol(format!(
+                    "{call_method}: input request {key:?} has no method: {request}"
+                )));
+            };
+            let params = request.get("params");
+            match self.admit_host_request(method, params) {
+                Ok(Some(answer)) => {
+                    answers.insert(key.clone(), answer);
+                }
+                Ok(None) => admitted.push((key, method, params.cloned())),
+                Err(refusal) => {
+                    return Err(Error::protocol(format!(
+                        "the server's answer to {call_method} asks for {method} (input request {key:?}), which this client cannot give: {}",
+                        refusal.message
+                    )))
+                }
+            }
+        }
+        let mut waiting = Vec::with_capacity(admitted.len());
+        for (key, method, params) in admitted {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let id = self.to_host(HostAnswer::Call(tx), method.to_string(), params);
+            waiting.push((key.clone(), id, rx));
+        }
+        let ids: Vec<String> = waiting.iter().map(|(_, id, _)| id.clone()).collect();
+        for (i, (key, _, rx)) in waiting.into_iter().enumerate() {
+            let got = tokio::select! {
+                r = rx => r,
+                _ = cancels_fired(guard) => {
+                    self.withdraw_host_requests(&ids[i..], "the call was cancelled by the host");
+                    return Err(Error::new(ErrorKind::Cancelled, format!("{call_method} was cancelled by the host")));
+                }
+            };
+            match got {
+                Ok(Ok(answer)) => {
+                    answers.insert(key, answer);
+                }
+                Ok(Err(e)) => {
+                    self.withdraw_host_requests(
+                        &ids[i + 1..],
+                        "another input request of the same call failed",
+                    );
+                    return Err(e);
+                }
+                // The connection closed while the host had the request.
+                Err(_) => {
+                    return Err(self
+                        .check_open()
+                        .err()
+                        .unwrap_or_else(|| Error::closed("the connection is closed")))
+                }
+            }
+        }
+        Ok(answers)
+    }
+
+    /// A -32042 error: the server needs URL-mode elicitations completed before the request can
+    /// succeed. Each goes to the host as `elicitation/create`; when the host accepted them all,
+    /// the caller retries. Otherwise the server's error stands.
+    async fn complete_url_elicitations(
+        self: &Arc<Self>,
+        method: &str,
+        error: Error,
+        guard: Option<&cancel::Cancels>,
+    ) -> Result<()> {
+        let list = error
+            .data
+            .as_ref()
+            .and_then(|d| d.get("elicitations"))
+            .and_then(Value::as_array)
+            .filter(|l| !l.is_empty());
+        let Some(list) = list else {
+            return Err(error);
+        };
+        let mut requests = Map::new();
+        for (i, elicitation) in list.iter().enumerate() {
+            let url_mode = elicitation.get("mode").and_then(Value::as_str) == Some("url");
+            if !url_mode || elicitation.get("url").and_then(Value::as_str).is_none() {
+                // Not what the spec allows in this error: leave it to the host as it came.
+                return Err(error);
+            }
+            requests.insert(
+                i.to_string(),
+                json!({"method": "elicitation/create", "params": elicitation}),
+            );
+        }
+        let answers = self.fulfil(method, &requests, guard).await?;
+        let declined: Vec<&str> = answers
+            .values()
+            .filter_map(|a| a.get("action").and_then(Value::as_str))
+            .filter(|a| *a != "accept")
+            .collect();
+        if declined.is_empty() && answers.values().all(|a| a.get("action").is_some()) {
+            return Ok(());
+        }
+        let mut error = error;
+        error.message.push_str(&format!(
+            " (the host did not complete the URL elicitation it asked for: {})",
+            if declined.is_empty() {
+                "no action"
+            } else {
+                declined[0]
+            }
+        ));
+        Err(error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_types_are_found_without_a_parse_when_plain() {
+        assert_eq!(result_type(r#"{"content":[]}"#), None);
+        assert_eq!(
+            result_type(r#"{"resultType":"complete","x":1}"#).as_deref(),
+            Some("complete")
+        );
+        assert_eq!(
+            result_type(r#"{"a":1,"resultType":"input_required"}"#).as_deref(),
+            Some("input_required")
+        );
+        // The words inside content are not a resultType.
+        assert_eq!(
+            result_type(r#"{"content":[{"type":"text","text":"\"resultType\""}]}"#),
+            None
+        );
+    }
+
+    #[test]
+    fn a_retry_echoes_the_state_byte_for_byte_and_adds_the_answers() {
+        let mut extra = Extra {
+            request_state: Some(r#""a\u00e9\"b""#.into()),
+            ..Default::default()
+        };
+        let mut answers = Map::new();
+        answers.insert("k".into(), json!({"action": "accept"}));
+        extra.input_responses = Some(answers);
+        let fragment = extra.fragment().unwrap();
+        assert!(
+            fragment.contains(r#""requestState":"a\u00e9\"b""#),
+            "{fragment}"
+        );
+        let params = extra
+            .apply(&Some(json!({"name": "p", "arguments": {}})))
+            .unwrap()
+            .unwrap();
+        assert_eq!(params["requestState"], "a\u{e9}\"b");
+        assert_eq!(params["inputResponses"]["k"]["action"], "accept");
+        assert_eq!(params["name"], "p");
+        assert!(Extra::default().fragment().is_none());
+    }
+}

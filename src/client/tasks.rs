@@ -1,0 +1,363 @@
+//! Tool calls that become tasks, awaited for the host: the experimental tasks of 2025-11-25
+//! (the client asks for a task with `task` in the params, polls `tasks/get`, then fetches
+//! `tasks/result`) and the `io.modelcontextprotocol/tasks` extension of the 2026-07-28 era (the
+//! server decides; `tasks/get` carries the result, or the input it needs, which goes back with
+//! `tasks/update`).
+//!
+//! Polling honours the server's interval. The call's timeout bounds the whole wait and the
+//! host's cancel reaches it; either sends `tasks/cancel`.
+
+use super::*;
+use crate::client::options::TaskMode;
+
+/// Polling interval when the server suggests none.
+const DEFAULT_POLL: Duration = Duration::from_millis(500);
+/// Bounds on the server's suggestion: never a busy loop, never a minute of deafness.
+const MIN_POLL: Duration = Duration::from_millis(10);
+const MAX_POLL: Duration = Duration::from_secs(30);
+
+/// The task of a legacy `CreateTaskResult` (`{"task": {...}}`), if that is what came back.
+pub(super) fn legacy_created_task(result: &RawJson) -> Option<Value> {
+    let text = result.as_str();
+    memchr::memmem::find(text.as_bytes(), b"\"task\"")?;
+    let mut value = result.value();
+    let task = value.get_mut("task")?.take();
+    task.get("taskId").and_then(Value::as_str)?;
+    Some(task)
+}
+
+impl Shared {
+    /// A legacy server that runs tool calls as tasks, on a connection that takes part in tasks
+    /// (found once, at connect: see `note_legacy_tool_tasks`).
+    pub(super) fn wants_tool_tasks(&self) -> bool {
+        self.host.legacy_tool_tasks.load(Ordering::Relaxed)
+    }
+
+    /// After the legacy handshake: does this server run tool calls as tasks for us?
+    pub(super) fn note_legacy_tool_tasks(&self) {
+        let capable = self.options.tasks
+            && self
+                .host
+                .server_declares(&["tasks", "requests", "tools", "call"]);
+        self.host
+            .legacy_tool_tasks
+            .store(capable, Ordering::Relaxed);
+    }
+
+    /// Legacy: whether this tool call asks for a task, and the `task` member it carries.
+    pub(super) async fn task_augmentation(
+        &self,
+        tool: Option<&str>,
+        options: &CallOptions,
+    ) -> Result<Option<Value>> {
+        let capable = self.wants_tool_tasks();
+        let ask = match options.task {
+            TaskMode::Never => false,
+            TaskMode::Await => capable,
+            TaskMode::Handle => {
+                if !capable {
+                    return Err(Error::invalid(if self.options.tasks {
+                        "option `task`: \"handle\": this server does not run tool calls as tasks (its capabilities lack tasks.requests.tools.call)"
+                    } else {
+                        "option `task`: \"handle\": this connection was made with `tasks: false`"
+                    }));
+                }
+                true
+            }
+            TaskMode::Auto => match tool {
+                Some(name) if capable => self.tool_requires_task(name, options).await,
+                _ => false,
+            },
+        };
+        if !ask {
+            return Ok(None);
+        }
+        Ok(Some(match options.task_ttl {
+            Some(ttl) => json!({ "ttl": ttl }),
+            None => json!({}),
+        }))
+    }
+
+    /// Whether a legacy server listed the tool with `execution.taskSupport: "required"` (a call
+    /// without a task would fail). Lists the tools once if they were never listed.
+    async fn tool_requires_task(&self, name: &str, options: &CallOptions) -> bool {
+        let required = |m: &HashMap<String, String>| m.get(name).is_some_and(|s| s == "required");
+        let known = self.host.tool_tasks.lock().as_ref().map(required);
+        match known {
+            Some(required) => required,
+            None => {
+                if let Err(e) = self.list_tools_for_tasks(options).await {
+                    tracing::debug!(error = %e, "could not list tools to find which need tasks");
+                    return false;
+                }
+                self.host.tool_tasks.lock().as_ref().is_some_and(required)
+            }
+        }
+    }
+
+    async fn list_tools_for_tasks(&self, options: &CallOptions) -> Result<()> {
+        let list_options = CallOptions {
+            tag: options.tag.clone(),
+            ..Default::default()
+        };
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
+            let mut page = self
+                .send_request(Send {
+                    method: "tools/list",
+                    body: Body::Params(params),
+                    timeout: self.options.request_timeout,
+                    cancellable: true,
+                    options: Some(&list_options),
+                })
+                .await?
+                .value();
+            if let Some(Value::Array(list)) = page.get_mut("tools").map(Value::take) {
+                tools.extend(list);
+            }
+            match page.get("nextCursor").and_then(Value::as_str) {
+                Some(next) if cursor.as_deref() != Some(next) => cursor = Some(next.to_string()),
+                _ => break,
+            }
+        }
+        self.host.remember_tools(&tools, true);
+        Ok(())
+    }
+
+    /// Awaits a task until it ends; returns what the call would have returned. `created` is the
+    /// task (legacy: the `task` member of the result; modern: the result itself).
+    pub(super) async fn await_task(
+        self: &Arc<Self>,
+        method: &str,
+        created: Value,
+        modern: bool,
+        deadline: Option<Instant>,
+        options: &CallOptions,
+        guard: Option<&cancel::Cancels>,
+    ) -> Result<RawJson> {
+        let Some(task_id) = created.get("taskId").and_then(Value::as_str) else {
+            return Err(Error::protocol(format!(
+                "{method}: the server answered with a task that has no taskId: {created}"
+            )));
+        };
+        let task_id = task_id.to_string();
+        let outcome = self
+            .follow_task(method, &task_id, created, modern, deadline, options, guard)
+            .await;
+        match outcome {
+            Err(e) if matches!(e.kind, ErrorKind::Cancelled | ErrorKind::Timeout) => {
+                // The server may stop the work; its answer does not change the call's error.
+                let shared = self.clone();
+                let id = task_id.clone();
+                crate::runtime::spawn(async move {
+                    let _ = shared
+                        .send_request(Send {
+                            method: "tasks/cancel",
+                            body: Body::Params(Some(json!({ "taskId": id }))),
+                            timeout: shared.options.request_timeout,
+                            cancellable: true,
+                            options: None,
+                        })
+                        .await;
+                });
+                let mut e = e;
+                e.message = if e.kind == ErrorKind::Cancelled {
+                    format!("{method} was cancelled by the host; its task {task_id:?} was sent tasks/cancel")
+                } else if e.message.starts_with(method) {
+                    format!("{}; its task {task_id:?} was sent tasks/cancel", e.message)
+                } else {
+                    format!(
+                        "{method}: {}; its task {task_id:?} was sent tasks/cancel",
+                        e.message
+                    )
+                };
+                Err(e)
+            }
+            other => other,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn follow_task(
+        self: &Arc<Self>,
+        method: &str,
+        task_id: &str,
+        mut task: Value,
+        modern: bool,
+        deadline: Option<Instant>,
+        options: &CallOptions,
+        guard: Option<&cancel::Cancels>,
+    ) -> Result<RawJson> {
+        let poll_key = if modern {
+            "pollIntervalMs"
+        } else {
+            "pollInterval"
+        };
+        let mut answered: HashSet<String> = HashSet::new();
+        let mut rounds = 0usize;
+        // The text of the last tasks/get answer: a completed task's result is taken from it.
+        let mut last: Option<RawJson> = None;
+        loop {
+            let status = task
+                .get("status")
+                .and_then(Value::as_str)
+                .unwrap_or("working")
+                .to_string();
+            match (status.as_str(), modern) {
+                ("cancelled", _) => {
+                    return Err(Error::new(
+                        ErrorKind::Cancelled,
+                        format!(
+                            "{method}: the server cancelled its task {task_id:?}{}",
+                            status_message(&task)
+                        ),
+                    ))
+                }
+                // Legacy: the result (or the error) comes from tasks/result, which also carries
+                // the server's requests of an input_required task while it blocks.
+                ("completed" | "failed" | "input_required", false) => {
+                    return self
+                        .task_request("tasks/result", task_id, deadline, None, options)
+                        .await;
+                }
+                ("completed", true) => {
+                    return completed_result(method, task_id, &task, last.as_ref())
+                }
+                ("failed", true) => {
+                    let error = task.get("error").cloned().unwrap_or_else(
+                        || json!({"code": codes::INTERNAL_ERROR, "message": "the task failed"}),
+                    );
+                    return Err(Error::from_rpc(&error));
+                }
+                ("input_required", true) => {
+                    let fresh: Map<String, Value> = task
+                        .get("inputRequests")
+                        .and_then(Value::as_object)
+                        .map(|m| {
+                            m.iter()
+                                .filter(|(k, _)| !answered.contains(*k))
+                                .map(|(k, v)| (k.clone(), v.clone()))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    if !fresh.is_empty() {
+                        rounds += 1;
+                        self.check_rounds(method, rounds)?;
+                        let answers = self.fulfil(method, &fresh, guard).await?;
+                        answered.extend(answers.keys().cloned());
+                        self.task_request(
+                            "tasks/update",
+                            task_id,
+                            deadline,
+                            Some(json!({ "inputResponses": answers })),
+                            options,
+                        )
+                        .await?;
+                    }
+                }
+                _ => {}
+            }
+            let wait = task
+                .get(poll_key)
+                .and_then(Value::as_u64)
+                .map(Duration::from_millis)
+                .unwrap_or(DEFAULT_POLL)
+                .clamp(MIN_POLL, MAX_POLL);
+            let timed_out = || {
+                Error::timeout(format!(
+                    "{method} timed out while its task {task_id:?} was still {status}"
+                ))
+            };
+            let wake = Instant::now() + wait;
+            if deadline.is_some_and(|d| d <= Instant::now()) {
+                return Err(timed_out());
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline.map_or(wake, |d| d.min(wake))) => {}
+                _ = cancels_fired(guard) => {
+                    return Err(Error::new(ErrorKind::Cancelled, format!("{method} was cancelled by the host")));
+                }
+            }
+            if deadline.is_some_and(|d| d <= Instant::now()) {
+                return Err(timed_out());
+            }
+            let raw = self
+                .task_request("tasks/get", task_id, deadline, None, options)
+                .await?;
+            task = raw.value();
+            last = Some(raw);
+        }
+    }
+
+    /// `tasks/get`, `tasks/update` or `tasks/result` for the task of a call: the call's tag
+    /// cancels it, and it ends by the call's deadline (`tasks/get` and `tasks/update` also by
+    /// the request timeout; `tasks/result` waits for the task's end).
+    async fn task_request(
+        &self,
+        method: &str,
+        task_id: &str,
+        deadline: Option<Instant>,
+        more: Option<Value>,
+        options: &CallOptions,
+    ) -> Result<RawJson> {
+        let mut params = json!({ "taskId": task_id });
+        if let Some(Value::Object(more)) = more {
+            params.as_object_mut().expect("an object").extend(more);
+        }
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        let timeout = if method == "tasks/result" {
+            left
+        } else {
+            match (left, self.options.request_timeout) {
+                (Some(l), Some(r)) => Some(l.min(r)),
+                (l, r) => l.or(r),
+            }
+        };
+        let sub_options = CallOptions {
+            tag: options.tag.clone(),
+            ..Default::default()
+        };
+        self.send_request(Send {
+            method,
+            body: Body::Params(Some(params)),
+            timeout,
+            cancellable: true,
+            options: Some(&sub_options),
+        })
+        .await
+    }
+}
+
+fn status_message(task: &Value) -> String {
+    match task.get("statusMessage").and_then(Value::as_str) {
+        Some(m) => format!(": {m}"),
+        None => String::new(),
+    }
+}
+
+/// The `result` of a completed modern task, as the text the server sent when there is one.
+fn completed_result(
+    method: &str,
+    task_id: &str,
+    task: &Value,
+    raw: Option<&RawJson>,
+) -> Result<RawJson> {
+    #[derive(serde::Deserialize)]
+    struct Completed<'a> {
+        #[serde(borrow)]
+        result: &'a RawValue,
+    }
+    if let Some(done) = raw.and_then(|r| serde_json::from_str::<Completed>(r.as_str()).ok()) {
+        if done.result.get().starts_with('{') {
+            return Ok(RawJson::copy_of(done.result));
+        }
+    }
+    match task.get("result") {
+        Some(result) if result.is_object() => Ok(RawJson::from_value(result)),
+        _ => Err(Error::protocol(format!(
+            "{method}: the server's task {task_id:?} completed without a result object"
+        ))),
+    }
+}
