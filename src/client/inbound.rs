@@ -151,6 +151,7 @@ impl Shared {
                     }
                 }
             }
+            "notifications/tools/list_changed" => self.schemas.forget(),
             "notifications/cancelled" => {
                 // The server gave up on one of its requests to the host: forget it.
                 if let Some(rid) = params.as_ref().and_then(|p| p.get("requestId")) {

@@ -87,6 +87,9 @@ pub struct ConnectOptions {
     pub max_message_bytes: usize,
     pub max_events: usize,
     pub shutdown_grace: Duration,
+    /// Check a tool call's arguments against the tool's `inputSchema` before sending (the
+    /// default of the per-call option).
+    pub validate_arguments: bool,
 }
 
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -110,6 +113,7 @@ impl Default for ConnectOptions {
             max_message_bytes: 32 << 20,
             max_events: 10_000,
             shutdown_grace: Duration::from_millis(500),
+            validate_arguments: false,
         }
     }
 }
@@ -203,6 +207,7 @@ impl ConnectOptions {
         if let Limit::After(d) = parse_limit(obj, "shutdown_grace_ms")? {
             o.shutdown_grace = d;
         }
+        o.validate_arguments = parse_bool(obj, "validate_arguments")?.unwrap_or(false);
         Ok(o)
     }
 
@@ -229,6 +234,9 @@ pub struct CallOptions {
     pub cursor: Option<String>,
     /// For the generic request: follow `nextCursor` and concatenate the pages.
     pub all_pages: bool,
+    /// For tool calls: check the arguments against the tool's `inputSchema` before sending
+    /// (`None`: the connection's `validate_arguments`).
+    pub validate_arguments: Option<bool>,
 }
 
 impl CallOptions {
@@ -263,6 +271,7 @@ impl CallOptions {
             }
         }
         o.all_pages = parse_bool(obj, "all_pages")?.unwrap_or(false);
+        o.validate_arguments = parse_bool(obj, "validate_arguments")?;
         Ok(o)
     }
 }

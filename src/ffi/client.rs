@@ -44,7 +44,8 @@ fn enter<'a>(c: *mut mcplug_client) -> Result<Active<'a>, Error> {
 /// `options_json` (NULL for defaults): `connect_timeout_ms` (30000), `request_timeout_ms` (60000),
 /// `tool_timeout_ms` (null: no limit), `host_request_timeout_ms` (60000), `client_info`,
 /// `capabilities`, `roots`, `protocol_versions`, `max_message_bytes`, `max_events`,
-/// `shutdown_grace_ms`, and `tag` (so that `mcplug_cancel` can abort the connect).
+/// `shutdown_grace_ms`, `validate_arguments` (false: the default of the per-call option of
+/// `mcplug_client_call_tool`), and `tag` (so that `mcplug_cancel` can abort the connect).
 ///
 /// On `MCPLUG_OK`, `*client` is the new handle and `out` holds
 /// `{"name", "era", "protocol_version", "server_info", "capabilities", "instructions", "result"}`.
@@ -90,6 +91,11 @@ pub unsafe extern "C" fn mcplug_client_connect(
 /// Lists the server's tools, following pagination to the end: `out` is `{"tools": [...]}`.
 /// With `"cursor"` in `options_json`, returns that one page as the server sent it (with
 /// `nextCursor`). Options: `timeout_ms` (per page; default the request timeout), `tag`.
+/// The client keeps each listed tool's `inputSchema` and `outputSchema` for the checks of
+/// `mcplug_client_call_tool` (a whole list replaces what it knew, a page adds to it;
+/// `notifications/tools/list_changed` forgets it all). A schema that does not compile is not
+/// used, and the host gets the event `{"type": "warning", "reason": "invalid_schema", "tool",
+/// "schema": "outputSchema"|"inputSchema", "message"}`.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_client_list_tools(
     client: *mut mcplug_client,
@@ -108,8 +114,20 @@ pub unsafe extern "C" fn mcplug_client_list_tools(
 /// `CallToolResult`, untouched — a result with `isError: true` is still `MCPLUG_OK`.
 /// Options: `timeout_ms` (default: the connection's `tool_timeout_ms`, no limit unless set; null
 /// for no limit), `tag`, `progress` (true: progress notifications arrive as events carrying the
-/// tag), `reset_timeout_on_progress`, `max_total_timeout_ms`.
-/// Errors: `rpc` (e.g. unknown tool), `timeout`, `cancelled`, `closed`, `invalid_argument`.
+/// tag), `reset_timeout_on_progress`, `max_total_timeout_ms`, `validate_arguments` (true: check
+/// the arguments against the tool's `inputSchema` first; default: the connection's option).
+///
+/// Schemas: when the tool was seen in a `tools/list` result (`mcplug_client_list_tools`, or
+/// `tools/list` through `mcplug_client_request`) with an `outputSchema`, a result that is not
+/// `isError: true` must carry `structuredContent` matching it (JSON Schema 2020-12 unless the
+/// schema's `$schema` names draft 4, 6, 7 or 2019-09; no external `$ref` is ever fetched), else
+/// `MCPLUG_INVALID_RESULT`, whose `data` is `{"tool", "errors": [{"message", "instance_path",
+/// "schema_path"}], "result"}` — the untouched result is still there. With `validate_arguments`,
+/// arguments that break the `inputSchema` are `MCPLUG_INVALID_ARGUMENT` (with `data` `{"tool",
+/// "errors"}`) and nothing is sent. A tool never seen listed is not checked (no `tools/list` is
+/// sent for it).
+/// Errors: `rpc` (e.g. unknown tool), `timeout`, `cancelled`, `closed`, `invalid_argument`,
+/// `invalid_result`.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_client_call_tool(
     client: *mut mcplug_client,
@@ -132,7 +150,9 @@ pub unsafe extern "C" fn mcplug_client_call_tool(
 /// Sends any request (`resources/read`, `prompts/get`, `completion/complete`, ...) and returns its
 /// result untouched. `params_json` is a JSON object or NULL. Options: `timeout_ms` (default: the
 /// request timeout), `tag`, `progress`, and `all_pages` (for list methods: follow `nextCursor`
-/// and return every item under the list's field).
+/// and return every item under the list's field). A `tools/list` result teaches the client the
+/// tools' schemas, and `tools/call` is checked as `mcplug_client_call_tool` checks it (also the
+/// `validate_arguments` option).
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_client_request(
     client: *mut mcplug_client,
