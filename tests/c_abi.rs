@@ -303,9 +303,21 @@ fn c_concurrency() {
 }
 
 #[test]
+fn c_schemas() {
+    run("schemas");
+}
+
+#[test]
 fn every_c_test_is_run() {
     // A new tests/c/*.c must get its #[test] above.
-    let known = ["abi_args", "everything", "modern", "faults", "concurrency"];
+    let known = [
+        "abi_args",
+        "everything",
+        "modern",
+        "faults",
+        "concurrency",
+        "schemas",
+    ];
     let dir = manifest_dir().join("tests/c");
     for entry in std::fs::read_dir(&dir).expect("read tests/c") {
         let path = entry.expect("dir entry").path();

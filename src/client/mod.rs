@@ -154,7 +154,8 @@ impl Client {
     ) -> Result<RawJson> {
         if options.all_pages {
             if let Some(field) = page_field(method) {
-                let all = RawJson::from_value(&self.list_all(method, field, params, options).await?);
+                let all =
+                    RawJson::from_value(&self.list_all(method, field, params, options).await?);
                 if method == "tools/list" {
                     self.shared
                         .schemas
@@ -177,9 +178,11 @@ impl Client {
                         .unwrap_or(self.shared.options.validate_arguments)
                     {
                         let args = params.as_ref().and_then(|p| p.get("arguments"));
-                        self.shared
-                            .schemas
-                            .check_argument_value(tool, args, &self.shared.events)?;
+                        self.shared.schemas.check_argument_value(
+                            tool,
+                            args,
+                            &self.shared.events,
+                        )?;
                     }
                 }
                 (tool, false)
@@ -189,7 +192,7 @@ impl Client {
                 params
                     .as_ref()
                     .and_then(|p| p.get("cursor"))
-                    .map_or(true, Value::is_null),
+                    .is_none_or(Value::is_null),
             ),
             _ => (None, false),
         };

@@ -125,8 +125,88 @@ impl Schema {
     }
 }
 
-/// Compiles one schema: 2020-12 unless its `$schema` names another draft; no external `$ref`.
+/// The stack of the thread that compiles schemas, and checks instances for a caller whose own
+/// stack is too small or unknown.
+const SPARE_STACK: usize = 8 << 20;
+
+/// How much of its own stack a caller must have left to check an instance in place. A result
+/// nested 120 deep in a recursive schema takes about 64 KiB (release build); this is 16 times that.
+const CHECK_IN_PLACE: usize = 1 << 20;
+
+/// Runs `f` on a thread with an 8 MiB stack; a panic there is an `Err`.
+fn on_spare_stack<R: Send>(f: impl FnOnce() -> R + Send) -> std::result::Result<R, String> {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("mcplug-schema".into())
+            .stack_size(SPARE_STACK)
+            .spawn_scoped(scope, f)
+            .map_err(|e| format!("could not start a thread for it: {e}"))?
+            .join()
+            .map_err(|_| "the validator panicked".to_string())
+    })
+}
+
+/// How many bytes of its stack this thread has left, when that is known: `None` when the stack
+/// pointer is not inside the thread's own stack — as under koffi, whose `.async` calls run on a
+/// 128 KiB stack of its own, where an overflow kills the host.
+fn stack_room() -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::cell::Cell;
+        thread_local! {
+            /// This thread's stack as (lowest address, highest address); (0, 0) when unknown.
+            static BOUNDS: Cell<Option<(usize, usize)>> = const { Cell::new(None) };
+        }
+        let (low, high) = BOUNDS.with(|b| {
+            if let Some(known) = b.get() {
+                return known;
+            }
+            let found = unsafe {
+                let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+                if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+                    (0, 0)
+                } else {
+                    let mut addr: *mut libc::c_void = std::ptr::null_mut();
+                    let mut size: libc::size_t = 0;
+                    let ok = libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0;
+                    libc::pthread_attr_destroy(&mut attr);
+                    if ok {
+                        (addr as usize, addr as usize + size)
+                    } else {
+                        (0, 0)
+                    }
+                }
+            };
+            b.set(Some(found));
+            found
+        });
+        let marker = 0u8;
+        let here = std::ptr::addr_of!(marker) as usize;
+        (low < here && here < high).then(|| here - low)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// Runs a check here when this thread's stack surely has room for it, else on a spare stack.
+fn with_room<R: Send>(f: impl FnOnce() -> R + Send) -> std::result::Result<R, String> {
+    match stack_room() {
+        Some(room) if room >= CHECK_IN_PLACE => Ok(f()),
+        _ => on_spare_stack(f),
+    }
+}
+
+/// Compiles one schema, always on a spare stack: compiling recurses deeply (the first compile
+/// in a process also builds the meta-schema validators, about 130 KiB of stack), and schemas
+/// compile rarely (once per schema text), so a thread start costs nothing that matters.
 fn compile(text: &str) -> std::result::Result<Validator, String> {
+    on_spare_stack(|| compile_here(text))?
+}
+
+/// Compiles one schema: 2020-12 unless its `$schema` names another draft; no external `$ref`.
+fn compile_here(text: &str) -> std::result::Result<Validator, String> {
     let schema: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
     if !schema.is_object() && !schema.is_boolean() {
         return Err(format!("a schema is an object or a boolean, not {schema}"));
@@ -145,8 +225,8 @@ fn violations(validator: &Validator, instance: &Value) -> Vec<Value> {
         .map(|e| {
             json!({
                 "message": e.to_string(),
-                "instance_path": e.instance_path.as_str(),
-                "schema_path": e.schema_path.as_str(),
+                "instance_path": e.instance_path().as_str(),
+                "schema_path": e.schema_path().as_str(),
             })
         })
         .collect()
@@ -165,7 +245,7 @@ fn summary(found: &[Value]) -> String {
     };
     let more = match found.len() {
         1 => String::new(),
-        n if n >= MAX_REPORTED => format!(" (and more violations)"),
+        n if n >= MAX_REPORTED => " (and more violations)".to_string(),
         n => format!(" (and {} more)", n - 1),
     };
     format!(
@@ -223,7 +303,7 @@ impl ToolSchemas {
         else {
             return;
         };
-        let complete = first_page && next_cursor.map_or(true, |c| c.is_null());
+        let complete = first_page && next_cursor.is_none_or(|c| c.is_null());
         let listed: Vec<ListedTool> = items
             .into_iter()
             .filter_map(|t| serde_json::from_str::<ListedTool>(t.get()).ok())
@@ -316,12 +396,24 @@ impl ToolSchemas {
                 Vec::new(),
             ));
         };
-        let instance: Value = serde_json::from_str(structured.get())
-            .map_err(|e| Error::protocol(format!("tool {tool:?}: structuredContent: {e}")))?;
-        if validator.is_valid(&instance) {
+        let found = with_room(|| {
+            let instance: Value = serde_json::from_str(structured.get())
+                .map_err(|e| Error::protocol(format!("tool {tool:?}: structuredContent: {e}")))?;
+            Ok(if validator.is_valid(&instance) {
+                Vec::new()
+            } else {
+                violations(validator, &instance)
+            })
+        })
+        .unwrap_or_else(|why| {
+            Err(Error::new(
+                ErrorKind::InvalidResult,
+                format!("checking the structuredContent of tool {tool:?} failed: {why}"),
+            ))
+        })?;
+        if found.is_empty() {
             return Ok(());
         }
-        let found = violations(validator, &instance);
         Err(invalid(
             format!(
                 "the structuredContent of tool {tool:?} does not match its outputSchema {}",
@@ -377,10 +469,21 @@ impl ToolSchemas {
             return Ok(());
         };
         let instance = arguments()?;
-        if validator.is_valid(&instance) {
+        let found = with_room(|| {
+            if validator.is_valid(&instance) {
+                Vec::new()
+            } else {
+                violations(validator, &instance)
+            }
+        })
+        .map_err(|why| {
+            Error::invalid(format!(
+                "checking the arguments of tool {tool:?} failed: {why}"
+            ))
+        })?;
+        if found.is_empty() {
             return Ok(());
         }
-        let found = violations(validator, &instance);
         let mut e = Error::invalid(format!(
             "the arguments of tool {tool:?} do not match its inputSchema {} (nothing was sent)",
             summary(&found)
@@ -428,7 +531,8 @@ mod tests {
     fn a_result_that_matches_passes_untouched() {
         let (s, q) = (ToolSchemas::default(), EventQueue::new(10));
         s.learn(&listing(json!([weather()])), true, &q);
-        let ok = raw(json!({"content": [], "structuredContent": {"temperature": 21.5, "sky": "clear"}}));
+        let ok =
+            raw(json!({"content": [], "structuredContent": {"temperature": 21.5, "sky": "clear"}}));
         s.check_result("weather", &ok, &q).unwrap();
         assert!(events_of(&q).is_empty());
     }
@@ -441,7 +545,10 @@ mod tests {
         let e = s.check_result("weather", &bad, &q).unwrap_err();
         assert_eq!(e.kind, ErrorKind::InvalidResult);
         assert!(e.message.contains("at /temperature"), "{e}");
-        assert!(e.message.contains("\"hot\" is not of type \"number\""), "{e}");
+        assert!(
+            e.message.contains("\"hot\" is not of type \"number\""),
+            "{e}"
+        );
         let data = e.data.unwrap();
         assert_eq!(data["tool"], "weather");
         assert_eq!(data["errors"][0]["instance_path"], "/temperature");
@@ -454,7 +561,10 @@ mod tests {
         // Two violations: both listed, the message says there is more.
         let two = raw(json!({"structuredContent": {"temperature": "hot", "sky": "green"}}));
         let e = s.check_result("weather", &two, &q).unwrap_err();
-        assert_eq!(e.data.as_ref().unwrap()["errors"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            e.data.as_ref().unwrap()["errors"].as_array().unwrap().len(),
+            2
+        );
         assert!(e.message.contains("(and 1 more)"), "{e}");
     }
 
@@ -545,10 +655,7 @@ mod tests {
         s.learn(&listing(json!([unknown_dialect])), true, &q);
         let ev = events_of(&q);
         assert_eq!(ev.len(), 1, "{ev:?}");
-        assert!(
-            ev[0]["message"].as_str().unwrap().contains("odd"),
-            "{ev:?}"
-        );
+        assert!(ev[0]["message"].as_str().unwrap().contains("odd"), "{ev:?}");
     }
 
     #[test]
@@ -622,6 +729,73 @@ mod tests {
     }
 
     #[test]
+    fn cyclic_refs_neither_hang_nor_exhaust_memory() {
+        let (s, q) = (ToolSchemas::default(), EventQueue::new(10));
+        let cyclic = json!({"name": "cyclic", "outputSchema": {
+            "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+            "$ref": "#/$defs/a"
+        }});
+        let selfish = json!({"name": "selfish", "outputSchema": {
+            "$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}},
+            "$ref": "#/$defs/a"
+        }});
+        s.learn(&listing(json!([cyclic, selfish])), true, &q);
+        let any = raw(json!({"structuredContent": {"x": 1}}));
+        let _ = s.check_result("cyclic", &any, &q);
+        let _ = s.check_result("selfish", &any, &q);
+    }
+
+    /// A recursive schema and a result nested 121 deep (serde_json's limit is 128).
+    fn tree_tool_and_result() -> (Value, RawJson) {
+        let tree = json!({"name": "tree", "outputSchema": {
+            "$defs": {"node": {"type": "object", "properties": {
+                "v": {"type": "integer"},
+                "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}
+            }}},
+            "$ref": "#/$defs/node"
+        }});
+        let mut text = String::from(r#"{"v": 1}"#);
+        for _ in 0..60 {
+            text = format!(r#"{{"v": 1, "children": [{text}]}}"#);
+        }
+        let result = RawJson::copy_of(
+            &serde_json::from_str::<Box<RawValue>>(&format!(r#"{{"structuredContent": {text}}}"#))
+                .unwrap(),
+        );
+        (tree, result)
+    }
+
+    #[test]
+    fn a_small_stack_is_never_overflowed() {
+        // koffi runs `.async` calls on a 128 KiB stack; compiling (the meta-schemas) and checking a
+        // deep result take more than that in a debug build, so both must move to a spare stack.
+        let (tree, deep) = tree_tool_and_result();
+        let outcome = std::thread::Builder::new()
+            .stack_size(128 << 10)
+            .spawn(move || {
+                let (s, q) = (ToolSchemas::default(), EventQueue::new(10));
+                s.learn(&listing(json!([tree])), true, &q);
+                let ok = s.check_result("tree", &deep, &q);
+                let bad =
+                    RawJson::from_value(&json!({"structuredContent": {"children": [{"v": "x"}]}}));
+                let e = s.check_result("tree", &bad, &q).unwrap_err();
+                (ok, e.message, stack_room())
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(
+            outcome.0.is_ok(),
+            "the deep result matches: {:?}",
+            outcome.0
+        );
+        assert!(outcome.1.contains("at /children/0/v"), "{}", outcome.1);
+        let room = outcome.2.expect("a thread's own stack is known");
+        assert!(room < CHECK_IN_PLACE, "{room}");
+        assert!(stack_room().is_some_and(|r| r > 0));
+    }
+
+    #[test]
     fn arguments_are_checked_against_the_input_schema() {
         let (s, q) = (ToolSchemas::default(), EventQueue::new(10));
         s.learn(&listing(json!([weather()])), true, &q);
@@ -632,7 +806,10 @@ mod tests {
             .check_arguments("weather", Some(&args(r#"{"city": 5}"#)), &q)
             .unwrap_err();
         assert_eq!(e.kind, ErrorKind::InvalidArgument);
-        assert!(e.message.contains("inputSchema") && e.message.contains("at /city"), "{e}");
+        assert!(
+            e.message.contains("inputSchema") && e.message.contains("at /city"),
+            "{e}"
+        );
         let e = s.check_arguments("weather", None, &q).unwrap_err();
         assert!(e.message.contains("city"), "a missing required field: {e}");
         s.check_arguments("never-listed", Some(&args("{}")), &q)

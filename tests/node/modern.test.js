@@ -15,7 +15,7 @@ describe('modern server (2026-07-28)', { timeout: 60000 }, () => {
     assert.equal(client.instructions, 'mcplug modern-era test server');
 
     const tools = await client.listTools({ timeoutMs: 10000 });
-    assert.deepEqual(tools.map((x) => x.name).sort(), ['add', 'echo']);
+    assert.deepEqual(tools.map((x) => x.name).sort(), ['add', 'calls', 'echo', 'forecast', 'misreport', 'unschemable']);
 
     const echo = await client.callTool('echo', { message: 'modern ✓' }, { timeoutMs: 10000 });
     assert.equal(h.textOf(echo), 'Echo: modern ✓');

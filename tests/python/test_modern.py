@@ -15,7 +15,7 @@ def test_negotiates_2026_07_28_and_tools_work(modern_server: Dict[str, Any]) -> 
         assert client.server_info["name"] == "modern-test-server"
         assert "2026-07-28" in client.connect_result["supported_versions"]
         assert client.instructions == "mcplug modern-era test server"
-        assert sorted(t["name"] for t in client.list_tools()) == ["add", "echo"]
+        assert sorted(t["name"] for t in client.list_tools()) == ["add", "calls", "echo", "forecast", "misreport", "unschemable"]
         echo = client.call_tool("echo", {"message": "hi"})
         assert echo["content"] == [{"type": "text", "text": "Echo: hi"}]
         assert echo["isError"] is False
