@@ -18,7 +18,7 @@
 //! without that check, and the host gets one event
 //! `{"type": "warning", "reason": "invalid_schema", "tool", "schema": "outputSchema"|"inputSchema", "message"}`.
 //!
-//! The cost for a tool without an output schema: one relaxed atomic load while no listed tool has
+//! The cost for a tool without an output schema: one atomic load while no listed tool has
 //! one, a map lookup otherwise; the result is parsed only when there is a schema to check.
 
 use super::events::EventQueue;
@@ -367,8 +367,10 @@ impl ToolSchemas {
         if !self.any_output.load(Ordering::Acquire) {
             return Ok(());
         }
-        let Some(entry) = self.entry(tool) else {
-            return Ok(());
+        // A tool without an output schema costs one lookup (no reference count touched).
+        let entry = match self.tools.read().get(tool) {
+            Some(e) if e.output.is_some() => e.clone(),
+            _ => return Ok(()),
         };
         let Some(schema) = &entry.output else {
             return Ok(());
