@@ -73,6 +73,12 @@ typedef enum mcplug_status {
    * The request needs a feature this version of mcplug does not implement.
    */
   MCPLUG_NOT_IMPLEMENTED = 13,
+  /**
+   * The server's result does not match what it declared: a tool's `structuredContent` does not
+   * match its `outputSchema`. `message` says where and why; `data` has `tool`, `errors`
+   * (`[{"message", "instance_path", "schema_path"}]`) and the untouched `result`.
+   */
+  MCPLUG_INVALID_RESULT = 14,
 } mcplug_status;
 
 /**
@@ -138,6 +144,12 @@ enum mcplug_status mcplug_cancel(const char *tag);
  * (`InputRequiredResult`, -32042) before it fails with `protocol`.
  * `elicitation_defaults` (false): an accepted form elicitation gets the schema's `default`s
  * where the host's answer left a field out.
+ * `validate_arguments` (false): the default of the per-call option of `mcplug_client_call_tool`.
+ * The client keeps each listed tool's `inputSchema` and `outputSchema` for the checks of
+ * `mcplug_client_call_tool` (a whole list replaces what it knew, a page adds to it;
+ * `notifications/tools/list_changed` forgets it all). A schema that does not compile is not
+ * used, and the host gets the event `{"type": "warning", "reason": "invalid_schema", "tool",
+ * "schema": "outputSchema"|"inputSchema", "message"}`.
  *
  * On `MCPLUG_OK`, `*client` is the new handle and `out` holds
  * `{"name", "era", "protocol_version", "server_info", "capabilities", "instructions", "result"}`.
@@ -154,6 +166,11 @@ enum mcplug_status mcplug_client_connect(const char *server_json,
  * Lists the server's tools, following pagination to the end: `out` is `{"tools": [...]}`.
  * With `"cursor"` in `options_json`, returns that one page as the server sent it (with
  * `nextCursor`). Options: `timeout_ms` (per page; default the request timeout), `tag`.
+ * The client keeps each listed tool's `inputSchema` and `outputSchema` for the checks of
+ * `mcplug_client_call_tool` (a whole list replaces what it knew, a page adds to it;
+ * `notifications/tools/list_changed` forgets it all). A schema that does not compile is not
+ * used, and the host gets the event `{"type": "warning", "reason": "invalid_schema", "tool",
+ * "schema": "outputSchema"|"inputSchema", "message"}`.
  */
 enum mcplug_status mcplug_client_list_tools(struct mcplug_client *client,
                                             const char *options_json,
@@ -179,7 +196,18 @@ enum mcplug_status mcplug_client_list_tools(struct mcplug_client *client,
  * Errors: `rpc` (e.g. unknown tool, a failed task), `timeout`, `cancelled`, `closed`,
  * `invalid_argument`, `protocol` (too many rounds; an input request of a capability not
  * declared), `denied` (the host answered an input request with an error: its code and data
- * are kept).
+ * are kept), `invalid_result` (see below).
+ *
+ * `validate_arguments` (true: check the arguments against the tool's `inputSchema` first;
+ * default: the connection's option). Schemas: when the tool was seen in a `tools/list` result
+ * (`mcplug_client_list_tools`, or `tools/list` through `mcplug_client_request`) with an
+ * `outputSchema`, a result that is not `isError: true` must carry `structuredContent` matching
+ * it (JSON Schema 2020-12 unless the schema's `$schema` names draft 4, 6, 7 or 2019-09; no
+ * external `$ref` is ever fetched), else `MCPLUG_INVALID_RESULT`, whose `data` is `{"tool",
+ * "errors": [{"message", "instance_path", "schema_path"}], "result"}` — the untouched result is
+ * still there. With `validate_arguments`, arguments that break the `inputSchema` are
+ * `MCPLUG_INVALID_ARGUMENT` (with `data` `{"tool", "errors"}`) and nothing is sent. A tool
+ * never seen listed is not checked (no `tools/list` is sent for it).
  */
 enum mcplug_status mcplug_client_call_tool(struct mcplug_client *client,
                                            const char *name,
@@ -193,7 +221,9 @@ enum mcplug_status mcplug_client_call_tool(struct mcplug_client *client,
  * request timeout), `tag`, `progress`, and `all_pages` (for list methods: follow `nextCursor`
  * and return every item under the list's field). `prompts/get`, `resources/read` and
  * `tools/call` resolve input requests as `mcplug_client_call_tool` does (and `tools/call` its
- * tasks, with the same `task` options).
+ * tasks, with the same `task` options). A `tools/list` result teaches the client the tools'
+ * schemas, and `tools/call` is checked as `mcplug_client_call_tool` checks it (also the
+ * `validate_arguments` option).
  */
 enum mcplug_status mcplug_client_request(struct mcplug_client *client,
                                          const char *method,

@@ -36,6 +36,9 @@ pub enum ErrorKind {
     NotFound,
     /// A feature this version of the library does not implement yet.
     NotImplemented,
+    /// The server's result broke a contract the server itself declared: a tool's
+    /// `structuredContent` does not match the tool's `outputSchema` (or is missing).
+    InvalidResult,
 }
 
 impl ErrorKind {
@@ -54,6 +57,7 @@ impl ErrorKind {
             ErrorKind::Panic => "panic",
             ErrorKind::NotFound => "not_found",
             ErrorKind::NotImplemented => "not_implemented",
+            ErrorKind::InvalidResult => "invalid_result",
         }
     }
 }

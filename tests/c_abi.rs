@@ -313,6 +313,11 @@ fn c_host_requests() {
 }
 
 #[test]
+fn c_schemas() {
+    run("schemas");
+}
+
+#[test]
 fn every_c_test_is_run() {
     // A new tests/c/*.c must get its #[test] above.
     let known = [
@@ -323,6 +328,7 @@ fn every_c_test_is_run() {
         "concurrency",
         "started",
         "host_requests",
+        "schemas",
     ];
     let dir = manifest_dir().join("tests/c");
     for entry in std::fs::read_dir(&dir).expect("read tests/c") {

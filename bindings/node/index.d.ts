@@ -10,7 +10,7 @@ export type JsonObject = { [key: string]: Json };
 /** The ABI version this binding was written for; the library must report the same. */
 export declare const ABI_VERSION: 1;
 
-/** Every error kind, in the order of the C ABI's status numbers (1..13). */
+/** Every error kind, in the order of the C ABI's status numbers (1..14). */
 export declare const ERROR_KINDS: readonly ErrorKind[];
 
 export type ErrorKind =
@@ -26,7 +26,9 @@ export type ErrorKind =
   | 'config'
   | 'panic'
   | 'not_found'
-  | 'not_implemented';
+  | 'not_implemented'
+  /** A tool's structuredContent does not match its outputSchema; `data` has `tool`, `errors`, `result`. */
+  | 'invalid_result';
 
 /** `mcplug_status` values of the C ABI. */
 export declare const Status: Readonly<{
@@ -44,6 +46,7 @@ export declare const Status: Readonly<{
   PANIC: 11;
   NOT_FOUND: 12;
   NOT_IMPLEMENTED: 13;
+  INVALID_RESULT: 14;
 }>;
 
 /** The path of the libmcplug actually loaded. */

@@ -64,12 +64,13 @@ const Status = Object.freeze({
   PANIC: 11,
   NOT_FOUND: 12,
   NOT_IMPLEMENTED: 13,
+  INVALID_RESULT: 14,
 });
 
 /** Every error kind, indexed by status number. */
 const ERROR_KINDS = Object.freeze([
   'invalid_argument', 'timeout', 'cancelled', 'closed', 'transport', 'protocol', 'rpc',
-  'needs_auth', 'denied', 'config', 'panic', 'not_found', 'not_implemented',
+  'needs_auth', 'denied', 'config', 'panic', 'not_found', 'not_implemented', 'invalid_result',
 ]);
 const KIND_BY_STATUS = ['ok', ...ERROR_KINDS];
 

@@ -226,7 +226,9 @@ impl Shared {
                 }
             }
             "notifications/tools/list_changed" => {
-                // Legacy tasks: which tools need a task is known again only from a new list.
+                // The tools' schemas, and (legacy tasks) which tools need a task, are known
+                // again only from a new list.
+                self.schemas.forget();
                 *self.host.tool_tasks.lock() = None;
             }
             m if !self.admits_notification(m) => {

@@ -16,6 +16,7 @@ mod inbound;
 mod mrtr;
 mod negotiate;
 mod request;
+mod schema;
 mod started;
 mod tasks;
 
@@ -96,6 +97,8 @@ struct Shared {
     close_reason: Mutex<Option<Error>>,
     /// The last non-JSON line the server wrote to stdout, for the message when it dies.
     last_invalid: Mutex<Option<String>>,
+    /// The tools' input and output schemas, learned from the `tools/list` results seen.
+    schemas: schema::ToolSchemas,
 }
 
 /// The negotiated era, and for the modern era the request `_meta` entries, serialized once.
@@ -131,6 +134,7 @@ impl Client {
             closed_now: Notify::new(),
             close_reason: Mutex::new(None),
             last_invalid: Mutex::new(None),
+            schemas: schema::ToolSchemas::default(),
         });
         let sink: Weak<dyn Inbound> = Arc::downgrade(&shared) as Weak<dyn Inbound>;
         let transport: Arc<dyn Transport> = match spec {
@@ -172,7 +176,8 @@ impl Client {
     }
 
     /// Any request, with the host's per-call options; `default_timeout` is the layer's default
-    /// (request or tool timeout). Returns the result untouched.
+    /// (request or tool timeout). Returns the result untouched. `tools/list` results teach the
+    /// client the tools' schemas, and `tools/call` is checked as [`Client::call_tool`] checks it.
     pub async fn request(
         &self,
         method: &str,
@@ -181,46 +186,93 @@ impl Client {
     ) -> Result<RawJson> {
         if options.all_pages {
             if let Some(field) = page_field(method) {
-                let all = self.list_all(method, field, params, options).await?;
-                return Ok(RawJson::from_value(&all));
+                let all =
+                    RawJson::from_value(&self.list_all(method, field, params, options).await?);
+                if method == "tools/list" {
+                    self.shared
+                        .schemas
+                        .learn(all.as_str(), true, &self.shared.events);
+                }
+                return Ok(all);
             }
             return Err(Error::invalid(format!(
                 "option `all_pages` only applies to list methods, not {method:?}"
             )));
         }
+        // What the schema checks need from the params, before they move into the request.
+        let (tool, first_page) = match method {
+            "tools/call" => {
+                let tool = params.as_ref().and_then(|p| p.get("name")?.as_str());
+                let tool = tool.map(str::to_string);
+                if let Some(tool) = &tool {
+                    if options
+                        .validate_arguments
+                        .unwrap_or(self.shared.options.validate_arguments)
+                    {
+                        let args = params.as_ref().and_then(|p| p.get("arguments"));
+                        self.shared.schemas.check_argument_value(
+                            tool,
+                            args,
+                            &self.shared.events,
+                        )?;
+                    }
+                }
+                (tool, false)
+            }
+            "tools/list" => (
+                None,
+                params
+                    .as_ref()
+                    .and_then(|p| p.get("cursor"))
+                    .is_none_or(Value::is_null),
+            ),
+            _ => (None, false),
+        };
         let timeout = options.timeout.or(self.shared.options.request_timeout);
-        self.shared
+        let result = self
+            .shared
             .call(method, mrtr::Call::Params(params), timeout, options, None)
-            .await
+            .await?;
+        if let Some(tool) = tool {
+            self.shared
+                .schemas
+                .check_result(&tool, &result, &self.shared.events)?;
+        } else if method == "tools/list" {
+            self.shared
+                .schemas
+                .learn(result.as_str(), first_page, &self.shared.events);
+        }
+        Ok(result)
     }
 
     /// `tools/call`: tool calls have their own timeout layer (unbounded unless the host sets one).
     /// `arguments` is the JSON object of arguments, as validated raw text.
+    ///
+    /// With `validate_arguments` (per call, or the connection's default), the arguments are
+    /// checked against the tool's `inputSchema` first: `invalid_argument`, nothing sent. A result
+    /// that breaks the tool's `outputSchema` is `invalid_result` (see `schema.rs`); either check
+    /// needs the tool to have been seen in a `tools/list` result.
     pub async fn call_tool(
         &self,
         name: &str,
         arguments: Option<&RawValue>,
         options: &CallOptions,
     ) -> Result<RawJson> {
-        let timeout = options.timeout.or(self.shared.options.tool_timeout);
-        self.shared
-            .call(
-                "tools/call",
-                mrtr::Call::Tool { name, arguments },
-                timeout,
-                options,
-                None,
-            )
+        let shared = &self.shared;
+        shared.validate_arguments(name, arguments, options)?;
+        let timeout = options.timeout.or(shared.options.tool_timeout);
+        shared
+            .checked_tool_call(name, arguments, timeout, options, None)
             .await
     }
 
     /// `tools/list`, every page, as `{"tools": [...]}`; with `options.cursor`, that one page as
     /// the server sent it.
     pub async fn list_tools(&self, options: &CallOptions) -> Result<RawJson> {
+        let shared = &self.shared;
         if let Some(cursor) = &options.cursor {
-            let timeout = options.timeout.or(self.shared.options.request_timeout);
-            let page = self
-                .shared
+            let timeout = options.timeout.or(shared.options.request_timeout);
+            let page = shared
                 .send_request(Send {
                     method: "tools/list",
                     body: Body::Params(Some(json!({ "cursor": cursor }))),
@@ -234,10 +286,13 @@ impl Client {
                     self.shared.host.remember_tools(tools, false);
                 }
             }
+            shared.schemas.learn(page.as_str(), false, &shared.events);
             return Ok(page);
         }
         let all = self.list_all("tools/list", "tools", None, options).await?;
-        Ok(RawJson::from_value(&all))
+        let all = RawJson::from_value(&all);
+        shared.schemas.learn(all.as_str(), true, &shared.events);
+        Ok(all)
     }
 
     /// Follows `nextCursor` to the end (`""` is a valid cursor; a missing one ends the list) and
@@ -429,6 +484,47 @@ async fn cancelled(guard: Option<&cancel::CancelGuard>) {
 }
 
 impl Shared {
+    /// With `validate_arguments` (per call, or the connection's default), a tool call's
+    /// arguments are checked against its `inputSchema` before anything is sent.
+    fn validate_arguments(
+        &self,
+        name: &str,
+        arguments: Option<&RawValue>,
+        options: &CallOptions,
+    ) -> Result<()> {
+        if options
+            .validate_arguments
+            .unwrap_or(self.options.validate_arguments)
+        {
+            self.schemas
+                .check_arguments(name, arguments, &self.events)?;
+        }
+        Ok(())
+    }
+
+    /// A tool call resolved through its rounds (`mrtr::call`), its result checked against the
+    /// tool's `outputSchema`. `first`: the first round's outcome when it already came.
+    async fn checked_tool_call(
+        self: &Arc<Self>,
+        name: &str,
+        arguments: Option<&RawValue>,
+        timeout: Option<Duration>,
+        options: &CallOptions,
+        first: Option<Result<RawJson>>,
+    ) -> Result<RawJson> {
+        let result = self
+            .call(
+                "tools/call",
+                mrtr::Call::Tool { name, arguments },
+                timeout,
+                options,
+                first,
+            )
+            .await?;
+        self.schemas.check_result(name, &result, &self.events)?;
+        Ok(result)
+    }
+
     fn transport(&self) -> Result<&Arc<dyn Transport>> {
         self.transport
             .get()

@@ -104,6 +104,9 @@ pub struct ConnectOptions {
     pub max_message_bytes: usize,
     pub max_events: usize,
     pub shutdown_grace: Duration,
+    /// Check a tool call's arguments against the tool's `inputSchema` before sending (the
+    /// default of the per-call option).
+    pub validate_arguments: bool,
 }
 
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -277,6 +280,7 @@ impl Default for ConnectOptions {
             max_message_bytes: 32 << 20,
             max_events: 10_000,
             shutdown_grace: Duration::from_millis(500),
+            validate_arguments: false,
         }
     }
 }
@@ -375,6 +379,7 @@ impl ConnectOptions {
             o.shutdown_grace = d;
         }
         o.derive_capabilities();
+        o.validate_arguments = parse_bool(obj, "validate_arguments")?.unwrap_or(false);
         Ok(o)
     }
 
@@ -467,6 +472,9 @@ pub struct CallOptions {
     pub(crate) caller_resolves: bool,
     /// Set by the engine only: a started call's own cancel (`cancel_call`), besides the tag.
     pub(crate) own_cancel: Option<OwnCancel>,
+    /// For tool calls: check the arguments against the tool's `inputSchema` before sending
+    /// (`None`: the connection's `validate_arguments`).
+    pub validate_arguments: Option<bool>,
 }
 
 /// A started call's cancel signal, carried in its options.
@@ -540,6 +548,7 @@ impl CallOptions {
             }
         };
         o.task_ttl = parse_usize(obj, "task_ttl_ms")?.map(|n| n as u64);
+        o.validate_arguments = parse_bool(obj, "validate_arguments")?;
         Ok(o)
     }
 }

@@ -35,9 +35,11 @@ impl Client {
         shared.check_open()?;
         let timeout = options.timeout.or(shared.options.tool_timeout);
         let modern = shared.is_modern();
-        // A legacy tool call that may be made a task needs the tool list first: the task way.
+        shared.validate_arguments(name, arguments, options)?;
+        // A legacy tool call that may be made a task needs the tool list first, and a result
+        // to check against an output schema needs the tool's name: both take the task way.
         let legacy_task = !modern && shared.wants_tool_tasks() && options.task != TaskMode::Never;
-        if timeout.is_none() && direct_ok(options) && !legacy_task {
+        if timeout.is_none() && direct_ok(options) && !legacy_task && !shared.schemas.any_output() {
             let replay = shared.may_resume("tools/call", modern).then(|| {
                 Box::new(Replay {
                     method: "tools/call".into(),
@@ -59,16 +61,7 @@ impl Client {
         Ok(
             shared.start_task(options, move |shared, options| async move {
                 shared
-                    .call(
-                        "tools/call",
-                        mrtr::Call::Tool {
-                            name: &name,
-                            arguments: arguments.as_deref(),
-                        },
-                        timeout,
-                        &options,
-                        None,
-                    )
+                    .checked_tool_call(&name, arguments.as_deref(), timeout, &options, None)
                     .await
             }),
         )
@@ -91,7 +84,9 @@ impl Client {
             ));
         }
         let timeout = options.timeout.or(shared.options.request_timeout);
-        if timeout.is_none() && direct_ok(options) {
+        // tools/call is checked against schemas and tools/list teaches them: the task way.
+        let schema_work = matches!(method, "tools/call" | "tools/list");
+        if timeout.is_none() && direct_ok(options) && !schema_work {
             let modern = shared.is_modern();
             let replay = shared.may_resume(method, modern).then(|| {
                 Box::new(Replay {
@@ -110,9 +105,9 @@ impl Client {
         let options = options.clone();
         Ok(
             shared.start_task(options, move |shared, options| async move {
-                shared
-                    .call(&method, mrtr::Call::Params(params), timeout, &options, None)
-                    .await
+                // Everything a blocking request does (schemas, rounds, tasks).
+                let _ = timeout;
+                Client { shared }.request(&method, params, &options).await
             }),
         )
     }
@@ -429,9 +424,18 @@ impl Shared {
                 },
                 None => mrtr::Call::Params(params),
             };
-            shared
-                .call(&method, body, timeout, &options, Some(first))
-                .await
+            match body {
+                mrtr::Call::Tool { name, arguments } => {
+                    shared
+                        .checked_tool_call(name, arguments, timeout, &options, Some(first))
+                        .await
+                }
+                body => {
+                    shared
+                        .call(&method, body, timeout, &options, Some(first))
+                        .await
+                }
+            }
         });
     }
 

@@ -22,6 +22,7 @@ pub fn status_of(kind: ErrorKind) -> mcplug_status {
         ErrorKind::Panic => mcplug_status::MCPLUG_PANIC,
         ErrorKind::NotFound => mcplug_status::MCPLUG_NOT_FOUND,
         ErrorKind::NotImplemented => mcplug_status::MCPLUG_NOT_IMPLEMENTED,
+        ErrorKind::InvalidResult => mcplug_status::MCPLUG_INVALID_RESULT,
     }
 }
 

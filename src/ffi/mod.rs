@@ -54,6 +54,10 @@ pub enum mcplug_status {
     MCPLUG_NOT_FOUND = 12,
     /// The request needs a feature this version of mcplug does not implement.
     MCPLUG_NOT_IMPLEMENTED = 13,
+    /// The server's result does not match what it declared: a tool's `structuredContent` does not
+    /// match its `outputSchema`. `message` says where and why; `data` has `tool`, `errors`
+    /// (`[{"message", "instance_path", "schema_path"}]`) and the untouched `result`.
+    MCPLUG_INVALID_RESULT = 14,
 }
 
 static VERSION_C: &[u8] = concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes();

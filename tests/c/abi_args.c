@@ -23,7 +23,7 @@ static void static_functions(void) {
           (unsigned)mcplug_abi_version());
     CHECK(MCPLUG_OK == 0 && MCPLUG_INVALID_ARGUMENT == 1 && MCPLUG_TIMEOUT == 2 && MCPLUG_CANCELLED == 3 &&
               MCPLUG_CLOSED == 4 && MCPLUG_TRANSPORT == 5 && MCPLUG_PROTOCOL == 6 && MCPLUG_RPC == 7 &&
-              MCPLUG_NOT_FOUND == 12 && MCPLUG_NOT_IMPLEMENTED == 13,
+              MCPLUG_NOT_FOUND == 12 && MCPLUG_NOT_IMPLEMENTED == 13 && MCPLUG_INVALID_RESULT == 14,
           "status numbers are the fixed ones");
     mcplug_string_free(NULL);
     CHECK(1, "mcplug_string_free(NULL) is a no-op");

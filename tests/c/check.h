@@ -73,7 +73,7 @@ static int todo_failed = 0;
 static inline const char *status_name(int s) {
     static const char *names[] = {"OK", "INVALID_ARGUMENT", "TIMEOUT", "CANCELLED", "CLOSED",
                                   "TRANSPORT", "PROTOCOL", "RPC", "NEEDS_AUTH", "DENIED",
-                                  "CONFIG", "PANIC", "NOT_FOUND", "NOT_IMPLEMENTED"};
+                                  "CONFIG", "PANIC", "NOT_FOUND", "NOT_IMPLEMENTED", "INVALID_RESULT"};
     return (s >= 0 && s < (int)(sizeof names / sizeof names[0])) ? names[s] : "?";
 }
 

@@ -30,7 +30,7 @@ describe('module surface', { timeout: 60000 }, () => {
     assert.equal(m.ABI_VERSION, 1);
     assert.deepEqual(m.ERROR_KINDS, [
       'invalid_argument', 'timeout', 'cancelled', 'closed', 'transport', 'protocol', 'rpc',
-      'needs_auth', 'denied', 'config', 'panic', 'not_found', 'not_implemented',
+      'needs_auth', 'denied', 'config', 'panic', 'not_found', 'not_implemented', 'invalid_result',
     ]);
     // The kinds follow the C enum's numbers.
     m.ERROR_KINDS.forEach((kind, i) => assert.equal(m.Status[kind.toUpperCase()], i + 1, kind));

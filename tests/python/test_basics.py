@@ -72,6 +72,7 @@ KINDS = {
     "protocol": mcplug.ProtocolError, "rpc": mcplug.RpcError, "needs_auth": mcplug.NeedsAuthError,
     "denied": mcplug.DeniedError, "config": mcplug.ConfigError, "panic": mcplug.PanicError,
     "not_found": mcplug.NotFoundError, "not_implemented": mcplug.UnsupportedError,
+    "invalid_result": mcplug.InvalidResultError,
 }
 
 

@@ -18,7 +18,10 @@ this one exists only for the faults.
 Tools (every mode that answers): echo {message}, sleep {ms}, cancelled_ids {}, crash {},
 big {bytes}, stderr {line}, last_meta {} (the `_meta` of this very request, as JSON text),
 ask {method, params, wait_ms} (sends that request to the client and answers with the client's
-response as JSON text, or "no answer" after wait_ms), stop_reading {} (never reads stdin again).
+response as JSON text, or "no answer" after wait_ms), stop_reading {} (never reads stdin again),
+weather {mode} (declares an outputSchema {temperature: number}; mode "ok" matches it, "bad" breaks
+it, "missing" has no structuredContent, "error" is an isError result that breaks it),
+list_changed {} (sends notifications/tools/list_changed, then answers).
 """
 import json
 import os
@@ -57,6 +60,10 @@ TOOLS = [
     {"name": "last_meta", "description": "The _meta of this request", "inputSchema": {"type": "object"}},
     {"name": "stop_reading", "description": "Stops reading stdin for good", "inputSchema": {"type": "object"}},
     {"name": "ask", "description": "Sends a request to the client and returns its response", "inputSchema": {"type": "object"}},
+    {"name": "weather", "description": "Structured content that matches its outputSchema, or not, by mode",
+     "inputSchema": {"type": "object", "properties": {"mode": {"enum": ["ok", "bad", "missing", "error"]}}, "required": ["mode"]},
+     "outputSchema": {"type": "object", "properties": {"temperature": {"type": "number"}}, "required": ["temperature"]}},
+    {"name": "list_changed", "description": "Sends notifications/tools/list_changed, then answers", "inputSchema": {"type": "object"}},
 ]
 
 
@@ -98,6 +105,19 @@ def call_tool(rid, params):
         if slot[0].wait(int(args.get("wait_ms", 10000)) / 1000.0):
             return send({"jsonrpc": "2.0", "id": rid, "result": text(json.dumps(slot[1]))})
         return send({"jsonrpc": "2.0", "id": rid, "result": text("no answer")})
+    if name == "weather":
+        mode = args.get("mode")
+        result = text("weather " + str(mode))
+        if mode == "ok":
+            result["structuredContent"] = {"temperature": 21.5}
+        elif mode in ("bad", "error"):
+            result["structuredContent"] = {"temperature": "hot"}
+        if mode == "error":
+            result["isError"] = True
+        return send({"jsonrpc": "2.0", "id": rid, "result": result})
+    if name == "list_changed":
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        return send({"jsonrpc": "2.0", "id": rid, "result": text("ok")})
     if name == "last_meta":
         return send({"jsonrpc": "2.0", "id": rid, "result": text(json.dumps(params.get("_meta")))})
     send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "Unknown tool: %s" % name}})

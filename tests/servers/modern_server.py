@@ -10,6 +10,13 @@ requests instead: the SDK picks the mechanism by the negotiated version.
 
 Tools:
   echo {message} -> text "Echo: <message>"; add {a, b} -> a + b (text and structured content).
+  Output schemas: forecast {city} -> structured content {temperature, sky} matching its
+  outputSchema (derived by the SDK from the return type); misreport {city, fail?} -> declares the
+  same outputSchema but answers {"temperature": "hot", ...}, which breaks it (the SDK publishes a
+  hand-set schema without checking results against it; with fail: true the same in an isError
+  result); unschemable {} -> declares an outputSchema that does not compile ({"x": {"type": 12}})
+  and answers text; calls {} -> the names of the tools called so far (to show a call was never
+  sent).
   Through the SDK's resolvers (`Resolve(...)`), one round per question:
   greet {}           -> elicits {name}, answers "Hello, <name>!"
   summarize {text}   -> samples the client's model, answers "model said: <text of the answer>"
@@ -35,14 +42,17 @@ Started with --no-channel, the server does not declare claude/channel (channel_p
 """
 import asyncio
 import functools
+import json
 import sys
 import time
 import uuid
 import warnings
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult
 from mcp_types import (
     CreateMessageResult,
     ElicitRequest,
@@ -157,12 +167,52 @@ class Tasks(Extension):
         return {"resultType": "complete"}
 
 
+class Forecast(TypedDict):
+    temperature: float
+    sky: str
+
+
+CALLS: list = []
+
+
+def misreport(city: str, fail: bool = False) -> CallToolResult:
+    """A forecast whose structuredContent breaks the tool's own outputSchema (with `fail`, in an
+    isError result)."""
+    CALLS.append("misreport")
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"{city}: hot")],
+        structured_content={"temperature": "hot", "sky": "clear"},
+        is_error=fail,
+    )
+
+
+# A schema set by hand (no output model): the SDK advertises it and returns the tool's result as is.
+misreport_tool = Tool.from_function(misreport)
+misreport_tool.fn_metadata.output_schema = {
+    "type": "object",
+    "properties": {"temperature": {"type": "number"}, "sky": {"type": "string"}},
+    "required": ["temperature", "sky"],
+}
+
+
+def unschemable() -> CallToolResult:
+    """Declares an outputSchema that does not compile."""
+    CALLS.append("unschemable")
+    return CallToolResult(content=[TextContent(type="text", text="unchecked")])
+
+
+unschemable_tool = Tool.from_function(unschemable)
+# An object schema (so the SDK's own legacy-era types accept the listing) with a property whose
+# schema is no schema.
+unschemable_tool.fn_metadata.output_schema = {"type": "object", "properties": {"x": {"type": 12}}}
+
 CANCELLED: list[str] = []
 server = MCPServer(
     name="modern-test-server",
     version="1.0.0",
     instructions="mcplug modern-era test server",
     extensions=[Tasks()],
+    tools=[misreport_tool, unschemable_tool],
 )
 
 # Channels are an experimental capability; the SDK builds capabilities without one, so add it
@@ -185,13 +235,28 @@ if "--no-channel" not in sys.argv:
 @server.tool()
 def echo(message: str) -> str:
     """Echoes the message back."""
+    CALLS.append("echo")
     return "Echo: " + message
 
 
 @server.tool()
 def add(a: int, b: int) -> int:
     """Adds two integers."""
+    CALLS.append("add")
     return a + b
+
+
+@server.tool()
+def forecast(city: str) -> Forecast:
+    """A forecast as structured content that matches the tool's outputSchema."""
+    CALLS.append("forecast")
+    return {"temperature": 21.5, "sky": "clear over " + city}
+
+
+@server.tool()
+def calls() -> str:
+    """The names of the tools called so far, as JSON text."""
+    return json.dumps(CALLS)
 
 
 class Name(BaseModel):

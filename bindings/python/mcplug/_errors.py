@@ -88,11 +88,19 @@ class UnsupportedError(McpError):
     kind = "not_implemented"
 
 
+class InvalidResultError(McpError):
+    """The server's result breaks what it declared (structuredContent vs the tool's outputSchema);
+    ``data`` has ``tool``, ``errors`` and the untouched ``result``."""
+
+    kind = "invalid_result"
+
+
 _BY_KIND: Dict[str, Type[McpError]] = {
     cls.kind: cls
     for cls in (
         InvalidArgumentError, TimeoutError, CancelledError, ClosedError, TransportError, ProtocolError,
         RpcError, NeedsAuthError, DeniedError, ConfigError, PanicError, NotFoundError, UnsupportedError,
+        InvalidResultError,
     )
 }
 
@@ -100,6 +108,7 @@ _BY_KIND: Dict[str, Type[McpError]] = {
 _BY_STATUS = {
     1: "invalid_argument", 2: "timeout", 3: "cancelled", 4: "closed", 5: "transport", 6: "protocol",
     7: "rpc", 8: "needs_auth", 9: "denied", 10: "config", 11: "panic", 12: "not_found", 13: "not_implemented",
+    14: "invalid_result",
 }
 
 
