@@ -92,6 +92,8 @@ const KIND_BY_STATUS = ['ok', ...ERROR_KINDS];
 
 /** How many events one `mcplug_client_next_events` takes. */
 const EVENT_BATCH = 256;
+/** How often events are pulled if the event descriptor ever fails. */
+const FALLBACK_POLL_MS = 10;
 /** How often a cancellation retries `mcplug_cancel` for a call not yet inside the library. */
 const CANCEL_RETRY_MS = 20;
 
@@ -733,8 +735,11 @@ class Client extends EventEmitter {
     this._burstGen = -1; // the _drainGen of the last call written at once
     this._eventsEnded = false;
     this._eventSocket = openEventSocket(handle, () => this._drain());
+    this._pollTimer = null;
     this._eventSocket.on('error', (e) => {
-      process.emitWarning(`mcplug: the event descriptor failed: ${e && e.message}; events are pulled once more`, 'McplugWarning');
+      // Never seen; but without wake-ups no call would settle: poll instead, until the end.
+      process.emitWarning(`mcplug: the event descriptor failed (${e && e.message}); polling for events every ${FALLBACK_POLL_MS} ms`, 'McplugWarning');
+      if (this._pollTimer === null && !this._eventsEnded) this._pollTimer = setInterval(() => this._drain(), FALLBACK_POLL_MS);
       this._drain();
     });
   }
@@ -960,6 +965,8 @@ class Client extends EventEmitter {
     if (this._eventsEnded) return;
     this._eventsEnded = true;
     this._eventSocket.destroy(); // closes our own dup; the process may exit once nothing else runs
+    if (this._pollTimer !== null) clearInterval(this._pollTimer);
+    this._pollTimer = null;
     // Safety net: a started call whose completion never came still settles (exactly once).
     if (this._calls.size > 0) {
       const err = this._closedError();

@@ -213,6 +213,25 @@ describe('started calls', { timeout: 90000 }, () => {
     assert.ok(fsMs < 500, `fs.readFile waited ${fsMs} ms for the pool's only thread`);
   });
 
+  test('if the event descriptor fails, calls still settle (polling) and close() still works', async () => {
+    const client = await h.mcplug.Client.connect(h.faultServer(), { connectTimeoutMs: 10000 });
+    const warnings = [];
+    const onWarning = (w) => warnings.push(w.message);
+    process.on('warning', onWarning);
+    try {
+      const inflight = h.outcome(client.callTool('sleep', { ms: 300 }));
+      client._eventSocket.destroy(new Error('simulated failure')); // white-box: the socket errors
+      assert.equal(h.textOf((await h.within(3000, inflight, 'the call in flight')).value), 'slept');
+      assert.equal(h.textOf(await h.within(3000, client.callTool('echo', { message: 'polled' }), 'a new call')), 'Echo: polled');
+      await h.within(5000, client.close(), 'close()');
+      assert.equal(client.state, 'closed');
+      await h.waitFor(() => warnings.length > 0, 2000, 'the warning');
+      assert.match(warnings[0], /event descriptor failed \(simulated failure\); polling/);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   test('a started call with bad input fails at once, without an event', async (t) => {
     const client = await h.connect(t, h.faultServer(), { connectTimeoutMs: 10000 });
     const bad = await h.outcome(client.request('ping', {}, { timeoutMs: -5 }));
