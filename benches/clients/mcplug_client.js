@@ -1,8 +1,8 @@
 // peer-bench client for mcplug over its Node binding (bindings/node).
 //   node mcplug_client.js SERVER SCEN [N] [CONC] [SIZE]
 // Prints one JSON line, as peer-bench's node/client.mjs does (see /work/shared/peer-bench/README.md).
-// S3 runs CONC concurrent promises on one Client; the binding runs each blocking library call on
-// libuv's threadpool (koffi .async).
+// S3 runs CONC concurrent promises on one Client. callTool is a started call (written from the JS
+// thread, settled by a completion event the event loop picks up): no threadpool hop per call.
 'use strict';
 const { performance } = require('node:perf_hooks');
 const t0 = performance.now();

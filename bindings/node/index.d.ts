@@ -1,5 +1,5 @@
 // Type declarations for mcplug (Node binding of libmcplug). Every method that talks to the server
-// returns a Promise and runs off the event loop.
+// returns a Promise; the event loop never waits for the library.
 
 import { EventEmitter } from 'events';
 
@@ -51,9 +51,11 @@ export declare const Status: Readonly<{
 
 /** The path of the libmcplug actually loaded. */
 export declare const libraryPath: string;
-/** The libuv threadpool size this module assumed (UV_THREADPOOL_SIZE; 64 unless the user set it). */
+/** The libuv threadpool size this module assumed (UV_THREADPOOL_SIZE; 16 unless the user set it).
+ *  Only blocking calls use it (connect, listTools, `allPages` requests, notify, respond, close). */
 export declare const threadpoolSize: number;
-/** How many long calls (connect, tools, requests) may occupy threadpool threads at once; more wait in a JS queue. */
+/** How many long blocking calls (connect, listTools, `allPages` requests) may occupy threadpool threads
+ *  at once; more wait in a JS queue. Tool calls and other requests hold no thread. */
 export declare const workLimit: number;
 
 /** Every failure of a call: `kind` says what happened; `code`/`data` come from a JSON-RPC error. */
@@ -130,10 +132,10 @@ export interface ConnectOptions {
 }
 
 export interface CallOptions {
-  /** This call's limit; by default the connection's. `null`/`Infinity`: none. Time spent waiting
-   *  for a free worker thread counts. */
+  /** This call's limit; by default the connection's. `null`/`Infinity`: none. For a blocking call
+   *  (listTools, `allPages`), time spent waiting for a free worker thread counts. */
   timeoutMs?: TimeoutMs;
-  /** A tag for `cancel(tag)`; by default a unique internal one. */
+  /** A tag for `cancel(tag)`; none by default (`signal` needs none). */
   tag?: string;
   /** Aborting rejects the call with kind 'cancelled' and sends notifications/cancelled. */
   signal?: AbortSignal;
@@ -217,7 +219,8 @@ export interface ServerRequest {
   params: JsonObject;
 }
 
-/** A raw event from `mcplug_client_next_event`. */
+/** A raw event from the library's event queue (the `completion` events of calls settle their
+ *  promises and are not emitted). */
 export type RawEvent =
   | { type: 'request'; id: string; method: string; params?: JsonObject }
   | { type: 'notification'; method: string; params?: JsonObject; tag?: string }

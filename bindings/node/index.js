@@ -2,46 +2,63 @@
 /*
  * mcplug for Node.js: an MCP client over the libmcplug C ABI (koffi 3, no compiler needed).
  *
- * Every call that may block runs on libuv's threadpool through koffi's `.async`, so the event
- * loop never waits for the library. Three consequences shape this file:
+ * Two kinds of native calls, and the event loop never waits for the library in either:
  *
- * 1. The threadpool. koffi's `.async` is `napi_queue_async_work`, i.e. libuv's threadpool, whose
- *    default size is 4. Each open Client has an event pump that waits in `next_event` (at most
- *    PUMP_WAIT_MS at a time), and a tool call holds a thread for as long as the server takes. With
- *    4 threads, two clients and two slow calls would stall every `fs`, `dns` and `zlib` call of
- *    the process. So, when the user has not chosen a size, we set UV_THREADPOOL_SIZE to 64 at
- *    require time. The trade-off: up to 64 mostly idle threads (their stacks are reserved, not
- *    touched), and the setting only takes effect if nothing used the threadpool before this module
- *    was required (libuv sizes the pool on first use) — require mcplug early, or set
- *    UV_THREADPOOL_SIZE yourself. The value actually assumed is exported as `threadpoolSize`.
+ * 1. Started calls, on the JS thread. `callTool` and `request` (without `allPages`) use the
+ *    library's non-blocking forms: `mcplug_client_call_tool_start` / `_request_start` write the
+ *    request and return its call number at once; the outcome arrives later, exactly once, as a
+ *    `completion` event. Each client's events come through a descriptor (`mcplug_client_event_fd`,
+ *    a pipe readable while events wait) wrapped in a `net.Socket` whose `onread` callback (no
+ *    stream buffers) takes every queued event with `mcplug_client_next_events(..., 0)` (never
+ *    blocks) and dispatches them in order, so a call's progress notifications reach onProgress
+ *    before its completion settles its promise.
+ *    Neither the calls nor the event pump hold a threadpool thread; the socket is what keeps the
+ *    process alive while a client is open. AbortSignal and cancel(tag) use
+ *    `mcplug_client_cancel_call`, timeouts are the library's (`timeout_ms`).
+ *    Writes: the first call started after the events were taken goes out at once; the calls
+ *    started after it in the same turn are deferred (`"defer": true`) and one
+ *    `mcplug_client_flush` at the end of the microtask queue writes them together. A caller
+ *    making one call at a time pays nothing for this, one refilling 64 calls in one turn pays two
+ *    writes instead of 64 (see `_deferNext`).
  *
- * 2. Two lanes. Calls that may take long (connect, tools, requests) share a "work" gate of
- *    `workLimit` slots, below the pool size, so that short control calls (the pumps' waits,
- *    answers to server requests, notifications, frees) always find a free thread: otherwise 64
- *    slow tool calls could starve the pump that must deliver the sampling request they wait for.
- *    Work beyond the gate waits in a JS queue (its timeout and AbortSignal count while it waits);
- *    both lanes together also stay below koffi's `max_async_calls`.
+ * 2. Blocking calls, on libuv's threadpool through koffi's `.async`: connect, listTools and
+ *    `allPages` requests (they loop over pages inside the library), notify and respond (they may
+ *    wait for a server that does not read), close and free (they wait for the server to exit).
+ *    - The pool. libuv's default is 4 threads, shared with `fs`, `dns` and `zlib`, and a connect
+ *      may take seconds. Unless the user chose a size, we set UV_THREADPOOL_SIZE to
+ *      DEFAULT_THREADPOOL_SIZE (16: a host may connect a dozen servers at once; it was 64 while
+ *      every tool call and each client's event pump held a thread) at require time. It only
+ *      takes effect if nothing used the pool before this module was required: require mcplug
+ *      early, or set it yourself. The value assumed is exported as `threadpoolSize`.
+ *    - Two lanes. Calls that may take long (connect, lists) share a "work" gate of `workLimit`
+ *      slots, below the pool size, so that short control calls (answers to server requests,
+ *      notifications, close, free) always find a free thread: a server may wait for our answer
+ *      to its sampling request before it finishes the list we are blocked on. Work beyond the
+ *      gate waits in a JS queue (its timeout and AbortSignal count while it waits); both lanes
+ *      together stay below koffi's `max_async_calls`.
+ *    - Freeing safely. A call handed to `.async` may sit in libuv's queue before it enters the
+ *      library; freeing the handle in that window would be a use after free. So `close()` first
+ *      calls `mcplug_client_close` (the connection ends, every call inside returns CLOSED, every
+ *      started call gets its completion, and a late call entering finds a closed but valid
+ *      handle), drains the events, waits until every blocking call of ours has returned, and
+ *      only then calls `mcplug_client_free`. A cancellation of a blocking call retries
+ *      `mcplug_cancel` until the call returns: a call not yet inside the library has not
+ *      registered its tag.
  *
- * 3. Freeing safely. A call handed to `.async` may sit in libuv's queue before it enters the
- *    library; freeing the handle in that window would be a use after free. So `close()` first
- *    calls `mcplug_client_close` (the connection ends, every call inside returns CLOSED, and a
- *    late one entering finds a closed but valid handle), waits until every call of ours has
- *    returned, and only then calls `mcplug_client_free`. Both block, so both go through `.async`.
- *    For the same reason a cancellation (AbortSignal, cancel(tag)) retries `mcplug_cancel` until
- *    the call returns: a call not yet inside the library has not registered its tag.
- *
- * Every owned string the library returns comes through a koffi disposable type whose dispose
- * function is `mcplug_string_free`, so each is freed exactly once, also after `.async`.
+ * Every owned string the library returns is freed exactly once with `mcplug_string_free`: for
+ * blocking calls by a koffi disposable type (also after `.async`), for the synchronous ones by
+ * `takeText`, which reads the pointer from a typed-array slot (cheaper than koffi's
+ * out-parameter conversion, which showed on the per-call path).
  */
 
-const DEFAULT_THREADPOOL_SIZE = 64;
+const DEFAULT_THREADPOOL_SIZE = 16;
 if (!process.env.UV_THREADPOOL_SIZE) {
   process.env.UV_THREADPOOL_SIZE = String(DEFAULT_THREADPOOL_SIZE);
 }
 
 const fs = require('fs');
 const path = require('path');
-const crypto = require('crypto');
+const net = require('net');
 const { EventEmitter } = require('events');
 const koffi = require('koffi');
 
@@ -74,8 +91,10 @@ const ERROR_KINDS = Object.freeze([
 ]);
 const KIND_BY_STATUS = ['ok', ...ERROR_KINDS];
 
-/** How long one pump wait in `next_event` may hold a threadpool thread. */
-const PUMP_WAIT_MS = 250;
+/** How many events one `mcplug_client_next_events` takes. */
+const EVENT_BATCH = 256;
+/** How often events are pulled if the event descriptor ever fails. */
+const FALLBACK_POLL_MS = 10;
 /** How often a cancellation retries `mcplug_cancel` for a call not yet inside the library. */
 const CANCEL_RETRY_MS = 20;
 
@@ -155,6 +174,9 @@ const OwnedString = koffi.disposable('str', (ptr) => mcplug_string_free(ptr));
 const OutString = koffi.out(koffi.pointer(OwnedString));
 const ClientHandle = koffi.pointer(koffi.opaque());
 const OutHandle = koffi.out(koffi.pointer(ClientHandle));
+// The synchronous calls write their out-parameters into typed-array slots of ours (`textOut`,
+// `callOut`, `fdOut` below): cheaper than koffi's out-parameter conversion, on the per-call path.
+const RawOut = 'void *';
 
 const native = {
   version: lib.func('mcplug_version', 'str', []),
@@ -165,7 +187,12 @@ const native = {
   call_tool: lib.func('mcplug_client_call_tool', 'int', [ClientHandle, 'str', 'str', 'str', OutString]),
   request: lib.func('mcplug_client_request', 'int', [ClientHandle, 'str', 'str', 'str', OutString]),
   notify: lib.func('mcplug_client_notify', 'int', [ClientHandle, 'str', 'str', OutString]),
-  next_event: lib.func('mcplug_client_next_event', 'int', [ClientHandle, 'int32', OutString]),
+  call_tool_start: lib.func('mcplug_client_call_tool_start', 'int', [ClientHandle, 'str', 'str', 'str', RawOut, RawOut]),
+  request_start: lib.func('mcplug_client_request_start', 'int', [ClientHandle, 'str', 'str', 'str', RawOut, RawOut]),
+  flush: lib.func('mcplug_client_flush', 'int', [ClientHandle, RawOut]),
+  cancel_call: lib.func('mcplug_client_cancel_call', 'int', [ClientHandle, 'uint64', RawOut]),
+  event_fd: lib.func('mcplug_client_event_fd', 'int', [ClientHandle, RawOut, RawOut]),
+  next_events: lib.func('mcplug_client_next_events', 'int', [ClientHandle, 'uint32', 'int32', RawOut]),
   respond: lib.func('mcplug_client_respond', 'int', [ClientHandle, 'str', OutString]),
   client_close: lib.func('mcplug_client_close', 'int', [ClientHandle, OutString]),
   client_free: lib.func('mcplug_client_free', 'void', [ClientHandle]),
@@ -296,7 +323,7 @@ function toJson(value, what) {
     throw errorOf('invalid_argument', `\`${what}\` is not JSON-serialisable (got ${typeof value})`);
   }
   // JSON.stringify writes a lone surrogate as a \udXXX escape; serde (and UTF-8) refuse those.
-  if (/(?:^|[^\\])(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/i.test(text)) {
+  if (text.includes('\\u') && /(?:^|[^\\])(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/i.test(text)) {
     const where = findLoneSurrogate(value, '', new Set()) || '(somewhere)';
     throw errorOf(
       'invalid_argument',
@@ -335,7 +362,9 @@ function timeoutValue(value, what) {
   return Math.max(1, Math.ceil(value));
 }
 
-const tagPrefix = `mcplug-node-${process.pid}-${crypto.randomBytes(4).toString('hex')}-`;
+// Unique per module copy in this process (tags are process-wide in the library); not a secret,
+// so no need to load crypto (a few ms of cold start).
+const tagPrefix = `mcplug-node-${process.pid}-${Math.random().toString(36).slice(2, 10)}-`;
 let tagCounter = 0;
 function internalTag() {
   tagCounter += 1;
@@ -346,7 +375,7 @@ function internalTag() {
 // Operations: one record per blocking call, so that cancel(tag), AbortSignal and close() reach
 // calls still waiting in the JS queue as well as calls inside the library.
 
-/** tag -> Set<Op>, every live op (queued or in flight) of every client. */
+/** tag -> Set<Op | Started>, every live call carrying a tag (queued, in flight, or started) of every client. */
 const opsByTag = new Map();
 
 class Op {
@@ -464,6 +493,131 @@ async function runOp({ gate, fn, build, op, timeoutMs, signal, owner }) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Started calls: written from the JS thread, settled by their completion events.
+
+/**
+ * Out-parameters of the synchronous native calls, reused: only the JS thread makes those.
+ * `textOut` receives an owned `char *` (0 when none), which `takeText` decodes and frees;
+ * `callOut` a call number, `fdOut` a descriptor.
+ */
+const textOut = new BigUint64Array(1);
+const textOut32 = new Uint32Array(textOut.buffer); // read without making a BigInt
+const callOut = new BigUint64Array(1);
+const callOut32 = new Uint32Array(callOut.buffer);
+const fdOut = new Int32Array(2);
+
+/** The call number a start left in `callOut` (little- or big-endian, without a BigInt). */
+function takeCall() {
+  return LITTLE_ENDIAN ? callOut32[0] + callOut32[1] * 4294967296 : callOut32[1] + callOut32[0] * 4294967296;
+}
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** The string a synchronous call left in `textOut` (null if none), freed exactly once. */
+function takeText() {
+  if (textOut32[0] === 0 && textOut32[1] === 0) return null;
+  const ptr = textOut[0];
+  textOut[0] = 0n;
+  try {
+    return koffi.decode(ptr, 'char', -1);
+  } finally {
+    mcplug_string_free(ptr);
+  }
+}
+
+const NO_OPTIONS = Object.freeze({});
+const TOOL_LABEL = 'tools/call ';
+const DEFER_OPTIONS = '{"defer":true}';
+
+/** One started call until its completion event. */
+class Started {
+  constructor(client, call, labelPrefix, name, tag, resolve, reject) {
+    this.client = client;
+    this.call = call;
+    this.labelPrefix = labelPrefix; // 'tools/call ' for a tool, '' for a request
+    this.name = name; // the tool or the method
+    this.tag = tag;
+    this.resolve = resolve;
+    this.reject = reject;
+    this.onProgress = null;
+    this.signal = null;
+    this.onAbort = null;
+    this.cancelRequested = false;
+    this.done = false;
+    if (tag !== null) {
+      let set = opsByTag.get(tag);
+      if (!set) opsByTag.set(tag, (set = new Set()));
+      set.add(this);
+    }
+  }
+
+  /** Asks the library to cancel the call; its completion (cancelled, or the answer that won the race) settles it. */
+  cancel() {
+    if (this.done) return false;
+    this.cancelRequested = true;
+    const client = this.client;
+    if (client._handle === null || client._state !== 'open') return true; // closing: it completes `closed`
+    // A call still deferred in this turn goes out first, so that the server never sees the
+    // cancellation before the request it names.
+    if (client._needFlush) client._flush();
+    const status = native.cancel_call(client._handle, this.call, textOut);
+    const text = takeText();
+    if (status !== Status.OK && status !== Status.CLOSED) {
+      process.emitWarning(`mcplug: mcplug_client_cancel_call failed: ${errorFromNative(status, text).message}`, 'McplugWarning');
+    }
+    return true;
+  }
+
+  /** Settles with the completion's `result` or `error` (an event's error object, or an McpError). */
+  settle(result, error) {
+    if (this.done) return;
+    this.done = true;
+    const client = this.client;
+    client._calls.delete(this.call);
+    if (this.signal !== null) this.signal.removeEventListener('abort', this.onAbort);
+    if (this.onProgress !== null) client._dropProgress(this.tag, this.onProgress);
+    if (this.tag !== null) {
+      const set = opsByTag.get(this.tag);
+      if (set) {
+        set.delete(this);
+        if (set.size === 0) opsByTag.delete(this.tag);
+      }
+    }
+    if (error === undefined) {
+      this.resolve(result);
+    } else if (error instanceof McpError) {
+      this.reject(error);
+    } else if (error.kind === 'cancelled' && this.cancelRequested) {
+      this.reject(cancelledError(this.labelPrefix + this.name));
+    } else {
+      this.reject(new McpError(error.message || `${this.labelPrefix}${this.name} failed (${error.kind})`, { kind: error.kind, code: error.code, data: error.data }));
+    }
+  }
+}
+
+/** A socket on a new descriptor of the client's event queue: readable while events wait. */
+function openEventSocket(handle, onReadable) {
+  fdOut[0] = -1;
+  const status = native.event_fd(handle, fdOut, textOut);
+  const text = takeText();
+  if (status !== Status.OK) throw errorFromNative(status, text);
+  const fd = fdOut[0];
+  try {
+    // The library may write while we read; Node reads and discards the wake-up bytes.
+    // `onread`: libuv reads into one small buffer of ours and calls back, without the stream
+    // machinery (no buffer allocated, no 'data' event per wake-up).
+    return new net.Socket({
+      fd,
+      readable: true,
+      writable: false,
+      onread: { buffer: Buffer.alloc(64), callback: () => { onReadable(); } },
+    });
+  } catch (e) {
+    fs.closeSync(fd);
+    throw errorOf('transport', `cannot watch the event descriptor: ${e.message}`, { cause: e });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Client
 
 /** The capability a handler for a server request implies, declared at connect. */
@@ -549,7 +703,12 @@ class Client extends EventEmitter {
       if (handle && handle[0]) callAsync(native.client_free, [handle[0]], false).catch(() => {});
       throw cancelledError('connect');
     }
-    return new Client(handle[0], info, handlers);
+    try {
+      return new Client(handle[0], info, handlers);
+    } catch (err) {
+      callAsync(native.client_free, [handle[0]], false).catch(() => {});
+      throw err;
+    }
   }
 
   /** Use Client.connect(). */
@@ -560,15 +719,30 @@ class Client extends EventEmitter {
     this._info = info;
     this._handlers = { ...handlers };
     this._state = 'open';
-    this._ops = new Set();
+    this._ops = new Set(); // blocking calls (threadpool) of this client
     this._opWaiters = [];
+    this._calls = new Map(); // call number -> Started, every started call not yet completed
     this._byTag = new Map(); // tag -> Set<onProgress> of this client's calls that want progress
     this._closeReason = null;
+    this._closeReasonFromEvent = null;
     this._closedEmitted = false;
     this._shutdownPromise = null;
-    this._stopPump = false;
-    this._pumpPull = null;
-    this._pumpDone = this._pump().catch((e) => process.emitWarning(`mcplug: the event pump failed: ${e && e.stack ? e.stack : e}`));
+    this._flushScheduled = false;
+    this._needFlush = false;
+    this._flushTick = () => this._flush();
+    this._draining = false;
+    this._drainAgain = false;
+    this._drainGen = 0; // how many times events were taken
+    this._burstGen = -1; // the _drainGen of the last call written at once
+    this._eventsEnded = false;
+    this._eventSocket = openEventSocket(handle, () => this._drain());
+    this._pollTimer = null;
+    this._eventSocket.on('error', (e) => {
+      // Never seen; but without wake-ups no call would settle: poll instead, until the end.
+      process.emitWarning(`mcplug: the event descriptor failed (${e && e.message}); polling for events every ${FALLBACK_POLL_MS} ms`, 'McplugWarning');
+      if (this._pollTimer === null && !this._eventsEnded) this._pollTimer = setInterval(() => this._drain(), FALLBACK_POLL_MS);
+      this._drain();
+    });
   }
 
   get name() { return this._info.name ?? null; }
@@ -589,25 +763,40 @@ class Client extends EventEmitter {
   }
 
   /** Calls a tool; resolves with the CallToolResult (an `isError: true` result still resolves). */
-  async callTool(name, args = {}, { timeoutMs, tag, signal, onProgress, resetTimeoutOnProgress, maxTotalTimeoutMs } = {}) {
-    checkString(name, 'name');
-    const argsJson = optionalObject(args, 'arguments');
-    if (onProgress !== undefined && typeof onProgress !== 'function') throw errorOf('invalid_argument', '`onProgress` must be a function');
-    const extra = {};
-    if (resetTimeoutOnProgress) extra.reset_timeout_on_progress = true;
-    const maxTotal = timeoutValue(maxTotalTimeoutMs, 'maxTotalTimeoutMs');
-    if (maxTotal !== undefined) extra.max_total_timeout_ms = maxTotal;
-    return this._work(`tools/call ${name}`, native.call_tool, { timeoutMs, tag, signal, onProgress, extra },
-      (options) => [name, argsJson, options]);
+  callTool(name, args, options) {
+    // Not `async`: a bad argument still rejects (never throws), and the hot path saves the
+    // wrapper promise.
+    try {
+      checkString(name, 'name');
+      const argsJson = args === undefined ? '{}' : optionalObject(args, 'arguments');
+      if (options === undefined || options === null) return this._start(native.call_tool_start, TOOL_LABEL, name, argsJson, NO_OPTIONS, null);
+      const { timeoutMs, tag, signal, onProgress, resetTimeoutOnProgress, maxTotalTimeoutMs } = options;
+      let extra = null;
+      if (resetTimeoutOnProgress) extra = { reset_timeout_on_progress: true };
+      const maxTotal = timeoutValue(maxTotalTimeoutMs, 'maxTotalTimeoutMs');
+      if (maxTotal !== undefined) (extra || (extra = {})).max_total_timeout_ms = maxTotal;
+      return this._start(native.call_tool_start, TOOL_LABEL, name, argsJson, { timeoutMs, tag, signal, onProgress }, extra);
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 
   /** Sends any request and resolves with its raw result. `allPages` follows nextCursor. */
-  async request(method, params, { timeoutMs, tag, signal, allPages, onProgress } = {}) {
-    checkString(method, 'method');
-    const paramsJson = optionalObject(params, 'params');
-    const extra = allPages ? { all_pages: true } : {};
-    return this._work(method, native.request, { timeoutMs, tag, signal, onProgress, extra },
-      (options) => [method, paramsJson, options]);
+  request(method, params, options) {
+    try {
+      checkString(method, 'method');
+      const paramsJson = optionalObject(params, 'params');
+      if (options === undefined || options === null) return this._start(native.request_start, '', method, paramsJson, NO_OPTIONS, null);
+      const { timeoutMs, tag, signal, allPages, onProgress } = options;
+      if (allPages) {
+        // Many requests, looped inside the library: a blocking call.
+        return this._work(method, native.request, { timeoutMs, tag, signal, onProgress, extra: { all_pages: true } },
+          (opts) => [method, paramsJson, opts]);
+      }
+      return this._start(native.request_start, '', method, paramsJson, { timeoutMs, tag, signal, onProgress }, null);
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 
   /** Sends a notification. */
@@ -648,6 +837,148 @@ class Client extends EventEmitter {
     if (this._state !== 'open') throw this._closedError(label);
   }
 
+  /**
+   * Starts a call (synchronously: the library only writes, or queues the write) and returns the
+   * promise its completion event settles. `fn` is call_tool_start or request_start.
+   */
+  _start(fn, labelPrefix, first, json, { timeoutMs, tag, signal, onProgress }, extra) {
+    if (this._state !== 'open') throw this._closedError(labelPrefix + first);
+    if (onProgress !== undefined && typeof onProgress !== 'function') throw errorOf('invalid_argument', '`onProgress` must be a function');
+    if (signal !== undefined && signal !== null && signal.aborted) throw cancelledError(labelPrefix + first);
+    const defer = this._deferNext();
+    let options;
+    let callTag = null;
+    if (timeoutMs === undefined && tag === undefined && !onProgress && extra === null) {
+      options = defer ? DEFER_OPTIONS : null; // the common case: no object, no stringify
+    } else {
+      const o = extra === null ? {} : extra;
+      const limit = timeoutValue(timeoutMs, 'timeoutMs');
+      if (limit !== undefined) o.timeout_ms = limit;
+      // A tag only when one is needed: the library runs an untagged call without a task.
+      if (tag !== undefined) callTag = checkString(tag, 'tag');
+      else if (onProgress) callTag = internalTag();
+      if (callTag !== null) o.tag = callTag;
+      if (onProgress) o.progress = true;
+      if (defer) o.defer = true;
+      options = JSON.stringify(o);
+    }
+    const status = fn(this._handle, first, json, options, callOut, textOut);
+    if (status !== Status.OK) throw errorFromNative(status, takeText());
+    const call = takeCall();
+    if (defer) this._needFlush = true;
+    return new Promise((resolve, reject) => {
+      const rec = new Started(this, call, labelPrefix, first, callTag, resolve, reject);
+      this._calls.set(rec.call, rec);
+      if (onProgress) {
+        rec.onProgress = onProgress;
+        let set = this._byTag.get(callTag);
+        if (!set) this._byTag.set(callTag, (set = new Set()));
+        set.add(onProgress);
+      }
+      if (signal !== undefined && signal !== null) {
+        rec.signal = signal;
+        rec.onAbort = () => rec.cancel();
+        signal.addEventListener('abort', rec.onAbort, { once: true });
+      }
+    });
+  }
+
+  /**
+   * Whether the next started call is deferred. The first call started after events were taken
+   * is written at once (a caller making one call at a time pays no flush); the calls started
+   * after it in the same turn are deferred, and one flush at the end of the microtask queue
+   * writes them together (a caller refilling a window of calls pays one write per turn).
+   */
+  _deferNext() {
+    if (this._burstGen !== this._drainGen) {
+      this._burstGen = this._drainGen;
+      return false;
+    }
+    if (!this._flushScheduled) {
+      this._flushScheduled = true;
+      queueMicrotask(this._flushTick);
+    }
+    return true;
+  }
+
+  /** End of a turn: writes the calls deferred in it. */
+  _flush() {
+    this._flushScheduled = false;
+    if (!this._needFlush) return;
+    this._needFlush = false;
+    // Closing: the deferred calls complete with `closed` anyway.
+    if (this._state !== 'open' || !this._handle) return;
+    const status = native.flush(this._handle, textOut);
+    const text = takeText();
+    // A failed write completes the deferred calls with its error: nothing else to do here.
+    if (status !== Status.OK && status !== Status.CLOSED) {
+      process.emitWarning(`mcplug: mcplug_client_flush failed: ${errorFromNative(status, text).message}`, 'McplugWarning');
+    }
+  }
+
+  /**
+   * Takes every queued event (never waits) and dispatches them in order: completions settle
+   * their calls, the rest go to handlers and listeners. Pulls until a pull returns fewer than
+   * it asked for (the descriptor is re-armed then) or the queue is closed.
+   */
+  _drain() {
+    if (this._draining) {
+      this._drainAgain = true; // a listener reached us from inside a dispatch
+      return;
+    }
+    this._draining = true;
+    this._drainGen++;
+    try {
+      do {
+        this._drainAgain = false;
+        while (this._handle !== null && !this._eventsEnded) {
+          const status = native.next_events(this._handle, EVENT_BATCH, 0, textOut);
+          const text = takeText();
+          if (status === Status.TIMEOUT) break;
+          if (status === Status.CLOSED) {
+            this._endOfEvents();
+            break;
+          }
+          if (status !== Status.OK) {
+            process.emitWarning(`mcplug: mcplug_client_next_events failed: ${errorFromNative(status, text).message}`, 'McplugWarning');
+            break;
+          }
+          let events;
+          try {
+            events = JSON.parse(text);
+          } catch (e) {
+            process.emitWarning(`mcplug: events that are not JSON: ${String(text).slice(0, 200)}`, 'McplugWarning');
+            break;
+          }
+          for (let i = 0; i < events.length; i++) this._dispatch(events[i]);
+          // A short batch emptied the queue (the descriptor is re-armed), unless the last event
+          // was the final one: then the next pull says CLOSED, and no byte will wake us for it.
+          if (events.length < EVENT_BATCH && this._closeReasonFromEvent === null) break;
+        }
+      } while (this._drainAgain);
+    } finally {
+      this._draining = false;
+    }
+  }
+
+  /** Every event was delivered and the queue is closed: no more events will come. */
+  _endOfEvents() {
+    if (this._eventsEnded) return;
+    this._eventsEnded = true;
+    this._eventSocket.destroy(); // closes our own dup; the process may exit once nothing else runs
+    if (this._pollTimer !== null) clearInterval(this._pollTimer);
+    this._pollTimer = null;
+    // Safety net: a started call whose completion never came still settles (exactly once).
+    if (this._calls.size > 0) {
+      const err = this._closedError();
+      for (const rec of [...this._calls.values()]) rec.settle(undefined, err);
+    }
+    // The connection ended by itself (the server exited): release the handle now.
+    if (!this._shutdownPromise) {
+      this._shutdown(this._closeReasonFromEvent || 'the connection is closed').catch(() => {});
+    }
+  }
+
   async _work(label, fn, { timeoutMs, tag, signal, onProgress, extra = {} }, buildArgs) {
     this._checkOpen(label);
     const limit = timeoutValue(timeoutMs, 'timeoutMs');
@@ -677,16 +1008,18 @@ class Client extends EventEmitter {
       });
       // Every progress notification the server sent before its result is in the event queue by
       // now: hand them to onProgress before the promise settles.
-      if (onProgress) await this._drainEvents();
+      if (onProgress) this._drain();
       return result;
     } finally {
-      if (onProgress) {
-        const set = this._byTag.get(callTag);
-        if (set) {
-          set.delete(onProgress);
-          if (set.size === 0) this._byTag.delete(callTag);
-        }
-      }
+      if (onProgress) this._dropProgress(callTag, onProgress);
+    }
+  }
+
+  _dropProgress(tag, onProgress) {
+    const set = this._byTag.get(tag);
+    if (set) {
+      set.delete(onProgress);
+      if (set.size === 0) this._byTag.delete(tag);
     }
   }
 
@@ -703,52 +1036,7 @@ class Client extends EventEmitter {
     for (const w of waiters) w();
   }
 
-  /**
-   * Pulls whatever events are queued right now (without waiting) and dispatches them, so that a
-   * call's progress notifications reach onProgress before the call's promise settles.
-   */
-  async _drainEvents() {
-    for (let i = 0; i < 10000 && this._state === 'open'; i++) {
-      const pumpPull = this._pumpPull;
-      let ev;
-      try {
-        ev = await this._control('next_event', native.next_event, [0]);
-      } catch {
-        // Nothing queued. The pump's pull that was running meanwhile may have taken the last
-        // event without having handed it over yet: give it a moment (it is usually blocked on an
-        // empty queue, hence the short bound).
-        if (pumpPull) await Promise.race([pumpPull.catch(() => {}), new Promise((r) => setTimeout(r, 5))]);
-        return;
-      }
-      this._dispatch(ev);
-    }
-  }
-
-  async _pump() {
-    let reason = null;
-    try {
-      while (!this._stopPump) {
-        let ev;
-        try {
-          this._pumpPull = this._control('next_event', native.next_event, [PUMP_WAIT_MS]);
-          ev = await this._pumpPull;
-        } catch (e) {
-          if (e instanceof McpError && e.kind === 'timeout') continue;
-          if (!(e instanceof McpError) || e.kind !== 'closed') reason = `the event pump stopped: ${e.message}`;
-          break;
-        }
-        this._dispatch(ev);
-      }
-    } finally {
-      this._pumpPull = null;
-      if (!this._stopPump) {
-        // The connection ended by itself (the server exited): release the handle now.
-        this._shutdown(this._closeReasonFromEvent || reason || 'the connection is closed').catch(() => {});
-      }
-    }
-  }
-
-  /** Like emit(), but a listener that throws neither stops the pump nor the other listeners. */
+  /** Like emit(), but a listener that throws neither stops the event pump nor the other listeners. */
   _emitSafe(name, ...args) {
     for (const listener of this.rawListeners(name)) {
       try {
@@ -773,6 +1061,12 @@ class Client extends EventEmitter {
 
   _dispatch(ev) {
     if (!ev || typeof ev !== 'object') return;
+    if (ev.type === 'completion') {
+      // The binding's own event: it settles a call, no listener sees it.
+      const rec = this._calls.get(ev.call);
+      if (rec !== undefined) rec.settle(ev.result, ev.error);
+      return;
+    }
     this._emitSafe('event', ev);
     switch (ev.type) {
       case 'notification': {
@@ -873,24 +1167,27 @@ class Client extends EventEmitter {
     if (this._shutdownPromise) return this._shutdownPromise;
     this._state = 'closing';
     this._closeReason = reason;
-    this._stopPump = true;
     this._shutdownPromise = (async () => {
       const handle = this._handle;
-      // 1. Calls still waiting in the JS queue never reach the library.
+      // 1. Blocking calls still waiting in the JS queue never reach the library.
       for (const op of this._ops) {
         if (op.queued) op.queued.withdraw(this._closedError(op.label));
       }
-      // 2. Close without freeing (blocks ~1-2 s: off the loop). Calls inside the library return
-      //    CLOSED at once, the pump's wait ends, and a call that sat in libuv's queue and enters
-      //    only now finds the handle closed but still valid: it returns CLOSED too.
+      // 2. Close without freeing (blocks until the server is gone: off the loop). Blocking calls
+      //    inside the library return CLOSED at once, and one that sat in libuv's queue and enters
+      //    only now finds the handle closed but still valid: it returns CLOSED too. Every started
+      //    call gets its completion event, queued before the final `closed` event.
       if (handle) {
         try {
           await controlGateRun(() => callAsync(native.client_close, [handle]));
         } catch (e) {
           process.emitWarning(`mcplug: mcplug_client_close failed: ${e && e.message}`, 'McplugWarning');
         }
+        // 3. Those completions reject their calls (kind `closed`), now.
+        this._drain();
       }
-      // 3. Free only once nothing of ours is inside the library for this handle.
+      this._endOfEvents();
+      // 4. Free only once nothing of ours is inside the library for this handle.
       while (this._ops.size > 0) {
         await new Promise((resolve) => {
           const timer = setTimeout(resolve, 100);

@@ -1,6 +1,7 @@
 'use strict';
-// Many calls at once on one handle, and the event loop staying free while calls block in the
-// library (they run on libuv's threadpool through koffi's `.async`).
+// Many calls at once on one handle, and the event loop staying free: tool calls and requests are
+// started from the JS thread and settled by completion events (no thread held while they run);
+// connect, lists, close and answers still run on libuv's threadpool through koffi's `.async`.
 
 const h = require('./helpers');
 const { test, describe } = require('node:test');
@@ -10,9 +11,9 @@ const fsp = require('fs/promises');
 describe('concurrency', { timeout: 60000 }, () => {
   test('the binding widened libuv\'s threadpool (UV_THREADPOOL_SIZE was not set)', (t) => {
     if (h.userThreadpoolSize) return t.skip(`UV_THREADPOOL_SIZE=${h.userThreadpoolSize} was set by the environment`);
-    assert.equal(process.env.UV_THREADPOOL_SIZE, '64');
-    assert.equal(h.mcplug.threadpoolSize, 64);
-    assert.ok(h.mcplug.workLimit < h.mcplug.threadpoolSize, 'threads are kept for the event pumps');
+    assert.equal(process.env.UV_THREADPOOL_SIZE, '16');
+    assert.equal(h.mcplug.threadpoolSize, 16);
+    assert.ok(h.mcplug.workLimit < h.mcplug.threadpoolSize, 'threads are kept for control calls (answers, close)');
   });
 
   test('1,000 concurrent calls on one handle each get their own answer', async (t) => {
@@ -57,63 +58,75 @@ describe('concurrency', { timeout: 60000 }, () => {
     assert.ok(maxGap < 300, `the loop stalled for ${maxGap} ms`);
   });
 
-  test('parallel slow calls run in parallel, and fs keeps a thread', async (t) => {
-    if (h.mcplug.workLimit < 16) return t.skip(`only ${h.mcplug.workLimit} work slots (UV_THREADPOOL_SIZE=${h.userThreadpoolSize})`);
+  test('more parallel slow calls than threadpool threads run in parallel, and fs keeps the pool', async (t) => {
     const client = await h.connect(t, h.faultServer(), { connectTimeoutMs: 10000 });
+    const n = h.mcplug.threadpoolSize + 8; // a started call holds no thread
     const start = Date.now();
-    const calls = Array.from({ length: 16 }, () => client.callTool('sleep', { ms: 600 }, { timeoutMs: 10000 }));
+    const calls = Array.from({ length: n }, () => client.callTool('sleep', { ms: 600 }, { timeoutMs: 10000 }));
     await h.sleep(100);
     const fsStart = Date.now();
     await fsp.readFile(__filename);
     const fsMs = Date.now() - fsStart;
-    const results = await h.within(10000, Promise.all(calls), '16 slow calls');
+    const results = await h.within(10000, Promise.all(calls), `${n} slow calls`);
     const total = Date.now() - start;
     results.forEach((r) => assert.equal(h.textOf(r), 'slept'));
-    // With libuv's default 4 threads this takes 4 x 600 ms.
-    assert.ok(total < 1800, `16 parallel 600 ms calls took ${total} ms`);
+    assert.ok(total < 1800, `${n} parallel 600 ms calls took ${total} ms`);
     assert.ok(fsMs < 500, `fs.readFile waited ${fsMs} ms for a thread`);
   });
 
-  test('more slow calls than work slots: the rest queue in JS, the pump still answers the server', async (t) => {
-    const overflow = h.mcplug.workLimit + 8;
+  test('many slow calls in flight: a server request is still answered at once', async (t) => {
     const client = await h.connect(t, h.everythingServer(), {
       connectTimeoutMs: 15000,
       handlers: {
         'sampling/createMessage': () => ({ role: 'assistant', content: { type: 'text', text: 'pumped' }, model: 'm' }),
       },
     });
-    // Fill every work slot but one with slow calls, then ask for something that needs the pump.
-    const slow = Array.from({ length: h.mcplug.workLimit - 1 }, () =>
+    const slow = Array.from({ length: h.mcplug.threadpoolSize + 8 }, () =>
       client.callTool('trigger-long-running-operation', { duration: 2, steps: 1 }, { timeoutMs: 20000 }));
     await h.sleep(200);
     const started = Date.now();
     const sampled = await h.within(10000, client.callTool('trigger-sampling-request', { prompt: 'p' }, { timeoutMs: 10000 }), 'sampling');
     assert.match(h.textOf(sampled), /pumped/);
-    assert.ok(Date.now() - started < 1500, 'answered while every other work slot was busy');
-    // Beyond the work slots, calls wait in the JS queue and still complete.
-    const extra = Array.from({ length: overflow }, (_, i) => client.callTool('echo', { message: `q${i}` }, { timeoutMs: 20000 }));
-    const all = await h.within(20000, Promise.all([...slow, ...extra]), 'queued calls');
+    assert.ok(Date.now() - started < 1500, 'answered while the slow calls were in flight');
+    const extra = Array.from({ length: 40 }, (_, i) => client.callTool('echo', { message: `q${i}` }, { timeoutMs: 20000 }));
+    const all = await h.within(20000, Promise.all([...slow, ...extra]), 'every call');
     all.slice(slow.length).forEach((r, i) => assert.equal(h.textOf(r), `Echo: q${i}`));
   });
 
-  test('a timeout counts the time spent waiting for a work slot', async (t) => {
-    const client = await h.connect(t, h.faultServer(), { connectTimeoutMs: 10000 });
-    const blockers = Array.from({ length: h.mcplug.workLimit }, () => h.outcome(client.callTool('sleep', { ms: 1500 })));
+  test('blocking calls beyond the work slots queue in JS: their timeout and abort count there', async (t) => {
+    // Connects to a server that never answers initialize hold every work slot for 3 s.
+    const blockers = Array.from({ length: h.mcplug.workLimit }, () =>
+      h.outcome(h.mcplug.Client.connect(h.faultServer('hang-init'), { connectTimeoutMs: 3000 })));
+    const client = await h.within(20000, (async () => {
+      // This connect queues behind them (its own limit is long enough).
+      return h.mcplug.Client.connect(h.faultServer(), { connectTimeoutMs: 15000 });
+    })(), 'the queued connect');
+    t.after(() => h.within(10000, client.close(), 'close() in cleanup'));
+    for (const b of await Promise.all(blockers)) {
+      assert.equal(b.ok, false);
+      assert.equal(b.error.kind, 'timeout');
+    }
+    // Hold the slots again, then a listTools with a short limit must give up while queued.
+    const again = Array.from({ length: h.mcplug.workLimit }, () =>
+      h.outcome(h.mcplug.Client.connect(h.faultServer('hang-init'), { connectTimeoutMs: 2000 })));
     await h.sleep(100);
-    const o = await h.outcome(h.within(5000, client.callTool('echo', { message: 'late' }, { timeoutMs: 300 }), 'queued call'));
+    const o = await h.outcome(h.within(5000, client.listTools({ timeoutMs: 300 }), 'queued listTools'));
     assert.equal(o.ok, false);
     assert.equal(o.error.kind, 'timeout');
+    assert.match(o.error.message, /waiting for a free worker thread/);
     assert.ok(o.ms < 1200, `rejected after ${o.ms} ms`);
-    // An abort reaches a queued call too.
+    // An abort reaches a queued blocking call too.
     const ac = new AbortController();
-    const queued = h.outcome(client.callTool('echo', { message: 'aborted' }, { signal: ac.signal }));
+    const queued = h.outcome(client.listTools({ signal: ac.signal }));
     ac.abort();
-    const q = await h.within(2000, queued, 'aborted queued call');
+    const q = await h.within(2000, queued, 'aborted queued listTools');
     assert.equal(q.error.kind, 'cancelled');
-    for (const b of await Promise.all(blockers)) assert.ok(b.ok, b.error && b.error.message);
+    // Started calls never queue: a tool call answers while every slot is held.
+    assert.equal(h.textOf(await h.within(2000, client.callTool('echo', { message: 'free' }), 'a call while the slots are held')), 'Echo: free');
+    for (const b of await Promise.all(again)) assert.equal(b.error.kind, 'timeout');
   });
 
-  test('several clients at once, each with its own pump', async (t) => {
+  test('several clients at once, each with its own event pump', async (t) => {
     const clients = await Promise.all(Array.from({ length: 8 }, () => h.mcplug.Client.connect(h.faultServer(), { connectTimeoutMs: 15000 })));
     try {
       const stderrLines = new Map();
