@@ -121,6 +121,9 @@ impl Client {
             signal.fire();
             return Ok(true);
         }
+        // A deferred call never written is simply taken back: nothing to tell the server.
+        let unsent =
+            shared.has_deferred.load(Ordering::Acquire) && shared.deferred.lock().withdraw(call);
         if !shared.pending.forget_ticket(call) {
             return Ok(false);
         }
@@ -131,7 +134,9 @@ impl Client {
                 "the call was cancelled by the host",
             )),
         );
-        shared.send_cancelled(call, "cancelled by the host").await;
+        if !unsent {
+            shared.send_cancelled(call, "cancelled by the host").await;
+        }
         Ok(true)
     }
 
@@ -185,6 +190,26 @@ struct Replay {
 pub(super) struct Deferred {
     bytes: Vec<u8>,
     ids: Vec<u64>,
+    /// Where each call's message ends in `bytes` (parallel to `ids`).
+    ends: Vec<usize>,
+}
+
+impl Deferred {
+    /// Takes call `id` out before it was ever written. Returns whether it was there.
+    fn withdraw(&mut self, id: u64) -> bool {
+        let Some(i) = self.ids.iter().position(|&x| x == id) else {
+            return false;
+        };
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        let end = self.ends[i];
+        self.bytes.drain(start..end);
+        self.ids.remove(i);
+        self.ends.remove(i);
+        for e in &mut self.ends[i..] {
+            *e -= end - start;
+        }
+        true
+    }
 }
 
 impl Shared {
@@ -262,6 +287,8 @@ impl Shared {
             let mut d = self.deferred.lock();
             d.bytes.extend_from_slice(&message);
             d.ids.push(id);
+            let end = d.bytes.len();
+            d.ends.push(end);
             self.has_deferred.store(true, Ordering::Release);
             return Ok(id);
         }
@@ -321,6 +348,7 @@ impl Shared {
         self.has_deferred.store(false, Ordering::Release);
         let mut bytes = std::mem::take(&mut d.bytes);
         bytes.extend_from_slice(&message);
+        d.ends.clear();
         (bytes, std::mem::take(&mut d.ids))
     }
 
@@ -521,6 +549,23 @@ fn completion_text(call: u64, outcome: &Result<RawJson>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deferred_call_can_be_withdrawn() {
+        let mut d = Deferred::default();
+        for (id, msg) in [(1u64, &b"one\n"[..]), (2, b"two!\n"), (3, b"three\n")] {
+            d.bytes.extend_from_slice(msg);
+            d.ids.push(id);
+            d.ends.push(d.bytes.len());
+        }
+        assert!(d.withdraw(2));
+        assert!(!d.withdraw(2));
+        assert_eq!(d.bytes, b"one\nthree\n");
+        assert_eq!(d.ids, vec![1, 3]);
+        assert!(d.withdraw(1));
+        assert_eq!(d.bytes, b"three\n");
+        assert_eq!(d.ends, vec![6]);
+    }
 
     #[test]
     fn completion_events_are_json() {
