@@ -208,6 +208,7 @@ impl Shared {
                     body: Body::Params(Some(json!({ "level": level }))),
                     timeout,
                     cancellable: true,
+                    resolves: false,
                     options: Some(options),
                 })
                 .await?;

@@ -261,9 +261,18 @@ impl Client {
         let shared = &self.shared;
         shared.validate_arguments(name, arguments, options)?;
         let timeout = options.timeout.or(shared.options.tool_timeout);
-        shared
-            .checked_tool_call(name, arguments, timeout, options, None)
-            .await
+        // As checked_tool_call, one future less deep (each level is copied when it starts).
+        let result = shared
+            .call(
+                "tools/call",
+                mrtr::Call::Tool { name, arguments },
+                timeout,
+                options,
+                None,
+            )
+            .await?;
+        shared.schemas.check_result(name, &result, &shared.events)?;
+        Ok(result)
     }
 
     /// `tools/list`, every page, as `{"tools": [...]}`; with `options.cursor`, that one page as
@@ -278,6 +287,7 @@ impl Client {
                     body: Body::Params(Some(json!({ "cursor": cursor }))),
                     timeout,
                     cancellable: true,
+                    resolves: false,
                     options: Some(options),
                 })
                 .await?;
@@ -324,6 +334,7 @@ impl Client {
                     body: Body::Params(Some(Value::Object(base.clone()))),
                     timeout,
                     cancellable: true,
+                    resolves: false,
                     options: Some(options),
                 })
                 .await?

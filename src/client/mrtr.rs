@@ -170,26 +170,76 @@ impl Shared {
                     body,
                     timeout,
                     cancellable: true,
+                    resolves: false,
                     options: Some(options),
                 })
                 .await;
         }
 
-        let resolving;
-        let round_options = if modern {
-            resolving = CallOptions {
-                caller_resolves: true,
-                ..options.clone()
+        let deadline = timeout.map(|t| Instant::now() + t);
+        // The first round, sent from this small future: most calls end here. The rounds that
+        // follow (input, tasks, URL elicitations) run in a boxed future of their own, so that
+        // the common call does not carry (and move around) their state.
+        if first.is_none() && task.is_none() {
+            let body = match &call {
+                Call::Params(params) => Body::Params(params.clone()),
+                Call::Tool { name, arguments } => Body::ToolCall {
+                    name,
+                    arguments: *arguments,
+                    extra: None,
+                },
             };
-            &resolving
-        } else {
-            options
-        };
+            let outcome = self
+                .send_request(Send {
+                    method,
+                    body,
+                    timeout,
+                    cancellable: true,
+                    resolves: modern,
+                    options: Some(options),
+                })
+                .await;
+            let done = match &outcome {
+                Ok(r) => {
+                    !modern || matches!(result_type(r.as_str()).as_deref(), None | Some("complete"))
+                }
+                Err(e) => {
+                    !(url_retry
+                        && e.kind == ErrorKind::Rpc
+                        && e.code == Some(codes::URL_ELICITATION_REQUIRED))
+                }
+            };
+            if done {
+                return outcome;
+            }
+            first = Some(outcome);
+        }
+        Box::pin(self.call_rounds(method, call, timeout, options, first, task, deadline)).await
+    }
+
+    /// The rounds of a call after its first answer asked for more (or a legacy task call).
+    #[allow(clippy::too_many_arguments)]
+    async fn call_rounds(
+        self: &Arc<Self>,
+        method: &str,
+        call: Call<'_>,
+        timeout: Option<Duration>,
+        options: &CallOptions,
+        mut first: Option<Result<RawJson>>,
+        task: Option<Value>,
+        deadline: Option<Instant>,
+    ) -> Result<RawJson> {
+        let modern = matches!(
+            self.era.read().as_ref().map(|s| &s.era),
+            Some(Era::Modern { .. })
+        );
+        let tool_call = method == "tools/call";
+        let input_rounds = modern && allows_input_required(method);
+        let url_retry = self.host.url_elicitation;
         let guard = Some(cancel::Cancels {
             tag: options.tag.as_deref().map(cancel::register),
             own: options.own_cancel.as_ref().map(|c| c.0.clone()),
         });
-        let deadline = timeout.map(|t| Instant::now() + t);
         let mut extra = Extra {
             task,
             ..Default::default()
@@ -218,7 +268,8 @@ impl Shared {
                         body,
                         timeout,
                         cancellable: true,
-                        options: Some(round_options),
+                        resolves: modern,
+                        options: Some(options),
                     })
                     .await
                 }
@@ -232,8 +283,8 @@ impl Shared {
                 {
                     rounds += 1;
                     self.check_rounds(method, rounds)?;
-                    self.complete_url_elicitations(method, e, guard.as_ref())
-                        .await?;
+                    // Boxed: the rare rounds stay out of the common call's future.
+                    Box::pin(self.complete_url_elicitations(method, e, guard.as_ref())).await?;
                     continue;
                 }
                 Err(e) => return Err(e),
@@ -242,8 +293,15 @@ impl Shared {
                 return match tasks::legacy_created_task(&result) {
                     Some(_) if options.task == TaskMode::Handle => Ok(result),
                     Some(created) => {
-                        self.await_task(method, created, false, deadline, options, guard.as_ref())
-                            .await
+                        Box::pin(self.await_task(
+                            method,
+                            created,
+                            false,
+                            deadline,
+                            options,
+                            guard.as_ref(),
+                        ))
+                        .await
                     }
                     // The server ran it as a plain call after all.
                     None => Ok(result),
@@ -275,7 +333,8 @@ impl Shared {
                     match asked.input_requests.filter(|r| !r.is_empty()) {
                         Some(requests) => {
                             state_only_wait = Duration::from_millis(50);
-                            let answers = self.fulfil(method, &requests, guard.as_ref()).await?;
+                            let answers =
+                                Box::pin(self.fulfil(method, &requests, guard.as_ref())).await?;
                             extra.input_responses = Some(answers);
                         }
                         None => {
@@ -301,9 +360,15 @@ impl Shared {
                         return Ok(result);
                     }
                     let created = result.value();
-                    return self
-                        .await_task(method, created, true, deadline, options, guard.as_ref())
-                        .await;
+                    return Box::pin(self.await_task(
+                        method,
+                        created,
+                        true,
+                        deadline,
+                        options,
+                        guard.as_ref(),
+                    ))
+                    .await;
                 }
                 Some("input_required") => {
                     return Err(Error::protocol(format!(

@@ -34,6 +34,7 @@ impl Shared {
                         body: Body::Params(Some(params)),
                         timeout: Some(probe_timeout),
                         cancellable: false,
+                        resolves: false,
                         options: None,
                     })
                     .await;
@@ -114,6 +115,7 @@ impl Shared {
                 body: Body::Params(Some(params)),
                 timeout: deadline.map(|d| d.saturating_duration_since(Instant::now())),
                 cancellable: false,
+                resolves: false,
                 options: None,
             })
             .await?
@@ -154,6 +156,7 @@ impl Shared {
                     body: Body::Params(Some(json!({ "level": level }))),
                     timeout: deadline.map(|d| d.saturating_duration_since(Instant::now())),
                     cancellable: true,
+                    resolves: false,
                     options: None,
                 })
                 .await?;

@@ -467,9 +467,6 @@ pub struct CallOptions {
     pub task: TaskMode,
     /// The task lifetime asked of a legacy server when the call is made a task.
     pub task_ttl: Option<u64>,
-    /// Set by the engine only: the caller resolves `input_required`/`task` results itself
-    /// (see `client/mrtr.rs`), so the request's own check lets them through.
-    pub(crate) caller_resolves: bool,
     /// Set by the engine only: a started call's own cancel (`cancel_call`), besides the tag.
     pub(crate) own_cancel: Option<OwnCancel>,
     /// For tool calls: check the arguments against the tool's `inputSchema` before sending

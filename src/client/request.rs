@@ -38,6 +38,9 @@ pub(super) struct Send<'a> {
     pub(super) timeout: Option<Duration>,
     /// May this request be cancelled with `notifications/cancelled`? (Never `initialize`.)
     pub(super) cancellable: bool,
+    /// The caller resolves `input_required`/`task` results itself (`mrtr.rs`), so the
+    /// request's own `resultType` check lets them through.
+    pub(super) resolves: bool,
     pub(super) options: Option<&'a CallOptions>,
 }
 
@@ -219,7 +222,7 @@ impl Shared {
             self.progress.lock().remove(&id.to_string());
         }
         let result = outcome?;
-        if modern && !options.is_some_and(|o| o.caller_resolves) {
+        if modern && !send.resolves {
             check_result_type(send.method, result)
         } else {
             Ok(result)

@@ -110,6 +110,7 @@ impl Shared {
                     body: Body::Params(params),
                     timeout: self.options.request_timeout,
                     cancellable: true,
+                    resolves: false,
                     options: Some(&list_options),
                 })
                 .await?
@@ -158,6 +159,7 @@ impl Shared {
                             body: Body::Params(Some(json!({ "taskId": id }))),
                             timeout: shared.options.request_timeout,
                             cancellable: true,
+                            resolves: false,
                             options: None,
                         })
                         .await;
@@ -324,6 +326,7 @@ impl Shared {
             body: Body::Params(Some(params)),
             timeout,
             cancellable: true,
+            resolves: false,
             options: Some(&sub_options),
         })
         .await

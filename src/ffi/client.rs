@@ -179,7 +179,7 @@ pub unsafe extern "C" fn mcplug_client_call_tool(
         // Validated but not parsed into a tree: the arguments travel as the text the host gave.
         let args = raw_object_arg(arguments_json, "arguments_json")?;
         let opts = CallOptions::parse(json_arg(options_json, "options_json")?.as_ref())?;
-        let v = runtime::block_on(h.0.client.call_tool(name, args, &opts))?;
+        let v = runtime::block_on(Box::pin(h.0.client.call_tool(name, args, &opts)))?;
         Ok(v.into_string())
     })
 }
