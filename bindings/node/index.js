@@ -589,7 +589,11 @@ class Started {
     } else if (error instanceof McpError) {
       this.reject(error);
     } else if (error.kind === 'cancelled' && this.cancelRequested) {
-      this.reject(cancelledError(this.labelPrefix + this.name));
+      // The library's details after "; " (e.g. that the call's task was sent tasks/cancel) are kept.
+      const err = cancelledError(this.labelPrefix + this.name);
+      const details = typeof error.message === 'string' ? error.message.indexOf('; ') : -1;
+      if (details >= 0) err.message += error.message.slice(details);
+      this.reject(err);
     } else {
       this.reject(new McpError(error.message || `${this.labelPrefix}${this.name} failed (${error.kind})`, { kind: error.kind, code: error.code, data: error.data }));
     }
