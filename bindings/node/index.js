@@ -45,6 +45,15 @@
  *      `mcplug_cancel` until the call returns: a call not yet inside the library has not
  *      registered its tag.
  *
+ * 3. What the server asks of the host. A `request` event (a legacy server's request, or an input
+ *    request of a modern call's InputRequiredResult: the same shape) goes to the handler for its
+ *    method, sync or async; its value, or the error it threw, is answered with
+ *    `mcplug_client_respond` on the control lane (a legacy answer is a write that may wait for
+ *    the server). Each waiting request has an AbortController, aborted when the library says
+ *    nobody waits any more (`request_expired`, `request_cancelled`, the end of the events); a
+ *    handler's answer after that is dropped, not reported. `setRoots` and `setLogLevel` are
+ *    control-lane calls too (a legacy `logging/setLevel` waits for the server's answer).
+ *
  * Every owned string the library returns is freed exactly once with `mcplug_string_free`: for
  * blocking calls by a koffi disposable type (also after `.async`), for the synchronous ones by
  * `takeText`, which reads the pointer from a typed-array slot (cheaper than koffi's

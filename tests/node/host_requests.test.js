@@ -11,6 +11,8 @@
 
 const h = require('./helpers');
 const { test, describe, before, after } = require('node:test');
+const { execFile } = require('child_process');
+const path = require('path');
 const assert = require('node:assert/strict');
 const { McpError, Status, LOG_LEVELS } = h.mcplug;
 
@@ -530,5 +532,26 @@ describe('host requests: the Python SDK server (2026-07-28, InputRequiredResult)
     assert.equal(h.textOf(await c.callTool('channel_push', { text: 'sneaky' })), 'pushed');
     await h.sleep(500);
     assert.deepEqual(seen, []);
+  });
+});
+
+describe('examples/node/host.js', { timeout: 60000 }, () => {
+  const run = (args) => new Promise((resolve) => {
+    execFile(process.execPath, [path.join(h.ROOT, 'examples', 'node', 'host.js'), ...args],
+      { cwd: h.ROOT, timeout: 45000, env: process.env }, (error, stdout, stderr) => resolve({ error, stdout, stderr }));
+  });
+
+  test('serves server-everything and the 2026-07-28 server with the same handlers', async () => {
+    const [legacy, modern] = await Promise.all([run([]), run([h.modernServer().command, ...h.modernServer().args])]);
+    assert.equal(legacy.error, null, legacy.stderr);
+    const lines = legacy.stdout.split('\n');
+    assert.equal(lines[0], 'connected: mcp-servers/everything legacy 2025-11-25');
+    assert.ok(lines.includes('sampling -> olleh :txetnoc tseuqer-gnilpmas-reggirt ecruoseR'), legacy.stdout);
+    assert.ok(lines.includes('elicitation -> User inputs: - Name: Ada Lovelace - Agreed to terms: true - Favorite Integer: 42 - Favorite Number: 3.14'), legacy.stdout);
+    assert.ok(lines.includes('[server log info] Roots updated: 2 root(s) received from client'), legacy.stdout);
+    assert.ok(lines.includes('task -> # Research Report: MCP'), legacy.stdout);
+    assert.equal(modern.error, null, modern.stderr);
+    assert.equal(modern.stdout, 'connected: modern-test-server modern 2026-07-28\n[host] form: What is your name?\n' +
+      'greet -> Hello, Ada Lovelace!\nsummarize -> model said: olleh :ezirammuS\n');
   });
 });
