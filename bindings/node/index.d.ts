@@ -22,12 +22,14 @@ export type ErrorKind =
   | 'protocol'
   | 'rpc'
   | 'needs_auth'
+  /** The host answered a server's input request with an error (a handler threw): `code`/`data` are the handler's. */
   | 'denied'
   | 'config'
   | 'panic'
   | 'not_found'
   | 'not_implemented'
-  /** A tool's structuredContent does not match its outputSchema; `data` has `tool`, `errors`, `result`. */
+  /** A tool's structuredContent does not match its outputSchema; `data` has `tool`, `errors`
+   *  (`[{message, instance_path, schema_path}]`) and the untouched `result`. */
   | 'invalid_result';
 
 /** `mcplug_status` values of the C ABI. */
@@ -48,6 +50,11 @@ export declare const Status: Readonly<{
   NOT_IMPLEMENTED: 13;
   INVALID_RESULT: 14;
 }>;
+
+/** The levels of `notifications/message`, lowest first. */
+export type LogLevel = 'debug' | 'info' | 'notice' | 'warning' | 'error' | 'critical' | 'alert' | 'emergency';
+/** Every log level, lowest first. */
+export declare const LOG_LEVELS: readonly LogLevel[];
 
 /** The path of the libmcplug actually loaded. */
 export declare const libraryPath: string;
@@ -93,18 +100,121 @@ export interface HandlerContext {
   /** The event id of a server request (absent for notifications). */
   id?: string;
   client: Client;
+  /** For a server request: aborts (with an McpError of kind 'cancelled' as its reason) when
+   *  nobody waits for the answer any more — the host timer expired (`requestExpired`), the call
+   *  that needed it was cancelled or the server cancelled its task (`requestCancelled`), or the
+   *  connection closed. Whatever the handler returns after that is dropped. */
+  signal?: AbortSignal;
 }
 
-/** Answers a server request (its return value is the result; a throw becomes a JSON-RPC error,
- *  with the thrown error's integer `code` if it has one, else -32603), or observes a notification. */
-export type Handler = (params: JsonObject, context: HandlerContext) => unknown | Promise<unknown>;
+/** Answers a server request (its return value is the result, which must be an object; a throw
+ *  or rejection becomes a JSON-RPC error to the server, with the thrown error's integer `code`
+ *  and its `data` if it has them, else -32603), or observes a notification. Sync or async. */
+export type Handler<P = JsonObject, R = unknown> = (params: P, context: HandlerContext) => R | Promise<R>;
+
+export type TextContent = { type: 'text'; text: string; [key: string]: unknown };
+export type SamplingContent =
+  | TextContent
+  | { type: 'image' | 'audio'; data: string; mimeType: string; [key: string]: unknown }
+  | { type: 'tool_use'; id: string; name: string; input: JsonObject; [key: string]: unknown }
+  | { type: 'tool_result'; toolUseId: string; content: unknown[]; [key: string]: unknown };
+
+/** `sampling/createMessage` params (legacy server request or modern input request alike). */
+export interface CreateMessageParams {
+  messages: Array<{ role: 'user' | 'assistant'; content: SamplingContent | SamplingContent[]; [key: string]: unknown }>;
+  maxTokens: number;
+  systemPrompt?: string;
+  modelPreferences?: JsonObject;
+  temperature?: number;
+  stopSequences?: string[];
+  includeContext?: 'none' | 'thisServer' | 'allServers';
+  /** Present only when the connection declared `capabilities.sampling.tools`. */
+  tools?: Tool[];
+  toolChoice?: JsonObject;
+  _meta?: JsonObject;
+  [key: string]: unknown;
+}
+
+export interface CreateMessageResult {
+  role: 'assistant';
+  content: SamplingContent | SamplingContent[];
+  model: string;
+  stopReason?: 'endTurn' | 'stopSequence' | 'maxTokens' | 'toolUse' | string;
+  [key: string]: unknown;
+}
+
+/** `elicitation/create` params: a form (the default mode) or a URL to send the user to. */
+export type ElicitParams =
+  | { mode?: 'form'; message: string; requestedSchema: JsonObject; _meta?: JsonObject; [key: string]: unknown }
+  | { mode: 'url'; message: string; url: string; elicitationId: string; _meta?: JsonObject; [key: string]: unknown };
+
+export interface ElicitResult {
+  action: 'accept' | 'decline' | 'cancel';
+  /** The form's answers (accept, form mode). With `elicitationDefaults`, the schema's defaults
+   *  fill the fields left out. */
+  content?: { [key: string]: string | number | boolean | string[] };
+  [key: string]: unknown;
+}
+
+export interface Root {
+  /** A `file://` URI. */
+  uri: string;
+  name?: string;
+  [key: string]: unknown;
+}
+
+export interface ListRootsResult {
+  roots: Root[];
+  [key: string]: unknown;
+}
+
+/** `notifications/message` params (the 'log' event). */
+export interface LogMessage {
+  level: LogLevel;
+  logger?: string;
+  data: unknown;
+  [key: string]: unknown;
+}
+
+/** `notifications/claude/channel` params (the 'channel' event), from a server that declared
+ *  `experimental["claude/channel"]`. */
+export interface ChannelMessage {
+  content: string;
+  meta?: Record<string, string>;
+  [key: string]: unknown;
+}
+
+/** `notifications/claude/channel/permission` params (the 'channelPermission' event): the
+ *  server's verdict on a `notifications/claude/channel/permission_request` the host sent with
+ *  notify(). */
+export interface ChannelPermission {
+  request_id: string;
+  behavior: 'allow' | 'deny' | string;
+  [key: string]: unknown;
+}
 
 export interface Handlers {
-  'sampling/createMessage'?: Handler;
-  'elicitation/create'?: Handler;
-  'roots/list'?: Handler;
+  /** Declares the `sampling` capability. */
+  'sampling/createMessage'?: Handler<CreateMessageParams, CreateMessageResult>;
+  /** Declares the `elicitation` capability (form mode; `capabilities.elicitation.url` adds URL mode). */
+  'elicitation/create'?: Handler<ElicitParams, ElicitResult>;
+  /** Declares the `roots` capability (`listChanged`); not called while the library holds roots
+   *  (the `roots` option, setRoots()). */
+  'roots/list'?: Handler<JsonObject, ListRootsResult>;
   /** Any other server request or notification method, e.g. 'notifications/message'. */
-  [method: string]: Handler | undefined;
+  [method: string]: Handler<any, any> | undefined;
+}
+
+/** What the client declares it serves (merged over what the handlers imply, one level deep:
+ *  `elicitation: {url: true}` adds URL mode to a handler's form mode). `true` stands for `{}`,
+ *  `false` declares nothing. Tasks are the `tasks` option's, not a capability. */
+export interface ClientCapabilities {
+  sampling?: boolean | { tools?: boolean | JsonObject; context?: boolean | JsonObject; [key: string]: unknown };
+  elicitation?: boolean | { form?: boolean | JsonObject; url?: boolean | JsonObject; [key: string]: unknown };
+  roots?: boolean | { listChanged?: boolean };
+  experimental?: JsonObject;
+  extensions?: JsonObject;
+  [key: string]: unknown;
 }
 
 export interface ConnectOptions {
@@ -120,8 +230,27 @@ export interface ConnectOptions {
   /** How long a server request may wait for the host's answer; default 60000. */
   hostRequestTimeoutMs?: TimeoutMs;
   clientInfo?: { name: string; version: string; [key: string]: unknown };
-  /** Roots answered to `roots/list` automatically (declares the roots capability). */
-  roots?: Array<{ uri: string; name?: string }>;
+  /** Roots answered to `roots/list` by the library (declares the roots capability with
+   *  `listChanged`); setRoots() changes them. */
+  roots?: Root[];
+  /** What the client declares beyond (or instead of) what the handlers imply. */
+  capabilities?: ClientCapabilities;
+  /** Log messages at this level and above from the start (see setLogLevel()). */
+  logLevel?: LogLevel;
+  /** Default true: a tool call that becomes a task is awaited, and a legacy server may have the
+   *  client run its sampling/elicitation as tasks (the same handlers answer). */
+  tasks?: boolean;
+  /** How many times one call may be asked for more input (InputRequiredResult, -32042) before
+   *  it fails with kind 'protocol'; default 16. */
+  maxInputRounds?: number;
+  /** Default false: an accepted form elicitation gets the schema's `default`s where the
+   *  handler's answer left a field out. */
+  elicitationDefaults?: boolean;
+  /** Default false: check every tool call's arguments against the tool's inputSchema (once
+   *  listed) before sending; see CallToolOptions.validateArguments. */
+  validateArguments?: boolean;
+  /** Restricts negotiation, e.g. ['2025-11-25']. */
+  protocolVersions?: string[];
   /** Raw connection options of the C ABI (snake_case: `capabilities`, `protocol_versions`,
    *  `max_message_bytes`, `max_events`, `shutdown_grace_ms`, ...); the named options above win. */
   options?: Record<string, unknown>;
@@ -149,7 +278,24 @@ export interface ProgressParams {
   [key: string]: unknown;
 }
 
-export interface CallToolOptions extends CallOptions {
+/** How a tool call that may become a task is made: absent = a legacy tool listed as
+ *  `taskSupport: "required"` is called as a task (a modern server decides itself) and awaited;
+ *  true/'await' = ask a legacy server for a task, and await it; false = never ask; 'handle' =
+ *  ask, and resolve with the task itself (CreateTaskResult) to follow with
+ *  `request('tasks/get' | 'tasks/result' | 'tasks/cancel', {taskId})`. */
+export type TaskMode = boolean | 'await' | 'handle';
+
+export interface TaskAndSchemaOptions {
+  task?: TaskMode;
+  /** The task lifetime to ask for. */
+  taskTtlMs?: number;
+  /** Check the arguments against the tool's inputSchema before sending (kind
+   *  'invalid_argument', with `data` `{tool, errors}`, and nothing is sent); default: the
+   *  connection's option. Only for a tool seen in a tools/list. */
+  validateArguments?: boolean;
+}
+
+export interface CallToolOptions extends CallOptions, TaskAndSchemaOptions {
   /** Asks the server for progress; each notification the server sends before its result is
    *  delivered here before the promise settles. */
   onProgress?: (params: ProgressParams) => void;
@@ -159,7 +305,8 @@ export interface CallToolOptions extends CallOptions {
   maxTotalTimeoutMs?: TimeoutMs;
 }
 
-export interface RequestOptions extends CallOptions {
+/** For `tools/call` through request(), the task and schema options of callTool() apply. */
+export interface RequestOptions extends CallOptions, TaskAndSchemaOptions {
   /** For list methods: follow nextCursor and return every item. */
   allPages?: boolean;
   onProgress?: (params: ProgressParams) => void;
@@ -217,6 +364,17 @@ export interface ServerRequest {
   id: string;
   method: string;
   params: JsonObject;
+  /** Aborts when nobody waits for the answer any more (see HandlerContext.signal). */
+  signal: AbortSignal;
+}
+
+/** A schema the library cannot use (the 'warning' event). */
+export interface Warning {
+  reason: 'invalid_schema' | string;
+  tool?: string;
+  schema?: 'outputSchema' | 'inputSchema';
+  message: string;
+  [key: string]: unknown;
 }
 
 /** A raw event from the library's event queue (the `completion` events of calls settle their
@@ -227,6 +385,8 @@ export type RawEvent =
   | { type: 'stderr'; line: string }
   | { type: 'invalid_message'; error: string; line: string }
   | { type: 'request_expired'; id: string; method: string }
+  | { type: 'request_cancelled'; id: string; method: string; reason: string }
+  | { type: 'warning'; reason: string; message: string; [key: string]: unknown }
   | { type: 'overflow'; dropped: number }
   | { type: 'closed'; reason: string; kind?: ErrorKind }
   | { type: string; [key: string]: unknown };
@@ -241,7 +401,20 @@ export interface ClientEvents {
   stderr: [line: string];
   invalidMessage: [info: { error: string; line: string }];
   overflow: [dropped: number];
+  /** A server request the host did not answer in time (`hostRequestTimeoutMs`): the server (or
+   *  the call) got an error; the handler's signal aborted. */
   requestExpired: [info: { id: string; method: string }];
+  /** A server request nobody waits for any more (the call was cancelled, the server cancelled
+   *  its task): close whatever was shown to the user; the handler's signal aborted. */
+  requestCancelled: [info: { id: string; method: string; reason: string }];
+  /** Something the library could not use, e.g. a tool's schema that does not compile. */
+  warning: [warning: Warning];
+  /** A `notifications/message` (after the 'notification' event). */
+  log: [message: LogMessage];
+  /** A `notifications/claude/channel` from a server that declared the channel. */
+  channel: [message: ChannelMessage];
+  /** A `notifications/claude/channel/permission`. */
+  channelPermission: [verdict: ChannelPermission];
   /** Once, when the connection ends (server exit or close()). */
   closed: [info: { reason: string; kind?: ErrorKind }];
   /** A notification handler, listener or onProgress threw (else a process warning is emitted). */
@@ -275,6 +448,13 @@ export declare class Client extends EventEmitter {
   respond(id: string, result?: unknown): Promise<void>;
   /** Answers a server request with a JSON-RPC error. */
   respondError(id: string, error: { code: number; message: string; data?: unknown }): Promise<void>;
+  /** Sets the roots the library answers `roots/list` with from now on (`null`: hand it back to the
+   *  'roots/list' handler or 'request' listener). A legacy server whose connection declared
+   *  `roots.listChanged` is notified; a modern one asks per request. Needs the roots capability. */
+  setRoots(roots: Root[] | { roots: Root[] } | null): Promise<{ notified: boolean }>;
+  /** Asks for log messages at `level` and above ('log' events). Legacy: `logging/setLevel`, awaited;
+   *  modern: the level rides every later request. */
+  setLogLevel(level: LogLevel): Promise<{ level: LogLevel; sent: 'logging/setLevel' | 'per request' }>;
   /** Closes the connection and frees the handle; calls in flight fail with kind 'closed'. When it
    *  resolves the server and its children are gone. Idempotent. */
   close(): Promise<void>;

@@ -45,6 +45,15 @@
  *      `mcplug_cancel` until the call returns: a call not yet inside the library has not
  *      registered its tag.
  *
+ * 3. What the server asks of the host. A `request` event (a legacy server's request, or an input
+ *    request of a modern call's InputRequiredResult: the same shape) goes to the handler for its
+ *    method, sync or async; its value, or the error it threw, is answered with
+ *    `mcplug_client_respond` on the control lane (a legacy answer is a write that may wait for
+ *    the server). Each waiting request has an AbortController, aborted when the library says
+ *    nobody waits any more (`request_expired`, `request_cancelled`, the end of the events); a
+ *    handler's answer after that is dropped, not reported. `setRoots` and `setLogLevel` are
+ *    control-lane calls too (a legacy `logging/setLevel` waits for the server's answer).
+ *
  * Every owned string the library returns is freed exactly once with `mcplug_string_free`: for
  * blocking calls by a koffi disposable type (also after `.async`), for the synchronous ones by
  * `takeText`, which reads the pointer from a typed-array slot (cheaper than koffi's
@@ -194,6 +203,8 @@ const native = {
   event_fd: lib.func('mcplug_client_event_fd', 'int', [ClientHandle, RawOut, RawOut]),
   next_events: lib.func('mcplug_client_next_events', 'int', [ClientHandle, 'uint32', 'int32', RawOut]),
   respond: lib.func('mcplug_client_respond', 'int', [ClientHandle, 'str', OutString]),
+  set_roots: lib.func('mcplug_client_set_roots', 'int', [ClientHandle, 'str', OutString]),
+  set_log_level: lib.func('mcplug_client_set_log_level', 'int', [ClientHandle, 'str', OutString]),
   client_close: lib.func('mcplug_client_close', 'int', [ClientHandle, OutString]),
   client_free: lib.func('mcplug_client_free', 'void', [ClientHandle]),
 };
@@ -587,7 +598,11 @@ class Started {
     } else if (error instanceof McpError) {
       this.reject(error);
     } else if (error.kind === 'cancelled' && this.cancelRequested) {
-      this.reject(cancelledError(this.labelPrefix + this.name));
+      // The library's details after "; " (e.g. that the call's task was sent tasks/cancel) are kept.
+      const err = cancelledError(this.labelPrefix + this.name);
+      const details = typeof error.message === 'string' ? error.message.indexOf('; ') : -1;
+      if (details >= 0) err.message += error.message.slice(details);
+      this.reject(err);
     } else {
       this.reject(new McpError(error.message || `${this.labelPrefix}${this.name} failed (${error.kind})`, { kind: error.kind, code: error.code, data: error.data }));
     }
@@ -627,6 +642,78 @@ const CAPABILITY_OF_HANDLER = {
   'roots/list': ['roots', { listChanged: true }],
 };
 
+/** The capabilities whose members merge one level deep (`elicitation: {url: true}` adds URL mode
+ *  to the form mode an elicitation handler declared). */
+const NESTED_CAPABILITIES = new Set(['sampling', 'elicitation', 'roots']);
+
+/**
+ * The capabilities declared at connect: those implied by the handlers, then each explicit
+ * source in order (later wins). `true` stands for `{}` and `false` declares nothing, at the
+ * top level and one level down (the library normalizes both and checks the spec shapes).
+ */
+function mergeCapabilities(fromHandlers, ...explicit) {
+  const out = { ...fromHandlers };
+  for (const [source, what] of explicit) {
+    if (source === undefined || source === null) continue;
+    if (typeof source !== 'object' || Array.isArray(source)) {
+      throw errorOf('invalid_argument', `\`${what}\` must be an object such as {sampling: {tools: true}, elicitation: {url: true}}`);
+    }
+    for (const [key, value] of Object.entries(source)) {
+      const before = out[key];
+      if (NESTED_CAPABILITIES.has(key) && value !== null && typeof value === 'object' && !Array.isArray(value) &&
+          before !== null && typeof before === 'object' && !Array.isArray(before)) {
+        out[key] = { ...before, ...value };
+      } else {
+        out[key] = value;
+      }
+    }
+  }
+  return out;
+}
+
+/** The levels of `notifications/message`, lowest first (RFC 5424, as the spec names them). */
+const LOG_LEVELS = Object.freeze(['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency']);
+
+function checkLogLevel(value, what) {
+  if (!LOG_LEVELS.includes(value)) {
+    throw errorOf('invalid_argument', `\`${what}\` must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(value)})`);
+  }
+  return value;
+}
+
+function checkBoolean(value, what) {
+  if (typeof value !== 'boolean') throw errorOf('invalid_argument', `\`${what}\` must be true or false (got ${JSON.stringify(value)})`);
+  return value;
+}
+
+function checkCount(value, what) {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw errorOf('invalid_argument', `\`${what}\` must be a positive integer (got ${JSON.stringify(value)})`);
+  }
+  return value;
+}
+
+/** The per-call options of the tasks and schema checks, added to `extra` (created if null). */
+function taskAndSchemaOptions(extra, { task, taskTtlMs, validateArguments }) {
+  if (task !== undefined) {
+    if (task !== true && task !== false && task !== 'handle' && task !== 'await') {
+      throw errorOf('invalid_argument', `\`task\` must be true, false, 'await' or 'handle' (got ${JSON.stringify(task)})`);
+    }
+    (extra || (extra = {})).task = task;
+  }
+  if (taskTtlMs !== undefined) (extra || (extra = {})).task_ttl_ms = checkCount(taskTtlMs, 'taskTtlMs');
+  if (validateArguments !== undefined) (extra || (extra = {})).validate_arguments = checkBoolean(validateArguments, 'validateArguments');
+  return extra;
+}
+
+/** Notifications that also come as an event of their own name, with their params. */
+const NAMED_NOTIFICATIONS = Object.freeze({
+  __proto__: null,
+  'notifications/message': 'log',
+  'notifications/claude/channel': 'channel',
+  'notifications/claude/channel/permission': 'channelPermission',
+});
+
 class Client extends EventEmitter {
   /**
    * Starts (or reaches) one MCP server and negotiates the protocol.
@@ -645,6 +732,13 @@ class Client extends EventEmitter {
       hostRequestTimeoutMs,
       clientInfo,
       roots,
+      capabilities,
+      logLevel,
+      tasks,
+      maxInputRounds,
+      elicitationDefaults,
+      validateArguments,
+      protocolVersions,
       options = {},
       signal,
       tag,
@@ -666,12 +760,18 @@ class Client extends EventEmitter {
     setTimeoutOption('host_request_timeout_ms', hostRequestTimeoutMs, 'hostRequestTimeoutMs');
     if (clientInfo !== undefined) merged.client_info = clientInfo;
     if (roots !== undefined) merged.roots = roots;
-    const capabilities = {};
+    if (logLevel !== undefined) merged.log_level = checkLogLevel(logLevel, 'logLevel');
+    if (tasks !== undefined) merged.tasks = checkBoolean(tasks, 'tasks');
+    if (maxInputRounds !== undefined) merged.max_input_rounds = checkCount(maxInputRounds, 'maxInputRounds');
+    if (elicitationDefaults !== undefined) merged.elicitation_defaults = checkBoolean(elicitationDefaults, 'elicitationDefaults');
+    if (validateArguments !== undefined) merged.validate_arguments = checkBoolean(validateArguments, 'validateArguments');
+    if (protocolVersions !== undefined) merged.protocol_versions = protocolVersions;
+    const fromHandlers = {};
     for (const method of Object.keys(handlers)) {
       const cap = CAPABILITY_OF_HANDLER[method];
-      if (cap) capabilities[cap[0]] = cap[1];
+      if (cap) fromHandlers[cap[0]] = cap[1];
     }
-    merged.capabilities = { ...capabilities, ...(options.capabilities || {}) };
+    merged.capabilities = mergeCapabilities(fromHandlers, [options.capabilities, 'options.capabilities'], [capabilities, 'capabilities']);
     const connectTag = tag === undefined ? internalTag() : checkString(tag, 'tag');
     merged.tag = connectTag;
     const serverJson = toJson(server, 'server');
@@ -723,6 +823,7 @@ class Client extends EventEmitter {
     this._opWaiters = [];
     this._calls = new Map(); // call number -> Started, every started call not yet completed
     this._byTag = new Map(); // tag -> Set<onProgress> of this client's calls that want progress
+    this._pendingRequests = new Map(); // event id -> AbortController, server requests not yet answered
     this._closeReason = null;
     this._closeReasonFromEvent = null;
     this._closedEmitted = false;
@@ -775,6 +876,7 @@ class Client extends EventEmitter {
       if (resetTimeoutOnProgress) extra = { reset_timeout_on_progress: true };
       const maxTotal = timeoutValue(maxTotalTimeoutMs, 'maxTotalTimeoutMs');
       if (maxTotal !== undefined) (extra || (extra = {})).max_total_timeout_ms = maxTotal;
+      extra = taskAndSchemaOptions(extra, options);
       return this._start(native.call_tool_start, TOOL_LABEL, name, argsJson, { timeoutMs, tag, signal, onProgress }, extra);
     } catch (e) {
       return Promise.reject(e);
@@ -788,12 +890,14 @@ class Client extends EventEmitter {
       const paramsJson = optionalObject(params, 'params');
       if (options === undefined || options === null) return this._start(native.request_start, '', method, paramsJson, NO_OPTIONS, null);
       const { timeoutMs, tag, signal, allPages, onProgress } = options;
+      // tools/call through request() takes the task and schema options of callTool().
+      const extra = taskAndSchemaOptions(null, options);
       if (allPages) {
         // Many requests, looped inside the library: a blocking call.
-        return this._work(method, native.request, { timeoutMs, tag, signal, onProgress, extra: { all_pages: true } },
+        return this._work(method, native.request, { timeoutMs, tag, signal, onProgress, extra: { ...extra, all_pages: true } },
           (opts) => [method, paramsJson, opts]);
       }
-      return this._start(native.request_start, '', method, paramsJson, { timeoutMs, tag, signal, onProgress }, null);
+      return this._start(native.request_start, '', method, paramsJson, { timeoutMs, tag, signal, onProgress }, extra);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -810,6 +914,7 @@ class Client extends EventEmitter {
   async respond(id, result = {}) {
     checkString(id, 'id');
     await this._control('respond', native.respond, [toJson({ id, result }, 'result')]);
+    this._pendingRequests.delete(id);
   }
 
   /** Answers a server request event with a JSON-RPC error `{code, message, data?}`. */
@@ -819,6 +924,33 @@ class Client extends EventEmitter {
     const body = { code: Number.isInteger(error.code) ? error.code : -32603, message: String(error.message ?? 'error') };
     if (error.data !== undefined) body.data = error.data;
     await this._control('respond', native.respond, [toJson({ id, error: body }, 'error')]);
+    this._pendingRequests.delete(id);
+  }
+
+  /**
+   * Sets the roots the library answers `roots/list` with from now on (`[{uri: 'file:///...',
+   * name}]`, or `null` to hand `roots/list` back to a handler or 'request' listener). A legacy
+   * server whose connection declared `roots.listChanged` is sent
+   * `notifications/roots/list_changed`; a modern one asks per request. Resolves with
+   * `{notified}`. Needs the roots capability (`roots` at connect, a 'roots/list' handler, or
+   * `capabilities.roots`).
+   */
+  async setRoots(roots) {
+    if (roots !== null && !Array.isArray(roots) && !(roots && typeof roots === 'object' && Array.isArray(roots.roots))) {
+      throw errorOf('invalid_argument', '`roots` must be an array of {uri, name}, {roots: [...]} or null');
+    }
+    return this._control('setRoots', native.set_roots, [toJson(roots, 'roots')]);
+  }
+
+  /**
+   * Asks the server for log messages at `level` and above; they arrive as 'log' events (and
+   * 'notification' events, and the 'notifications/message' handler). Legacy: sends
+   * `logging/setLevel` and waits for the answer; modern (2026-07-28): the level rides every
+   * later request. Resolves with `{level, sent: 'logging/setLevel' | 'per request'}`.
+   */
+  async setLogLevel(level) {
+    checkLogLevel(level, 'level');
+    return this._control('setLogLevel', native.set_log_level, [level]);
   }
 
   /** Closes the connection and frees the handle; the server and its children are gone after. */
@@ -965,6 +1097,8 @@ class Client extends EventEmitter {
   _endOfEvents() {
     if (this._eventsEnded) return;
     this._eventsEnded = true;
+    // No server request will be answered any more: their handlers' signals abort.
+    for (const id of [...this._pendingRequests.keys()]) this._withdrawRequest(id, 'the connection is closed');
     this._eventSocket.destroy(); // closes our own dup; the process may exit once nothing else runs
     if (this._pollTimer !== null) clearInterval(this._pollTimer);
     this._pollTimer = null;
@@ -1070,12 +1204,13 @@ class Client extends EventEmitter {
     this._emitSafe('event', ev);
     switch (ev.type) {
       case 'notification': {
+        const params = ev.params || {};
         if (ev.method === 'notifications/progress' && ev.tag) {
           const set = this._byTag.get(ev.tag);
           if (set) {
             for (const fn of [...set]) {
               try {
-                fn(ev.params || {});
+                fn(params);
               } catch (e) {
                 this._reportHandlerError(e, 'onProgress');
               }
@@ -1085,15 +1220,17 @@ class Client extends EventEmitter {
         const handler = this._handlers[ev.method];
         if (handler) {
           try {
-            const r = handler(ev.params || {}, { method: ev.method, client: this });
+            const r = handler(params, { method: ev.method, client: this });
             if (r && typeof r.then === 'function') r.then(undefined, (e) => this._reportHandlerError(e, ev.method));
           } catch (e) {
             this._reportHandlerError(e, ev.method);
           }
         }
-        const n = { method: ev.method, params: ev.params || {} };
+        const n = { method: ev.method, params };
         if (ev.tag) n.tag = ev.tag;
         this._emitSafe('notification', n);
+        const named = NAMED_NOTIFICATIONS[ev.method];
+        if (named !== undefined) this._emitSafe(named, params);
         break;
       }
       case 'request':
@@ -1113,8 +1250,18 @@ class Client extends EventEmitter {
         this._emitSafe('overflow', ev.dropped);
         break;
       case 'request_expired':
+        this._withdrawRequest(ev.id, `the host did not answer ${ev.method} in time`);
         this._emitSafe('requestExpired', { id: ev.id, method: ev.method });
         break;
+      case 'request_cancelled':
+        this._withdrawRequest(ev.id, `${ev.method} is no longer needed: ${ev.reason}`);
+        this._emitSafe('requestCancelled', { id: ev.id, method: ev.method, reason: ev.reason });
+        break;
+      case 'warning': {
+        const { type, ...warning } = ev;
+        this._emitSafe('warning', warning);
+        break;
+      }
       default:
         break;
     }
@@ -1126,11 +1273,25 @@ class Client extends EventEmitter {
     this._emitSafe('closed', info);
   }
 
+  /**
+   * A server request the host need not answer any more (expired, cancelled, connection closed):
+   * its handler's signal aborts, and whatever the handler returns later is dropped.
+   */
+  _withdrawRequest(id, why) {
+    const controller = this._pendingRequests.get(id);
+    if (controller === undefined) return;
+    this._pendingRequests.delete(id);
+    controller.abort(errorOf('cancelled', why));
+  }
+
   async _handleRequest(ev) {
+    const controller = new AbortController();
+    this._pendingRequests.set(ev.id, controller);
+    const params = ev.params || {};
     const handler = this._handlers[ev.method];
     if (!handler && this.listenerCount('request') > 0) {
       // The listener answers with respond()/respondError().
-      this._emitSafe('request', { id: ev.id, method: ev.method, params: ev.params || {} });
+      this._emitSafe('request', { id: ev.id, method: ev.method, params, signal: controller.signal });
       return;
     }
     let answer;
@@ -1138,8 +1299,17 @@ class Client extends EventEmitter {
       answer = { id: ev.id, error: { code: -32601, message: `Method not found: ${ev.method} (no handler for it in this client)` } };
     } else {
       try {
-        const result = await handler(ev.params || {}, { id: ev.id, method: ev.method, client: this });
-        answer = { id: ev.id, result: result === undefined || result === null ? {} : result };
+        const result = await handler(params, { id: ev.id, method: ev.method, client: this, signal: controller.signal });
+        if (result === undefined || result === null) {
+          answer = { id: ev.id, result: {} };
+        } else if (typeof result !== 'object' || Array.isArray(result)) {
+          answer = {
+            id: ev.id,
+            error: { code: -32603, message: `the ${ev.method} handler returned ${Array.isArray(result) ? 'an array' : typeof result}, not a result object` },
+          };
+        } else {
+          answer = { id: ev.id, result };
+        }
       } catch (e) {
         const error = {
           code: e && Number.isInteger(e.code) ? e.code : -32603,
@@ -1149,17 +1319,29 @@ class Client extends EventEmitter {
         answer = { id: ev.id, error };
       }
     }
+    // Expired or cancelled while the handler ran: nobody waits for the answer.
+    if (this._pendingRequests.get(ev.id) !== controller) return;
     let text;
     try {
       text = toJson(answer, 'handler result');
     } catch (e) {
       text = JSON.stringify({ id: ev.id, error: { code: -32603, message: `the ${ev.method} handler returned a value that is not JSON: ${e.message}` } });
     }
+    await this._answer(ev.id, ev.method, text);
+  }
+
+  /** Sends the answer to a server request; an answer nobody waits for any more is dropped. */
+  async _answer(id, method, text) {
     if (this._state !== 'open') return;
     try {
       await this._control('respond', native.respond, [text]);
     } catch (e) {
-      if (this._state === 'open' && !(e instanceof McpError && e.kind === 'closed')) this._reportHandlerError(e, `${ev.method} (answering the server)`);
+      const withdrawn = !this._pendingRequests.has(id);
+      if (this._state === 'open' && !withdrawn && !(e instanceof McpError && e.kind === 'closed')) {
+        this._reportHandlerError(e, `${method} (answering the server)`);
+      }
+    } finally {
+      this._pendingRequests.delete(id);
     }
   }
 
@@ -1258,6 +1440,7 @@ module.exports = {
   Client,
   McpError,
   ERROR_KINDS,
+  LOG_LEVELS,
   Status,
   ABI_VERSION,
   cancel,

@@ -87,6 +87,22 @@ describe('server requests', { timeout: 60000 }, () => {
     assert.deepEqual(await ask(client, 'roots/list', {}), { result: { roots } });
   });
 
+  test('setRoots takes roots/list over from the handler; setRoots(null) gives it back', async (t) => {
+    const client = await h.connect(t, h.faultServer(), {
+      connectTimeoutMs: 10000,
+      handlers: { 'roots/list': () => ({ roots: [{ uri: 'file:///from/handler' }] }) },
+    });
+    assert.deepEqual(await ask(client, 'roots/list', {}), { result: { roots: [{ uri: 'file:///from/handler' }] } });
+    assert.deepEqual(await client.setRoots([{ uri: 'file:///set/later', name: 'later' }]), { notified: true });
+    assert.deepEqual(await ask(client, 'roots/list', {}), { result: { roots: [{ uri: 'file:///set/later', name: 'later' }] } });
+    assert.deepEqual(await client.setRoots(null), { notified: true });
+    assert.deepEqual(await ask(client, 'roots/list', {}), { result: { roots: [{ uri: 'file:///from/handler' }] } });
+    const none = await h.connect(t, h.faultServer(), { connectTimeoutMs: 10000 });
+    const e = await none.setRoots([{ uri: 'file:///x' }]).then(() => null, (err) => err);
+    assert.equal(e.kind, 'invalid_argument');
+    assert.match(e.message, /roots capability/);
+  });
+
   test('a request the host leaves unanswered expires: requestExpired event, server gets an error', async (t) => {
     const client = await h.connect(t, h.faultServer(), {
       connectTimeoutMs: 10000,
@@ -102,6 +118,8 @@ describe('server requests', { timeout: 60000 }, () => {
     await h.waitFor(() => expired.length === 1, 3000, 'the requestExpired event');
     assert.equal(expired[0].id, requests[0].id);
     assert.equal(expired[0].method, 'sampling/createMessage');
+    assert.equal(requests[0].signal.aborted, true, 'the listener\'s signal aborted');
+    assert.equal(requests[0].signal.reason.kind, 'cancelled');
     const late = await client.respond(requests[0].id, {}).then(() => null, (e) => e);
     assert.equal(late.kind, 'invalid_argument');
   });
