@@ -2,8 +2,16 @@
 
 Blocking library calls run on a dedicated thread pool, so the event loop is never blocked.
 Every call carries a tag: cancelling the awaiting task cancels the call in the library, and the
-server is sent ``notifications/cancelled``. Handlers may be ``async def`` (run on the loop) or
-plain functions (run on the pump thread).
+server is sent ``notifications/cancelled``. Handlers may be ``async def`` (run as tasks on the
+loop, several at once) or plain functions (run on the pump thread); an async handler whose request
+the server no longer needs (``request_cancelled``, ``request_expired``) is cancelled::
+
+    async def elicit(params):
+        answer = await ask_the_user(params["message"])    # cancelled if the call goes away
+        return {"action": "accept", "content": answer}
+
+    async with await mcplug.aio.Client.connect(server, handlers={"elicitation/create": elicit}) as c:
+        await c.call_tool("greet", {})
 """
 from __future__ import annotations
 
