@@ -231,3 +231,29 @@ def test_output_schemas_and_warnings_in_aio(modern_server: Dict[str, Any]) -> No
             assert [(w["tool"], w["reason"]) for w in warnings] == [("unschemable", "invalid_schema")]
 
     run(main())
+
+
+def test_closing_cancels_the_async_handlers_still_at_work(modern_server: Dict[str, Any]) -> None:
+    async def main() -> None:
+        started = asyncio.Event()
+        stopped: List[str] = []
+
+        async def hold(params: Dict[str, Any]) -> Dict[str, Any]:
+            started.set()
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                stopped.append(params["message"])
+                raise
+            return {"action": "decline"}
+
+        client = await mcplug.aio.Client.connect(modern_server, handlers={"elicitation/create": hold})
+        call = asyncio.ensure_future(client.call_tool("greet", {}))
+        await asyncio.wait_for(started.wait(), 10)
+        await client.close()
+        with pytest.raises(mcplug.ClosedError):
+            await call
+        assert await until(lambda: bool(stopped), 5)
+        assert stopped == ["What is your name?"]
+
+    run(main())

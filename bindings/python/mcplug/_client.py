@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     Timeout = Optional[float]
     #: A root: ``{"uri": "file:///...", "name": ...}``, a URI string, or a path.
-    Root = Union[Mapping[str, Any], str, os.PathLike]
+    Root = Union[Mapping[str, Any], str, "os.PathLike[str]"]
 
 
 class _Info:

@@ -804,6 +804,7 @@ class Core:
                     _log().warning("mcplug: mcplug_client_close failed (status %d): %s", status, text)
             if not on_pump and self._pump.is_alive():
                 self._pump.join(PUMP_JOIN_S)
+            self._stop_handlers()
             deadline = time.monotonic() + PUMP_JOIN_S
             with self._cond:
                 while self._calls and time.monotonic() < deadline:
@@ -813,6 +814,16 @@ class Core:
         finally:
             self._sink.close()
             self._closed_done.set()
+
+    def _stop_handlers(self) -> None:
+        """Cancels the async handlers still answering requests: nobody can take their answer."""
+        with self._cond:
+            stops = [(event_id, f) for event_id, f in self._running.items() if f is not None]
+            for event_id, _ in stops:
+                del self._running[event_id]
+                self._withdrawn.add(event_id)
+        for _, f in stops:
+            f.cancel()
 
     def _free_if_unused(self, pump_is_caller: bool = False) -> None:
         """Frees the handle once close() asked for it and nothing can touch it any more: no call
