@@ -253,6 +253,16 @@ def test_a_raising_handler_becomes_the_exact_json_rpc_error(fault: FaultFactory)
         assert ask(client, "sampling/createMessage", msg) == {"result": SAMPLING_ANSWER}, "the pump survived"
 
 
+def test_a_raising_handler_against_server_everything(everything_server: Dict[str, Any]) -> None:
+    def sampling(params: Dict[str, Any]) -> Dict[str, Any]:
+        raise RuntimeError("the model is down")
+
+    with mcplug.Client.connect(everything_server, handlers={"sampling/createMessage": sampling}) as client:
+        result = client.call_tool("trigger-sampling-request", {"prompt": "x"})
+        assert result == {"content": [{"type": "text", "text": "MCP error -32603: the model is down"}], "isError": True}
+        assert text_of(client.call_tool("echo", {"message": "after"})) == "Echo: after"
+
+
 def test_the_sync_client_refuses_coroutine_handlers(fault: FaultFactory) -> None:
     async def sampling(params: Dict[str, Any]) -> Dict[str, Any]:
         return SAMPLING_ANSWER
