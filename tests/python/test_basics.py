@@ -60,7 +60,7 @@ class Lib(real):
 ctypes.CDLL = Lib
 import mcplug
 """
-    done = run_python(code)
+    done = run_python(code, MCPLUG_LIBRARY=mcplug.library_path())  # also where no library was built
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError") and "99" in last and "ABI version 1" in last and "libmcplug" in last, last
@@ -122,6 +122,43 @@ def test_handlers_declare_capabilities() -> None:
     assert manual == {"elicitation/create"}
     with pytest.raises(mcplug.InvalidArgumentError, match="not callable"):
         _core.connect_options({"roots/list": 3}, None, None, None, None)  # type: ignore[dict-item]
+
+
+def test_host_options_become_library_options() -> None:
+    opts, manual = _core.connect_options(
+        {"elicitation/create": lambda p: p}, None, None, None, None,
+        host_request_timeout=0.25, capabilities={"elicitation": {"form": {}, "url": {}}, "sampling": {"tools": {}}},
+        roots=[{"uri": "file:///a", "name": "a"}, "file:///b", Path("/tmp/c")], log_level="notice", tasks=False,
+        max_input_rounds=4, elicitation_defaults=True, validate_arguments=True,
+    )
+    assert opts == {
+        "host_request_timeout_ms": 250,
+        "roots": [{"uri": "file:///a", "name": "a"}, {"uri": "file:///b"}, {"uri": "file:///tmp/c", "name": "c"}],
+        "log_level": "notice", "tasks": False, "max_input_rounds": 4, "elicitation_defaults": True,
+        "validate_arguments": True,
+        "capabilities": {"elicitation": {"form": {}, "url": {}}, "sampling": {"tools": {}}},
+    }
+    # sampling declared without a handler, and roots given without one (for set_roots(None)).
+    assert manual == {"sampling/createMessage", "roots/list"}
+    with pytest.raises(mcplug.InvalidArgumentError, match="given twice"):
+        _core.connect_options(None, None, None, None, {"tasks": True}, tasks=False)
+    with pytest.raises(mcplug.InvalidArgumentError, match="given twice"):
+        _core.connect_options(None, None, None, None, {"capabilities": {}}, capabilities={"sampling": {}})
+    assert _core.put_task_options({}, "handle", 90, False) == {"task": "handle", "task_ttl_ms": 90000, "validate_arguments": False}
+    assert _core.put_task_options({}, True, None, None) == {"task": True}
+    for bad in ({"task": "later"}, {"task": 1}, {"task_ttl": math.inf}, {"validate_arguments": "yes"}):
+        args = dict({"task": None, "task_ttl": None, "validate_arguments": None}, **bad)
+        with pytest.raises(mcplug.InvalidArgumentError):
+            _core.put_task_options({}, args["task"], args["task_ttl"], args["validate_arguments"])
+
+
+def test_a_raised_exception_as_the_server_sees_it() -> None:
+    assert _core.rpc_error_of(RuntimeError("boom")) == {"code": -32603, "message": "boom"}
+    assert _core.rpc_error_of(RuntimeError()) == {"code": -32603, "message": "RuntimeError"}
+    assert _core.rpc_error_of(mcplug.DeniedError("no")) == {"code": -1, "message": "no"}
+    assert _core.rpc_error_of(mcplug.DeniedError("no", code=-2, data=[1])) == {"code": -2, "message": "no", "data": [1]}
+    assert _core.rpc_error_of(mcplug.McpError("x", code=-32000)) == {"code": -32000, "message": "x"}
+    assert _core.rpc_error_of(mcplug.TimeoutError("slow")) == {"code": -32603, "message": "slow"}
 
 
 def test_client_cannot_be_built_directly() -> None:

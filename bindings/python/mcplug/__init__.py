@@ -6,11 +6,39 @@
 
 ``mcplug.aio`` has the same client for asyncio.
 
+Serving what a server asks of the host — the same handlers in both protocol eras (a legacy
+server's requests, or the input requests of a 2026-07-28 ``InputRequiredResult``)::
+
+    def sample(params):            # params of sampling/createMessage
+        return {"role": "assistant", "content": {"type": "text", "text": run_model(params)},
+                "model": "my-model", "stopReason": "endTurn"}
+
+    def elicit(params):            # params of elicitation/create
+        if not user_agrees(params["message"]):
+            raise mcplug.DeniedError("the user declined")      # the server gets code -1
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    with mcplug.Client.connect(server, handlers={"sampling/createMessage": sample,
+                                                  "elicitation/create": elicit,
+                                                  "notifications/message": print},
+                               roots=[pathlib.Path.cwd()], log_level="info") as c:
+        c.call_tool("summarize", {"text": "..."})   # the handlers answer on the way
+        c.set_roots([pathlib.Path.cwd(), "file:///srv/data"])
+
+A handler declares its capability (none given: none declared, and a server asking anyway gets
+-32601); what it returns is the answer, what it raises becomes a JSON-RPC error to the server.
+Events that are not requests or notifications have handler keys of their type:
+``"request_cancelled"``, ``"request_expired"``, ``"warning"``, ``"stderr"``, ``"closed"``; ``"*"``
+takes every other event. See ``Client.connect`` for the connect options (``capabilities``,
+``roots``, ``log_level``, ``tasks``, ``max_input_rounds``, ``elicitation_defaults``,
+``validate_arguments``, ``host_request_timeout``) and ``Client.call_tool`` for ``task``,
+``task_ttl`` and ``validate_arguments``.
+
 Threads: every method may be called from any thread. Each client pumps its events on one daemon
 thread; sync handlers run there (a slow handler delays the client's other events, never its
 calls). Requests with no handler are answered "method not found", unless you declared the
-capability yourself in ``options["capabilities"]``: then they come to ``next_event`` and you
-answer with ``respond``. Close clients (``with``/``close()``); a forgotten one is closed when
+capability yourself (``capabilities=``) or gave ``roots``: then they come to ``next_event`` and
+you answer with ``respond``. Close clients (``with``/``close()``); a forgotten one is closed when
 garbage-collected or at exit, so no server process outlives its client.
 """
 from __future__ import annotations

@@ -1,17 +1,20 @@
 """The synchronous client."""
 from __future__ import annotations
 
-from ._core import Core, QueueSink, SyncRunner, call_options, connect_blocking, connect_options
+from ._core import Core, QueueSink, SyncRunner, call_options, connect_blocking, connect_options, put_task_options
 from ._errors import InvalidArgumentError
 from ._managed import Managed
 
 TYPE_CHECKING = False  # not typing's: see _codec
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Mapping, Optional, Union
+    import os
+    from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
     from ._core import Handler
 
     Timeout = Optional[float]
+    #: A root: ``{"uri": "file:///...", "name": ...}``, a URI string, or a path.
+    Root = Union[Mapping[str, Any], str, "os.PathLike[str]"]
 
 
 class _Info:
@@ -70,22 +73,71 @@ class Client(_Info, Managed):
         connect_timeout: Timeout = None,
         request_timeout: Timeout = None,
         tool_timeout: Timeout = None,
+        host_request_timeout: Timeout = None,
+        capabilities: Optional[Mapping[str, Any]] = None,
+        roots: Optional[Sequence[Root]] = None,
+        log_level: Optional[str] = None,
+        tasks: Optional[bool] = None,
+        max_input_rounds: Optional[int] = None,
+        elicitation_defaults: Optional[bool] = None,
+        validate_arguments: Optional[bool] = None,
         options: Optional[Mapping[str, Any]] = None,
     ) -> "Client":
         """Starts the server (``{"command", "args", "env", "cwd"}``) and negotiates.
 
-        ``handlers`` maps a method ("sampling/createMessage", "notifications/message", ...) to a
-        function of its params; "*" gets every other event. Timeouts are seconds (None: the
-        library default, ``math.inf``: no limit); ``options`` are passed to the library as-is.
+        ``handlers`` maps a method or event type to a function; what it returns answers the
+        server, and what it raises becomes a JSON-RPC error to the server (an McpError's
+        ``code``/``data``; ``DeniedError`` without a code is -1, "the user rejected"; anything
+        else -32603 with the exception's text). Handlers run on the client's pump thread, one at
+        a time, and must be plain functions (``mcplug.aio`` runs coroutines). Keys:
+
+        - ``"sampling/createMessage"``, ``"elicitation/create"``, ``"roots/list"``: requests,
+          called with their ``params``, in both eras — a legacy server's request or an input
+          request of a 2026-07-28 ``InputRequiredResult`` look the same. A handler declares its
+          capability (sampling; elicitation in form mode; roots with ``listChanged``); a host
+          with no handler for one does not declare it, so a server asking anyway gets -32601;
+        - notification methods (``"notifications/message"`` for log messages,
+          ``"notifications/progress"``, ``"notifications/claude/channel"`` from servers that
+          declare channels, list changes ...), called with their ``params``;
+        - event types, called with the whole event: ``"request_cancelled"`` (``{"id", "method",
+          "reason"}``: the call that needed that request was cancelled, or the server cancelled
+          its task), ``"request_expired"`` (the host took longer than ``host_request_timeout``;
+          the server got an error), ``"warning"`` (``{"reason": "invalid_schema", "tool",
+          "schema", "message"}``: a listed tool's schema does not compile, so it is not
+          checked), ``"stderr"`` (``{"line"}``), ``"closed"``;
+        - ``"*"``: every other event. Events no handler takes wait for ``next_event``.
+
+        Timeouts are seconds (None: the library default, ``math.inf``: no limit).
+        ``host_request_timeout`` (60 s): how long a server's request waits for its handler.
+        ``capabilities`` declares more than the handlers do, entry by entry:
+        ``{"elicitation": {"form": {}, "url": {}}}`` for URL elicitation, ``{"sampling":
+        {"tools": {}}}`` for tool-using sampling; a capability declared without a handler is
+        answered by hand (``next_event`` + ``respond``).
+        ``roots``: ``[{"uri": "file:///...", "name": ...}]`` (or URI strings, or paths), answered
+        by the library itself (``roots/list`` never reaches a handler), changed with
+        ``set_roots``. ``log_level``: as ``set_log_level`` from the start. ``tasks`` (True):
+        tool calls that become tasks are awaited, and a legacy server may have the client run
+        its sampling/elicitation as tasks. ``max_input_rounds`` (16): how often one call may be
+        asked for more input before it fails with ProtocolError. ``elicitation_defaults``
+        (False): an accepted form gets the schema's ``default``s where the handler left a field
+        out. ``validate_arguments`` (False): the default of ``call_tool``'s option.
+        ``options`` passes any other library option as-is.
         """
-        opts, manual = connect_options(handlers, connect_timeout, request_timeout, tool_timeout, options)
+        opts, manual = connect_options(
+            handlers, connect_timeout, request_timeout, tool_timeout, options,
+            host_request_timeout=host_request_timeout, capabilities=capabilities, roots=roots,
+            log_level=log_level, tasks=tasks, max_input_rounds=max_input_rounds,
+            elicitation_defaults=elicitation_defaults, validate_arguments=validate_arguments,
+            allow_async=False,
+        )
         handle, info = connect_blocking(server, opts)
         core = Core(handle, info, handlers, manual, SyncRunner(), QueueSink())
         core.start()
         return cls(core)
 
     def list_tools(self, *, timeout: Timeout = None, tag: Optional[str] = None) -> List[Dict[str, Any]]:
-        """Every tool, following pagination."""
+        """Every tool, following pagination. The client keeps their schemas for ``call_tool``'s
+        checks (a schema that does not compile comes as a ``"warning"`` event)."""
         return self._core.list_tools(call_options(timeout, tag))
 
     def call_tool(
@@ -96,17 +148,38 @@ class Client(_Info, Managed):
         timeout: Timeout = None,
         tag: Optional[str] = None,
         progress: Union[Callable[[Dict[str, Any]], Any], bool, None] = None,
+        task: Union[bool, str, None] = None,
+        task_ttl: Timeout = None,
+        validate_arguments: Optional[bool] = None,
     ) -> Dict[str, Any]:
         """The raw CallToolResult (``isError`` results are returned, not raised).
 
-        ``progress`` is called (on the pump thread) with the params of each
-        notifications/progress of this call, all before this returns; ``progress=True`` only asks
-        for them, and they arrive as events carrying the call's tag. ``tag`` lets
-        ``mcplug.cancel(tag)`` cancel the call from another thread.
+        Whatever the server needs on the way (sampling, elicitation, roots — as requests, or as
+        the input requests of a 2026-07-28 ``InputRequiredResult``) goes to the handlers, and the
+        call goes on with their answers. ``progress`` is called (on the pump thread) with the
+        params of each notifications/progress of this call, all before this returns;
+        ``progress=True`` only asks for them, and they arrive as events carrying the call's tag.
+        ``tag`` lets ``mcplug.cancel(tag)`` cancel the call from another thread.
+
+        ``task``: None (the default) awaits a call that becomes a task, and calls a legacy tool
+        listed with ``taskSupport: "required"`` as one; True asks a legacy server for a task;
+        False never does; ``"handle"`` asks for one and returns the task itself
+        (``{"task": {"taskId", "status", ...}}``, or ``resultType: "task"`` in the 2026-07-28
+        era), to follow with ``request("tasks/get", {"taskId": ...})``. ``timeout`` bounds the
+        whole wait for a task (a cancel or timeout sends ``tasks/cancel``). ``task_ttl``: the
+        task lifetime asked for, in seconds. ``validate_arguments``: check the arguments
+        against the tool's inputSchema first (InvalidArgumentError, nothing sent).
+
+        Raises RpcError (the server's error, a failed task), DeniedError (a handler refused an
+        input request of a 2026-07-28 call: its code and data are kept), InvalidResultError
+        (structuredContent breaks the listed outputSchema; ``data["result"]`` is the result),
+        ProtocolError (too many input rounds, an input request of a capability not declared),
+        TimeoutError, CancelledError, ClosedError, InvalidArgumentError.
         """
-        if timeout is None and tag is None and progress is None:
+        if timeout is None and tag is None and progress is None and task is None and task_ttl is None and validate_arguments is None:
             return self._core.call_tool(name, arguments, None, None)  # no options to build
-        return self._core.call_tool(name, arguments, call_options(timeout, tag), progress)
+        opts = put_task_options(call_options(timeout, tag), task, task_ttl, validate_arguments)
+        return self._core.call_tool(name, arguments, opts, progress)
 
     def request(
         self,
@@ -117,12 +190,36 @@ class Client(_Info, Managed):
         tag: Optional[str] = None,
         all_pages: bool = False,
         progress: Union[Callable[[Dict[str, Any]], Any], bool, None] = None,
+        task: Union[bool, str, None] = None,
+        task_ttl: Timeout = None,
+        validate_arguments: Optional[bool] = None,
     ) -> Dict[str, Any]:
-        """Any request; the raw result. ``all_pages`` follows nextCursor of list methods."""
-        opts = call_options(timeout, tag)
+        """Any request; the raw result. ``all_pages`` follows nextCursor of list methods.
+        ``tools/call``, ``prompts/get`` and ``resources/read`` get their input requests served by
+        the handlers as ``call_tool`` does; ``task``, ``task_ttl`` and ``validate_arguments``
+        apply to ``tools/call``."""
+        opts = put_task_options(call_options(timeout, tag), task, task_ttl, validate_arguments)
         if all_pages:
             opts["all_pages"] = True
         return self._core.request(method, params, opts, progress)
+
+    def set_roots(self, roots: Optional[Sequence[Root]]) -> bool:
+        """Sets the roots the library answers ``roots/list`` with from now on (``[{"uri":
+        "file:///...", "name": ...}]``, URI strings or paths); None hands ``roots/list`` back
+        to the ``"roots/list"`` handler (or ``next_event``). Needs the roots capability (given
+        ``roots`` or a ``roots/list`` handler at connect). Returns True if a legacy server was
+        sent ``notifications/roots/list_changed``; a 2026-07-28 server asks for roots per
+        request, so it simply gets the new ones (False). Raises InvalidArgumentError for a root
+        that is not a ``file://`` URI."""
+        return self._core.set_roots(roots)
+
+    def set_log_level(self, level: str) -> str:
+        """Asks the server for log messages at ``level`` ("debug", "info", "notice", "warning",
+        "error", "critical", "alert", "emergency") and above; they arrive as
+        ``notifications/message`` (handler key ``"notifications/message"``). Returns how:
+        ``"logging/setLevel"`` (legacy: sent and answered) or ``"per request"`` (2026-07-28:
+        the level rides each later request, and the server logs while it answers one)."""
+        return self._core.set_log_level(level)
 
     def notify(self, method: str, params: Optional[Mapping[str, Any]] = None) -> None:
         self._core.notify(method, params)
@@ -138,7 +235,8 @@ class Client(_Info, Managed):
 
     def respond(self, event_id: str, result: Any = None, *, error: Any = None) -> None:
         """Answers a server request event by hand: ``result``, or ``error`` (a dict with
-        ``code`` and ``message``, or an exception)."""
+        ``code`` and ``message``, or an exception). Raises InvalidArgumentError for an id that
+        is not waiting (answered, expired, withdrawn, unknown)."""
         self._core.respond(event_id, result, error)
 
     def close(self) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from ctypes import byref, c_char_p, c_void_p
 
 from . import _codec, _ffi
-from ._errors import ClosedError, InvalidArgumentError, McpError, error_from_json
+from ._errors import ClosedError, DeniedError, InvalidArgumentError, McpError, error_from_json
 
 TYPE_CHECKING = False  # not typing's: see _codec
 if TYPE_CHECKING:
@@ -69,6 +69,8 @@ _call_tool = _ffi.lib.mcplug_client_call_tool
 _request = _ffi.lib.mcplug_client_request
 _notify = _ffi.lib.mcplug_client_notify
 _respond = _ffi.lib.mcplug_client_respond
+_set_roots = _ffi.lib.mcplug_client_set_roots
+_set_log_level = _ffi.lib.mcplug_client_set_log_level
 
 
 def new_tag() -> str:
@@ -134,43 +136,150 @@ def put_timeout(options: Dict[str, Any], key: str, value: Optional[float], what:
         options[key] = ms
 
 
+#: Handler keys for events that are neither requests nor notifications: the handler gets the
+#: whole event (``{"type": "request_cancelled", "id", "method", "reason"}`` and so on).
+EVENT_TYPES = ("request_cancelled", "request_expired", "warning", "stderr", "closed", "overflow")
+
+#: Log levels of ``notifications/message``, least severe first (RFC 5424, as MCP uses them).
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+def _is_async_callable(fn: Any) -> bool:
+    import inspect
+
+    target = getattr(fn, "func", fn)  # functools.partial
+    return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(getattr(target, "__call__", None))
+
+
+def check_handlers(handlers: Optional[Mapping[str, Handler]], allow_async: bool) -> Dict[str, Handler]:
+    """The handlers as a dict, refusing what cannot work: keys that are not str, values that
+    are not callable, and (sync client) ``async def`` handlers, which only ``mcplug.aio`` runs."""
+    if handlers is None:
+        return {}
+    if not isinstance(handlers, Mapping):
+        raise InvalidArgumentError("`handlers` must be a dict of method name -> callable")
+    out: Dict[str, Handler] = {}
+    for method, fn in handlers.items():
+        if not isinstance(method, str) or not method:
+            raise InvalidArgumentError(f"handler keys must be method names or event types (got {method!r})")
+        if not callable(fn):
+            raise InvalidArgumentError(f"handler for {method!r} is not callable")
+        if not allow_async and _is_async_callable(fn):
+            raise InvalidArgumentError(
+                f"handler for {method!r} is an async function: the sync mcplug.Client runs plain functions "
+                "on its own thread; use mcplug.aio.Client for coroutine handlers"
+            )
+        out[method] = fn
+    return out
+
+
+def roots_json(roots: Any, what: str) -> List[Dict[str, Any]]:
+    """Roots as the library takes them: ``[{"uri": "file:///...", "name": ...}]``. A str is a URI;
+    a path (``os.PathLike``) becomes its absolute ``file://`` URI, named after its last part."""
+    if isinstance(roots, Mapping) and "roots" in roots:
+        roots = roots["roots"]
+    if isinstance(roots, (str, bytes)) or not isinstance(roots, (list, tuple)):
+        raise InvalidArgumentError(f"`{what}` must be a list of roots ({{'uri': 'file:///...', 'name': ...}}, URI strings or paths), got {type(roots).__name__}")
+    out: List[Dict[str, Any]] = []
+    for root in roots:
+        if isinstance(root, str):
+            out.append({"uri": root})
+        elif isinstance(root, os.PathLike):
+            from pathlib import Path
+
+            path = Path(os.fspath(root)).absolute()
+            out.append({"uri": path.as_uri(), "name": path.name or str(path)})
+        elif isinstance(root, Mapping):
+            out.append(dict(root))
+        else:
+            raise InvalidArgumentError(f"`{what}` holds {root!r}: a root is a dict with `uri` (and `name`), a URI string or a path")
+    return out
+
+
+def _flag(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(f"`{what}` must be True or False (got {value!r})")
+    return value
+
+
 def connect_options(
     handlers: Optional[Mapping[str, Handler]],
     connect_timeout: Optional[float],
     request_timeout: Optional[float],
     tool_timeout: Optional[float],
     options: Optional[Mapping[str, Any]],
+    *,
+    host_request_timeout: Optional[float] = None,
+    capabilities: Optional[Mapping[str, Any]] = None,
+    roots: Any = None,
+    log_level: Optional[str] = None,
+    tasks: Optional[bool] = None,
+    max_input_rounds: Optional[int] = None,
+    elicitation_defaults: Optional[bool] = None,
+    validate_arguments: Optional[bool] = None,
+    allow_async: bool = True,
 ) -> Tuple[Dict[str, Any], Set[str]]:
     """The connect options, and the server-request methods the host will answer by hand.
 
-    A handler declares its capability; a capability the host declared itself (in ``options``)
-    without a handler means it answers those requests with ``next_event`` + ``respond``.
+    A handler declares its capability (``sampling``, ``elicitation`` form mode, ``roots`` with
+    ``listChanged``); ``capabilities`` replaces or adds whole entries (``{"elicitation": {"form":
+    {}, "url": {}}}``, ``{"sampling": {"tools": {}}}``). A capability declared without a handler
+    means the host answers those requests itself with ``next_event`` + ``respond``; so does
+    ``roots`` given without a ``roots/list`` handler, once ``set_roots(None)`` hands the requests
+    back. The keyword arguments are the library's options of the same name (seconds for
+    timeouts); ``options`` passes anything else as-is, and may not repeat them.
     """
-    if handlers is not None and not isinstance(handlers, Mapping):
-        raise InvalidArgumentError("`handlers` must be a dict of method name -> callable")
+    handlers = check_handlers(handlers, allow_async)
     if options is not None and not isinstance(options, Mapping):
         raise InvalidArgumentError("`options` must be a dict")
-    for method, fn in (handlers or {}).items():
-        if not callable(fn):
-            raise InvalidArgumentError(f"handler for {method!r} is not callable")
+    user = dict(options or {})
     opts: Dict[str, Any] = {}
     put_timeout(opts, "connect_timeout_ms", connect_timeout, "connect_timeout")
     put_timeout(opts, "request_timeout_ms", request_timeout, "request_timeout")
     put_timeout(opts, "tool_timeout_ms", tool_timeout, "tool_timeout")
-    user = dict(options or {})
+    ms = timeout_ms(host_request_timeout, "host_request_timeout")
+    if ms is None:
+        raise InvalidArgumentError("`host_request_timeout` cannot be unbounded: a server's request must always get an answer")
+    if ms is not _ABSENT:
+        opts["host_request_timeout_ms"] = ms
+    if roots is not None:
+        opts["roots"] = roots_json(roots, "roots")
+    if log_level is not None:
+        if log_level not in LOG_LEVELS:
+            raise InvalidArgumentError(f"`log_level` must be one of {', '.join(LOG_LEVELS)} (got {log_level!r})")
+        opts["log_level"] = log_level
+    if tasks is not None:
+        opts["tasks"] = _flag(tasks, "tasks")
+    if max_input_rounds is not None:
+        if isinstance(max_input_rounds, bool) or not isinstance(max_input_rounds, int) or max_input_rounds < 1:
+            raise InvalidArgumentError(f"`max_input_rounds` must be a positive int (got {max_input_rounds!r})")
+        opts["max_input_rounds"] = max_input_rounds
+    if elicitation_defaults is not None:
+        opts["elicitation_defaults"] = _flag(elicitation_defaults, "elicitation_defaults")
+    if validate_arguments is not None:
+        opts["validate_arguments"] = _flag(validate_arguments, "validate_arguments")
+    if capabilities is not None:
+        if "capabilities" in user:
+            raise InvalidArgumentError("`capabilities` is given twice: as an argument and in `options`")
+        user["capabilities"] = capabilities
+    for key in opts:
+        if key in user:
+            raise InvalidArgumentError(f"the option {key!r} is given twice: as an argument and in `options`")
     user_caps = user.pop("capabilities", None)
     if user_caps is not None and not isinstance(user_caps, Mapping):
-        raise InvalidArgumentError("option `capabilities` must be a dict")
+        raise InvalidArgumentError("`capabilities` must be a dict")
     caps: Dict[str, Any] = {}
-    for method in handlers or {}:
+    for method in handlers:
         cap = CAPABILITY_OF.get(method)
         if cap is not None:
-            caps[cap] = _DECLARED[cap]
+            caps[cap] = dict(_DECLARED[cap])
     caps.update(user_caps or {})
     opts.update(user)
     if caps:
         opts["capabilities"] = caps
-    manual = {m for m, cap in CAPABILITY_OF.items() if user_caps and cap in user_caps and m not in (handlers or {})}
+    manual = {m for m, cap in CAPABILITY_OF.items() if user_caps and cap in user_caps and m not in handlers}
+    if opts.get("roots") is not None and "roots/list" not in handlers:
+        manual.add("roots/list")
     return opts, manual
 
 
@@ -181,6 +290,29 @@ def call_options(timeout: Optional[float], tag: Optional[str], what: str = "time
         if not isinstance(tag, str) or not tag:
             raise InvalidArgumentError(f"`tag` must be a non-empty str (got {tag!r})")
         opts["tag"] = tag
+    return opts
+
+
+def put_task_options(
+    opts: Dict[str, Any],
+    task: Union[bool, str, None],
+    task_ttl: Optional[float],
+    validate_arguments: Optional[bool],
+) -> Dict[str, Any]:
+    """Adds the per-call options of tool calls: ``task`` (None: the library decides; True: ask a
+    legacy server for a task and await it; False: never ask; "handle": return the task itself),
+    ``task_ttl`` (seconds, as ``task_ttl_ms``) and ``validate_arguments``."""
+    if task is not None:
+        if not (isinstance(task, bool) or task in ("handle", "await")):
+            raise InvalidArgumentError(f"`task` must be True, False, \"await\" or \"handle\" (got {task!r})")
+        opts["task"] = task
+    if task_ttl is not None:
+        ms = timeout_ms(task_ttl, "task_ttl")
+        if ms is None:
+            raise InvalidArgumentError("`task_ttl` must be a finite number of seconds")
+        opts["task_ttl_ms"] = ms
+    if validate_arguments is not None:
+        opts["validate_arguments"] = _flag(validate_arguments, "validate_arguments")
     return opts
 
 
@@ -205,9 +337,11 @@ def connect_blocking(server: Mapping[str, Any], options: Mapping[str, Any]) -> T
 
 
 def rpc_error_of(exc: BaseException) -> Dict[str, Any]:
-    """The JSON-RPC error a server gets when a handler raised."""
-    if isinstance(exc, McpError) and exc.code is not None:
-        err: Dict[str, Any] = {"code": exc.code, "message": exc.message}
+    """The JSON-RPC error a server gets when a handler raised: an McpError's own ``code`` and
+    ``data`` (a DeniedError without a code is -1, the spec's "user rejected"); anything else is
+    -32603 with the exception's text."""
+    if isinstance(exc, McpError) and (exc.code is not None or isinstance(exc, DeniedError)):
+        err: Dict[str, Any] = {"code": -1 if exc.code is None else exc.code, "message": exc.message}
         if exc.data is not None:
             err["data"] = exc.data
         return err
@@ -220,6 +354,13 @@ class SyncRunner:
     def run(self, fn: Handler, arg: Any, done: Optional[Done]) -> None:
         try:
             result = fn(arg)
+            if hasattr(result, "__await__"):
+                if hasattr(result, "close"):
+                    result.close()  # never awaited: no "coroutine was never awaited" warning
+                raise InvalidArgumentError(
+                    "the handler returned an awaitable: the sync mcplug.Client runs plain functions; "
+                    "use mcplug.aio.Client for coroutine handlers"
+                )
         except Exception as e:  # a handler's failure never kills the pump
             if done is not None:
                 done(None, e)
@@ -228,7 +369,6 @@ class SyncRunner:
             return
         if done is not None:
             done(result, None)
-
 
 
 class EventBuffer:
@@ -318,6 +458,11 @@ class Core:
         self._closing = False
         self._closed_done = threading.Event()
         self._routes: Dict[str, List[Handler]] = {}
+        #: Request handlers still running: event id -> what stops it (an async handler's future)
+        #: or None; and the ids the library withdrew (request_cancelled / request_expired) while
+        #: their handler ran, whose outcome nobody waits for.
+        self._running: Dict[str, Any] = {}
+        self._withdrawn: Set[str] = set()
         self._pull_seq = 0
         self._idle_seq = 0
         self._pump_exited = False
@@ -456,6 +601,17 @@ class Core:
         status, text = self._invoke(_notify, method_b, _object_json(params, "params"))
         _ffi.checked(status, text)
 
+    def set_roots(self, roots: Any) -> bool:
+        payload = b"null" if roots is None else dumps(roots_json(roots, "roots"), "roots")
+        status, text = self._invoke(_set_roots, payload)
+        return bool(_ffi.checked(status, text).get("notified"))
+
+    def set_log_level(self, level: str) -> str:
+        if level not in LOG_LEVELS:  # the library checks too; this names the Python argument
+            raise InvalidArgumentError(f"`level` must be one of {', '.join(LOG_LEVELS)} (got {level!r})")
+        status, text = self._invoke(_set_log_level, level.encode())
+        return str(_ffi.checked(status, text).get("sent"))
+
     def respond(self, event_id: str, result: Any = None, error: Any = None) -> None:
         if not isinstance(event_id, str):
             raise InvalidArgumentError(f"`event_id` must be the str id of a request event (got {event_id!r})")
@@ -471,7 +627,9 @@ class Core:
         _ffi.checked(status, text)
 
     def _respond_quietly(self, event_id: str, result: Any, error: Any) -> None:
-        """Answers a request from a handler's outcome; failures are logged, never raised."""
+        """Answers a request from a handler's outcome; failures are logged, never raised. A
+        request that is no longer waiting (the call was cancelled, the host timer expired) is
+        the normal end of a slow handler, not a failure."""
         try:
             try:
                 self.respond(event_id, result, error)
@@ -482,6 +640,11 @@ class Core:
                     raise
         except ClosedError:
             pass
+        except InvalidArgumentError as e:
+            if "is waiting for an answer" in e.message:
+                _log().debug("mcplug: server request %s ended before its handler answered", event_id)
+            else:
+                _log().warning("mcplug: could not answer server request %s: %s", event_id, e)
         except McpError as e:
             _log().warning("mcplug: could not answer server request %s: %s", event_id, e)
 
@@ -562,6 +725,21 @@ class Core:
                 if handler is not None:
                     self._runner.run(handler, params, None)
                     return
+            elif kind in ("request_cancelled", "request_expired"):
+                # The server (or the call) no longer waits: stop an async handler still at work.
+                event_id = event.get("id")
+                stop = None
+                with self._cond:
+                    if isinstance(event_id, str) and event_id in self._running:
+                        stop = self._running.pop(event_id)
+                        self._withdrawn.add(event_id)
+                if stop is not None:
+                    stop.cancel()
+            if isinstance(kind, str) and kind != "notification":
+                handler = self._handlers.get(kind)
+                if handler is not None:
+                    self._runner.run(handler, event, None)
+                    return
             star = self._handlers.get("*")
             if star is not None:
                 self._runner.run(star, event, None)
@@ -585,12 +763,24 @@ class Core:
             return
 
         def done(result: Any, exc: Optional[BaseException]) -> None:
+            with self._cond:
+                self._running.pop(event_id, None)
+                withdrawn = event_id in self._withdrawn
+                self._withdrawn.discard(event_id)
+            if withdrawn:
+                return  # request_cancelled / request_expired came first: nobody waits for it
             if exc is not None:
                 self._respond_quietly(event_id, None, rpc_error_of(exc))
             else:
                 self._respond_quietly(event_id, result, None)
 
-        self._runner.run(handler, event.get("params", {}), done)
+        with self._cond:
+            self._running[event_id] = None  # running, nothing to stop (yet)
+        future = self._runner.run(handler, event.get("params", {}), done)
+        if future is not None:
+            with self._cond:
+                if event_id in self._running:
+                    self._running[event_id] = future
 
     # -- closing ---------------------------------------------------------------------------------
 
@@ -614,6 +804,7 @@ class Core:
                     _log().warning("mcplug: mcplug_client_close failed (status %d): %s", status, text)
             if not on_pump and self._pump.is_alive():
                 self._pump.join(PUMP_JOIN_S)
+            self._stop_handlers()
             deadline = time.monotonic() + PUMP_JOIN_S
             with self._cond:
                 while self._calls and time.monotonic() < deadline:
@@ -623,6 +814,16 @@ class Core:
         finally:
             self._sink.close()
             self._closed_done.set()
+
+    def _stop_handlers(self) -> None:
+        """Cancels the async handlers still answering requests: nobody can take their answer."""
+        with self._cond:
+            stops = [(event_id, f) for event_id, f in self._running.items() if f is not None]
+            for event_id, _ in stops:
+                del self._running[event_id]
+                self._withdrawn.add(event_id)
+        for _, f in stops:
+            f.cancel()
 
     def _free_if_unused(self, pump_is_caller: bool = False) -> None:
         """Frees the handle once close() asked for it and nothing can touch it any more: no call

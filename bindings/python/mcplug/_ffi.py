@@ -108,6 +108,8 @@ _declare("mcplug_client_request", c_int, [c_void_p, c_char_p, c_char_p, c_char_p
 _declare("mcplug_client_notify", c_int, [c_void_p, c_char_p, c_char_p, _out])
 _declare("mcplug_client_next_event", c_int, [c_void_p, c_int32, _out])
 _declare("mcplug_client_respond", c_int, [c_void_p, c_char_p, _out])
+_declare("mcplug_client_set_roots", c_int, [c_void_p, c_char_p, _out])
+_declare("mcplug_client_set_log_level", c_int, [c_void_p, c_char_p, _out])
 _declare("mcplug_client_close", c_int, [c_void_p, _out])
 _declare("mcplug_client_free", None, [c_void_p])
 

@@ -2,8 +2,16 @@
 
 Blocking library calls run on a dedicated thread pool, so the event loop is never blocked.
 Every call carries a tag: cancelling the awaiting task cancels the call in the library, and the
-server is sent ``notifications/cancelled``. Handlers may be ``async def`` (run on the loop) or
-plain functions (run on the pump thread).
+server is sent ``notifications/cancelled``. Handlers may be ``async def`` (run as tasks on the
+loop, several at once) or plain functions (run on the pump thread); an async handler whose request
+the server no longer needs (``request_cancelled``, ``request_expired``) is cancelled::
+
+    async def elicit(params):
+        answer = await ask_the_user(params["message"])    # cancelled if the call goes away
+        return {"action": "accept", "content": answer}
+
+    async with await mcplug.aio.Client.connect(server, handlers={"elicitation/create": elicit}) as c:
+        await c.call_tool("greet", {})
 """
 from __future__ import annotations
 
@@ -11,7 +19,8 @@ import asyncio
 import concurrent.futures
 import inspect
 import logging
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Mapping, Optional, TypeVar, Union
+import os
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, Union
 
 from . import _ffi
 from ._client import _Info
@@ -23,6 +32,7 @@ from ._core import (
     connect_blocking,
     connect_options,
     new_tag,
+    put_task_options,
 )
 from ._errors import CancelledError, InvalidArgumentError
 from ._managed import AsyncManaged
@@ -36,6 +46,7 @@ log = logging.getLogger("mcplug")
 T = TypeVar("T")
 Timeout = Optional[float]
 AsyncHandler = Callable[[Any], Union[Any, Awaitable[Any]]]
+Root = Union[Mapping[str, Any], str, "os.PathLike[str]"]
 
 #: Blocking calls of every asyncio client run here (one thread per call in flight).
 _EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="mcplug-aio")
@@ -52,22 +63,23 @@ class _LoopRunner:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
 
-    def run(self, fn: Handler, arg: Any, done: Optional[Done]) -> None:
+    def run(self, fn: Handler, arg: Any, done: Optional[Done]) -> "Optional[concurrent.futures.Future[Any]]":
+        """Returns the future of an async handler (cancelling it cancels the handler's task)."""
         try:
             result = fn(arg)
         except Exception as e:
             _report(done, None, e)
-            return
+            return None
         if not inspect.isawaitable(result):
             _report(done, result, None)
-            return
+            return None
         try:
             future = asyncio.run_coroutine_threadsafe(_await(result), self._loop)
         except RuntimeError as e:  # the loop is closed
             if inspect.iscoroutine(result):
                 result.close()
             _report(done, None, e)
-            return
+            return None
 
         def finished(f: "concurrent.futures.Future[Any]") -> None:
             if f.cancelled():
@@ -86,6 +98,7 @@ class _LoopRunner:
                 pass
 
         future.add_done_callback(finished)
+        return future
 
 
 def _report(done: Optional[Done], result: Any, exc: Optional[BaseException]) -> None:
@@ -211,11 +224,29 @@ class Client(_Info, AsyncManaged):
         connect_timeout: Timeout = None,
         request_timeout: Timeout = None,
         tool_timeout: Timeout = None,
+        host_request_timeout: Timeout = None,
+        capabilities: Optional[Mapping[str, Any]] = None,
+        roots: Optional[Sequence[Root]] = None,
+        log_level: Optional[str] = None,
+        tasks: Optional[bool] = None,
+        max_input_rounds: Optional[int] = None,
+        elicitation_defaults: Optional[bool] = None,
+        validate_arguments: Optional[bool] = None,
         options: Optional[Mapping[str, Any]] = None,
     ) -> "Client":
-        """Starts the server and negotiates, off the loop. See ``mcplug.Client.connect``."""
+        """Starts the server and negotiates, off the loop. The arguments are those of
+        ``mcplug.Client.connect``; handlers may be ``async def`` (run as tasks on this loop,
+        several at once) or plain functions (run on the pump thread). When the server no
+        longer needs a request (``request_cancelled``, ``request_expired``), the task of the
+        async handler still answering it is cancelled."""
         loop = asyncio.get_running_loop()
-        opts, manual = connect_options(handlers, connect_timeout, request_timeout, tool_timeout, options)
+        opts, manual = connect_options(
+            handlers, connect_timeout, request_timeout, tool_timeout, options,
+            host_request_timeout=host_request_timeout, capabilities=capabilities, roots=roots,
+            log_level=log_level, tasks=tasks, max_input_rounds=max_input_rounds,
+            elicitation_defaults=elicitation_defaults, validate_arguments=validate_arguments,
+            allow_async=True,
+        )
         tag = opts.setdefault("tag", new_tag())
         sink = _LoopSink(loop)
         runner = _LoopRunner(loop)
@@ -241,11 +272,15 @@ class Client(_Info, AsyncManaged):
         timeout: Timeout = None,
         tag: Optional[str] = None,
         progress: Union[AsyncHandler, bool, None] = None,
+        task: Union[bool, str, None] = None,
+        task_ttl: Timeout = None,
+        validate_arguments: Optional[bool] = None,
     ) -> Dict[str, Any]:
-        """The raw CallToolResult; cancelling the task cancels the call on the server too."""
+        """The raw CallToolResult; cancelling the task cancels the call on the server too (and
+        ``tasks/cancel`` for a call that became a task). See ``mcplug.Client.call_tool``."""
         if arguments is not None and not isinstance(arguments, Mapping):
             raise InvalidArgumentError(f"`arguments` must be a dict (got {type(arguments).__name__})")
-        opts = call_options(timeout, tag or new_tag())
+        opts = put_task_options(call_options(timeout, tag or new_tag()), task, task_ttl, validate_arguments)
         return await _run(lambda: self._core.call_tool(name, arguments, opts, progress), opts["tag"])
 
     async def request(
@@ -257,11 +292,23 @@ class Client(_Info, AsyncManaged):
         tag: Optional[str] = None,
         all_pages: bool = False,
         progress: Union[AsyncHandler, bool, None] = None,
+        task: Union[bool, str, None] = None,
+        task_ttl: Timeout = None,
+        validate_arguments: Optional[bool] = None,
     ) -> Dict[str, Any]:
-        opts = call_options(timeout, tag or new_tag())
+        """Any request; see ``mcplug.Client.request``."""
+        opts = put_task_options(call_options(timeout, tag or new_tag()), task, task_ttl, validate_arguments)
         if all_pages:
             opts["all_pages"] = True
         return await _run(lambda: self._core.request(method, params, opts, progress), opts["tag"])
+
+    async def set_roots(self, roots: Optional[Sequence[Root]]) -> bool:
+        """See ``mcplug.Client.set_roots``."""
+        return await _run(lambda: self._core.set_roots(roots), None)
+
+    async def set_log_level(self, level: str) -> str:
+        """See ``mcplug.Client.set_log_level``."""
+        return await _run(lambda: self._core.set_log_level(level), None)
 
     async def notify(self, method: str, params: Optional[Mapping[str, Any]] = None) -> None:
         await _run(lambda: self._core.notify(method, params), None)
