@@ -311,18 +311,24 @@ static void s3_started(long conc) {
       long got = 0;
       const char *e = ws(out + 1);
       while (*e == '{') {
-        const char *end = skip_value(e);
-        const char *c = find_key(e, "call");
-        if (!c || !end) die("an event without a call", e);
-        uint64_t call = strtoull(c, NULL, 10);
+        /* {"type":"completion","call":N,"result":{...}}: the result is scanned once for its end
+         * and once (partly) for content[0].text */
+        static const char prefix[] = "{\"type\":\"completion\",\"call\":";
+        if (strncmp(e, prefix, sizeof prefix - 1) != 0) die("not a completion", e);
+        char *after;
+        uint64_t call = strtoull(e + sizeof prefix - 1, &after, 10);
+        if (strncmp(after, ",\"result\":", 10) != 0) die("a completion without a result", e);
+        const char *r = after + 10;
+        const char *end = skip_value(r);
+        if (!end || *end != '}') die("a malformed completion", e);
+        end++;
         long h = (long)(call & (uint64_t)(cap - 1));
         while (slots[h].i < 0 || slots[h].call != call) {
           if (slots[h].i < 0 && slots[h].call == 0) die("a completion of an unknown call", e);
           h = (h + 1) & (cap - 1);
         }
         size_t len = (size_t)snprintf(text, sizeof text, "hello %ld", slots[h].i);
-        const char *r = find_key(e, "result");
-        if (!r || !echo_ok(r, text, len)) die("wrong echo answer", e);
+        if (!echo_ok(r, text, len)) die("wrong echo answer", e);
         slots[h].i = -1; /* a tombstone: call stays, so probes continue past it */
         done++;
         got++;

@@ -18,6 +18,11 @@ use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
+thread_local! {
+    /// Set while this thread reads the server for the events it waits for (`started.rs`).
+    pub(crate) static SELF_DRIVING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 pub enum Pulled {
     Event(String),
     TimedOut,
@@ -113,7 +118,9 @@ impl EventQueue {
             }
         }
         s.queue.push_back(Queued { text, droppable });
-        if !s.signalled {
+        // The pipe wakes a thread that waits for events elsewhere; the thread that is itself
+        // reading the server for events (see `started.rs`) is not waiting, and takes them next.
+        if !s.signalled && !SELF_DRIVING.with(|d| d.get()) {
             s.sync_pipe();
         }
         drop(s);
@@ -238,10 +245,12 @@ impl EventQueue {
             Pulled::Event(text) => text,
             other => return other,
         };
-        let mut out = String::with_capacity(first.len() + 2);
+        let mut s = self.state.lock();
+        // Sized for events like the first (completions of one kind of call are): one allocation.
+        let more = s.queue.len().min(max.max(1) - 1);
+        let mut out = String::with_capacity((first.len() + 1) * (more + 1) + first.len() / 2 + 2);
         out.push('[');
         out.push_str(&first);
-        let mut s = self.state.lock();
         for _ in 1..max.max(1) {
             match Self::take(&mut s) {
                 Some(text) => {

@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::protocol::era;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -500,6 +501,8 @@ pub enum TaskMode {
 }
 
 impl CallOptions {
+    /// One pass over the given keys (a call's options are parsed on every call: looking up each
+    /// known key in the map cost more than the call's own encoding). Unknown keys are ignored.
     pub fn parse(value: Option<&Value>) -> Result<Self> {
         let mut o = CallOptions::default();
         let Some(value) = value else { return Ok(o) };
@@ -507,46 +510,161 @@ impl CallOptions {
             return Ok(o);
         }
         let obj = as_object(value, "options_json")?;
-        o.timeout = parse_limit(obj, "timeout_ms")?;
-        match obj.get("tag") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(s)) if !s.is_empty() => o.tag = Some(s.clone()),
-            Some(v) => {
-                return Err(Error::invalid(format!(
-                    "option `tag` must be a non-empty string (got {v})"
-                )))
-            }
+        for (key, v) in obj {
+            o.apply(key, v)?;
         }
-        o.progress = parse_bool(obj, "progress")?.unwrap_or(false);
-        o.reset_timeout_on_progress =
-            parse_bool(obj, "reset_timeout_on_progress")?.unwrap_or(false);
-        o.max_total_timeout = parse_limit(obj, "max_total_timeout_ms")?.or(None);
-        match obj.get("cursor") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(s)) => o.cursor = Some(s.clone()),
-            Some(v) => {
-                return Err(Error::invalid(format!(
-                    "option `cursor` must be a string (got {v})"
-                )))
-            }
-        }
-        o.all_pages = parse_bool(obj, "all_pages")?.unwrap_or(false);
-        o.defer = parse_bool(obj, "defer")?.unwrap_or(false);
-        o.task = match obj.get("task") {
-            None | Some(Value::Null) => TaskMode::Auto,
-            Some(Value::Bool(true)) => TaskMode::Await,
-            Some(Value::Bool(false)) => TaskMode::Never,
-            Some(Value::String(s)) if s == "handle" => TaskMode::Handle,
-            Some(Value::String(s)) if s == "await" => TaskMode::Await,
-            Some(v) => {
-                return Err(Error::invalid(format!(
-                    "option `task` must be true, false, \"await\" or \"handle\" (got {v})"
-                )))
-            }
-        };
-        o.task_ttl = parse_usize(obj, "task_ttl_ms")?.map(|n| n as u64);
-        o.validate_arguments = parse_bool(obj, "validate_arguments")?;
         Ok(o)
+    }
+
+    /// Parses `options_json` text without building a map of it: only the keys present are
+    /// looked at (the common per-call options, such as `{"defer":true}`, cost a few hundred
+    /// instructions instead of a tree). `None` when the text is not a plain object of options
+    /// (malformed, not an object, a key twice): then [`CallOptions::parse`] of the parsed value
+    /// says what is wrong.
+    pub fn parse_fast(text: &str) -> Option<Result<Self>> {
+        // A derived struct also accepts an array (its fields by position): objects only.
+        if !text.trim_start().starts_with('{') {
+            return None;
+        }
+        let wire: Wire = serde_json::from_str(text).ok()?;
+        let mut o = CallOptions::default();
+        for (key, raw) in [
+            ("timeout_ms", wire.timeout_ms),
+            ("tag", wire.tag),
+            ("progress", wire.progress),
+            ("reset_timeout_on_progress", wire.reset_timeout_on_progress),
+            ("max_total_timeout_ms", wire.max_total_timeout_ms),
+            ("cursor", wire.cursor),
+            ("all_pages", wire.all_pages),
+            ("defer", wire.defer),
+            ("task", wire.task),
+            ("task_ttl_ms", wire.task_ttl_ms),
+            ("validate_arguments", wire.validate_arguments),
+        ] {
+            let Some(raw) = raw else { continue };
+            let v: Value = serde_json::from_str(raw.get()).ok()?;
+            if let Err(e) = o.apply(key, &v) {
+                return Some(Err(e));
+            }
+        }
+        Some(Ok(o))
+    }
+
+    fn apply(&mut self, key: &str, v: &Value) -> Result<()> {
+        let o = self;
+        match key {
+            "timeout_ms" => o.timeout = limit_of(key, v)?,
+            "tag" => match v {
+                Value::Null => {}
+                Value::String(s) if !s.is_empty() => o.tag = Some(s.clone()),
+                v => {
+                    return Err(Error::invalid(format!(
+                        "option `tag` must be a non-empty string (got {v})"
+                    )))
+                }
+            },
+            "progress" => o.progress = bool_of(key, v)?.unwrap_or(false),
+            "reset_timeout_on_progress" => {
+                o.reset_timeout_on_progress = bool_of(key, v)?.unwrap_or(false)
+            }
+            "max_total_timeout_ms" => o.max_total_timeout = limit_of(key, v)?.or(None),
+            "cursor" => match v {
+                Value::Null => {}
+                Value::String(s) => o.cursor = Some(s.clone()),
+                v => {
+                    return Err(Error::invalid(format!(
+                        "option `cursor` must be a string (got {v})"
+                    )))
+                }
+            },
+            "all_pages" => o.all_pages = bool_of(key, v)?.unwrap_or(false),
+            "defer" => o.defer = bool_of(key, v)?.unwrap_or(false),
+            "task" => {
+                o.task = match v {
+                    Value::Null => TaskMode::Auto,
+                    Value::Bool(true) => TaskMode::Await,
+                    Value::Bool(false) => TaskMode::Never,
+                    Value::String(s) if s == "handle" => TaskMode::Handle,
+                    Value::String(s) if s == "await" => TaskMode::Await,
+                    v => {
+                        return Err(Error::invalid(format!(
+                            "option `task` must be true, false, \"await\" or \"handle\" (got {v})"
+                        )))
+                    }
+                }
+            }
+            "task_ttl_ms" => o.task_ttl = usize_of(key, v)?.map(|n| n as u64),
+            "validate_arguments" => o.validate_arguments = bool_of(key, v)?,
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// The keys of a call's options, each kept as raw text (`null` included) if present.
+#[derive(serde::Deserialize)]
+struct Wire<'a> {
+    #[serde(borrow, default, deserialize_with = "raw")]
+    timeout_ms: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw")]
+    tag: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw")]
+    progress: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw")]
+    reset_timeout_on_progress: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw")]
+    max_total_timeout_ms: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw")]
+    cursor: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw")]
+    all_pages: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw")]
+    defer: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw")]
+    task: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw")]
+    task_ttl_ms: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw")]
+    validate_arguments: Option<&'a RawValue>,
+}
+
+fn raw<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue as serde::Deserialize>::deserialize(d).map(Some)
+}
+
+fn limit_of(key: &str, v: &Value) -> Result<Limit> {
+    match v {
+        Value::Null => Ok(Limit::Unbounded),
+        v => match v.as_u64() {
+            Some(ms) if ms > 0 => Ok(Limit::After(Duration::from_millis(ms))),
+            _ => Err(Error::invalid(format!(
+                "option `{key}` must be a positive number of milliseconds, or null for no limit (got {v})"
+            ))),
+        },
+    }
+}
+
+fn bool_of(key: &str, v: &Value) -> Result<Option<bool>> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Bool(b) => Ok(Some(*b)),
+        v => Err(Error::invalid(format!(
+            "option `{key}` must be true or false (got {v})"
+        ))),
+    }
+}
+
+fn usize_of(key: &str, v: &Value) -> Result<Option<usize>> {
+    match v {
+        Value::Null => Ok(None),
+        v => match v.as_u64() {
+            Some(n) if n > 0 => Ok(Some(n as usize)),
+            _ => Err(Error::invalid(format!(
+                "option `{key}` must be a positive integer (got {v})"
+            ))),
+        },
     }
 }
 
@@ -767,5 +885,46 @@ mod tests {
             .contains("carrier-pigeon"));
         let s = ServerSpec::parse(&json!({"command": "npx", "args": ["-y", "x"]})).unwrap();
         assert_eq!(s.signature(), r#"stdio:["npx","-y","x"]"#);
+    }
+}
+
+#[cfg(test)]
+mod fast_parse_tests {
+    use super::*;
+
+    /// The text path and the tree path agree on every option, and on every error.
+    #[test]
+    fn parse_fast_agrees_with_parse() {
+        let cases = [
+            r#"{}"#,
+            r#"{"defer":true}"#,
+            r#"{"timeout_ms":null,"tag":"t","progress":true,"reset_timeout_on_progress":false}"#,
+            r#"{"timeout_ms":250,"max_total_timeout_ms":1000,"cursor":"c\u00e9","all_pages":true}"#,
+            r#"{"task":"handle","task_ttl_ms":5000,"validate_arguments":false,"unknown":[1,{"x":2}]}"#,
+            r#"{"task":true}"#,
+            r#"{"task":null}"#,
+            r#"{"tag":""}"#,
+            r#"{"timeout_ms":0}"#,
+            r#"{"timeout_ms":"5"}"#,
+            r#"{"defer":1}"#,
+            r#"{"task":"maybe"}"#,
+            r#"{"cursor":5}"#,
+        ];
+        for text in cases {
+            let tree: Value = serde_json::from_str(text).unwrap();
+            let slow = CallOptions::parse(Some(&tree)).map(|o| format!("{o:?}"));
+            let fast = CallOptions::parse_fast(text)
+                .unwrap_or_else(|| panic!("{text} is a plain object of options"))
+                .map(|o| format!("{o:?}"));
+            match (&slow, &fast) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}"),
+                (Err(a), Err(b)) => assert_eq!(a.message, b.message, "{text}"),
+                _ => panic!("{text}: {slow:?} vs {fast:?}"),
+            }
+        }
+        // Not a plain object: the tree path reports it.
+        for text in [r#"5"#, r#"[1]"#, r#"{"tag":"a","tag":"b"}"#, r#"{"#] {
+            assert!(CallOptions::parse_fast(text).is_none(), "{text}");
+        }
     }
 }

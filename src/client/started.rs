@@ -170,6 +170,22 @@ const EVENT_DRIVE_SLICE: Duration = Duration::from_millis(20);
 /// How long it waits while someone else reads, before it looks whether it may read again.
 const EVENT_BUSY_SLICE: Duration = Duration::from_millis(2);
 
+/// Marks this thread as reading the server for its own events, until dropped (also on unwind).
+struct SelfDriving;
+
+impl SelfDriving {
+    fn start() -> Self {
+        events::SELF_DRIVING.with(|d| d.set(true));
+        SelfDriving
+    }
+}
+
+impl Drop for SelfDriving {
+    fn drop(&mut self) {
+        events::SELF_DRIVING.with(|d| d.set(false));
+    }
+}
+
 /// Whether a started call can take the direct way: nothing that needs a timer or a task.
 fn direct_ok(options: &CallOptions) -> bool {
     options.tag.is_none() && !options.progress
@@ -245,7 +261,11 @@ impl Shared {
                 Some(d) => d - now,
                 None => EVENT_DRIVE_SLICE,
             };
-            match transport.drive(left.min(EVENT_DRIVE_SLICE), Some(wake)) {
+            let turn = {
+                let _driving = SelfDriving::start();
+                transport.drive(left.min(EVENT_DRIVE_SLICE), Some(wake))
+            };
+            match turn {
                 Drive::Turned => {}
                 Drive::Busy => self.events.wait_ready(left.min(EVENT_BUSY_SLICE)),
                 Drive::Finished => {

@@ -126,6 +126,19 @@ pub fn str_arg<'a>(ptr: *const c_char, name: &str) -> Result<&'a str, Error> {
     })
 }
 
+/// A call's `options_json` (NULL: the defaults), parsed without a tree when it is a plain object
+/// of options; otherwise through the tree, whose errors say what is wrong.
+pub fn call_options(ptr: *const c_char) -> Result<crate::client::options::CallOptions, Error> {
+    use crate::client::options::CallOptions;
+    if ptr.is_null() {
+        return Ok(CallOptions::default());
+    }
+    if let Some(parsed) = CallOptions::parse_fast(str_arg(ptr, "options_json")?) {
+        return parsed;
+    }
+    CallOptions::parse(json_arg(ptr, "options_json")?.as_ref())
+}
+
 /// An optional JSON argument: NULL gives `None`; malformed JSON names the parameter and where.
 pub fn json_arg(ptr: *const c_char, name: &str) -> Result<Option<Value>, Error> {
     if ptr.is_null() {

@@ -1,7 +1,8 @@
 //! `mcplug_client_*`: one server behind an opaque handle.
 
 use super::boundary::{
-    ffi_boundary, ffi_boundary_quiet, json_arg, json_required, raw_object_arg, str_arg,
+    call_options, ffi_boundary, ffi_boundary_quiet, json_arg, json_required, raw_object_arg,
+    str_arg,
 };
 use super::mcplug_status;
 use crate::client::events::Pulled;
@@ -128,7 +129,7 @@ pub unsafe extern "C" fn mcplug_client_list_tools(
 ) -> mcplug_status {
     ffi_boundary!(out, {
         let h = enter(client)?;
-        let opts = CallOptions::parse(json_arg(options_json, "options_json")?.as_ref())?;
+        let opts = call_options(options_json)?;
         let v = runtime::block_on(h.0.client.list_tools(&opts))?;
         Ok(v.into_string())
     })
@@ -178,7 +179,7 @@ pub unsafe extern "C" fn mcplug_client_call_tool(
         let name = str_arg(name, "name")?;
         // Validated but not parsed into a tree: the arguments travel as the text the host gave.
         let args = raw_object_arg(arguments_json, "arguments_json")?;
-        let opts = CallOptions::parse(json_arg(options_json, "options_json")?.as_ref())?;
+        let opts = call_options(options_json)?;
         let v = runtime::block_on(Box::pin(h.0.client.call_tool(name, args, &opts)))?;
         Ok(v.into_string())
     })
@@ -212,7 +213,7 @@ pub unsafe extern "C" fn mcplug_client_request(
             }
         }
         let params = params.filter(|p| !p.is_null());
-        let opts = CallOptions::parse(json_arg(options_json, "options_json")?.as_ref())?;
+        let opts = call_options(options_json)?;
         let v = runtime::block_on(h.0.client.request(method, params, &opts))?;
         Ok(v.into_string())
     })
@@ -301,7 +302,7 @@ pub unsafe extern "C" fn mcplug_client_call_tool_start(
         let h = enter(client)?;
         let name = str_arg(name, "name")?;
         let args = raw_object_arg(arguments_json, "arguments_json")?;
-        let opts = CallOptions::parse(json_arg(options_json, "options_json")?.as_ref())?;
+        let opts = call_options(options_json)?;
         if call.is_null() {
             return Err(Error::invalid(
                 "`call` (the call number out-parameter) is NULL",
@@ -336,7 +337,7 @@ pub unsafe extern "C" fn mcplug_client_request_start(
                 )));
             }
         }
-        let opts = CallOptions::parse(json_arg(options_json, "options_json")?.as_ref())?;
+        let opts = call_options(options_json)?;
         if call.is_null() {
             return Err(Error::invalid(
                 "`call` (the call number out-parameter) is NULL",
