@@ -9,7 +9,7 @@ mod peers;
 use mcplug::client::events::Pulled;
 use mcplug::runtime::block_on;
 use mcplug::{CallOptions, Client, ConnectOptions, ErrorKind, ServerSpec};
-use peers::{everything, fault_http, free_port, modern_http, Peer};
+use peers::{everything, everything_ws, fault_http, free_port, modern_http, Peer};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -150,6 +150,29 @@ fn everything_over_sse() {
     exercise_everything(
         json!({"type": "sse", "url": format!("http://127.0.0.1:{}/sse", peer.port)}),
     );
+}
+
+#[test]
+fn everything_over_websocket() {
+    let peer = everything_ws();
+    let url = format!("ws://127.0.0.1:{}/", peer.port);
+    exercise_everything(json!({"type": "ws", "url": url}));
+    // The entry's headers ride the handshake (the bridge hands X-Test to the server's env).
+    let (c, _) = connect(
+        json!({"type": "ws-ide", "url": url, "headers": {"X-Test": "on the handshake"}}),
+        json!({}),
+    )
+    .unwrap();
+    let env = call(&c, "get-env", json!({}), json!({})).unwrap();
+    assert!(env.to_string().contains("on the handshake"), "{env}");
+    // Refused, and a server that is not there: clear errors.
+    let closed = format!("ws://127.0.0.1:{}/", free_port());
+    let e = connect(json!({"type": "ws", "url": closed}), json!({}))
+        .err()
+        .unwrap();
+    assert_eq!(e.kind, ErrorKind::Transport, "{e:?}");
+    assert!(e.message.contains(&closed), "{e:?}");
+    block_on(c.close());
 }
 
 #[test]

@@ -103,3 +103,18 @@ pub fn modern_http(extra: &[&str]) -> Peer {
 pub fn fault_http() -> Peer {
     python_server("python3".into(), "http_fault_server.py", &[])
 }
+
+/// tests/servers/ws_bridge.py in front of server-everything over stdio.
+pub fn everything_ws() -> Peer {
+    let js =
+        repo().join(".deps/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        js.exists(),
+        "run tests/install-deps.sh first ({js:?} is missing)"
+    );
+    python_server(
+        "python3".into(),
+        "ws_bridge.py",
+        &["node", js.to_str().unwrap(), "stdio"],
+    )
+}
