@@ -145,6 +145,41 @@ fn everything_over_streamable_http() {
 }
 
 #[test]
+fn the_get_stream_carries_what_the_server_sends_on_its_own() {
+    let peer = everything("streamableHttp");
+    let (c, _) = connect(
+        json!({"type": "http", "url": format!("http://127.0.0.1:{}/mcp", peer.port)}),
+        json!({}),
+    )
+    .unwrap();
+    let uri = "demo://resource/static/document/architecture.md";
+    block_on(c.request(
+        "resources/subscribe",
+        Some(json!({"uri": uri})),
+        &opts(json!({})),
+    ))
+    .unwrap();
+    call(&c, "toggle-subscriber-updates", json!({}), json!({})).unwrap();
+    // server-everything sends an update at once, then every 5 s, long after the toggle's own
+    // stream ended: the second can only come on the GET stream.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut updates = 0;
+    while updates < 2 && Instant::now() < deadline {
+        if let Pulled::Event(e) = c.next_event(Some(Duration::from_millis(500))) {
+            let e: Value = serde_json::from_str(&e).unwrap();
+            if e["method"] == "notifications/resources/updated" && e["params"]["uri"] == uri {
+                updates += 1;
+            }
+        }
+    }
+    assert_eq!(
+        updates, 2,
+        "two notifications/resources/updated within 15 s"
+    );
+    block_on(c.close());
+}
+
+#[test]
 fn everything_over_sse() {
     let peer = everything("sse");
     exercise_everything(
