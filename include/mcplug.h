@@ -122,7 +122,12 @@ enum mcplug_status mcplug_cancel(const char *tag);
  * Starts (or reaches) one MCP server and negotiates the protocol.
  *
  * `server_json`: one server entry in the Claude Code format — `{"command", "args", "env", "cwd"}`
- * for stdio (the default when `type` is absent), with an optional `"name"`.
+ * for stdio (the default when `type` is absent), with an optional `"name"`; or a remote server
+ * `{"type", "url", "headers"}`: `"http"` (alias `"streamable-http"`: Streamable HTTP in either
+ * era, falling back to HTTP+SSE when the server only speaks that), `"sse"` (the deprecated
+ * HTTP+SSE transport), `"ws"` (WebSocket, subprotocol `mcp`); `"sse-ide"`/`"ws-ide"` are taken
+ * as `"sse"`/`"ws"`. `headers` (strings) go with every HTTP request and the WebSocket handshake.
+ * A remote failure is a `transport` error naming the HTTP status (or the connect error) and URL.
  * `options_json` (NULL for defaults): `connect_timeout_ms` (30000), `request_timeout_ms` (60000),
  * `tool_timeout_ms` (null: no limit), `host_request_timeout_ms` (60000: how long a server's
  * request — or an input request of a modern call — waits for `mcplug_client_respond`),
@@ -155,7 +160,7 @@ enum mcplug_status mcplug_cancel(const char *tag);
  * `{"name", "era", "protocol_version", "server_info", "capabilities", "instructions", "result"}`.
  * Otherwise `*client` is untouched and no process is left running. Errors: `invalid_argument`,
  * `transport` (could not start), `timeout`, `closed` (the server exited), `protocol`, `rpc`,
- * `cancelled`, `not_implemented` (a transport this version lacks).
+ * `cancelled`, `not_implemented` (a transport this version lacks: `sdk`).
  */
 enum mcplug_status mcplug_client_connect(const char *server_json,
                                          const char *options_json,

@@ -7,6 +7,9 @@
 //! (definite leaks and memory errors fail) in a reduced mode (`MCPLUG_TEST_REDUCED=1`: 100 calls
 //! instead of 1,000, time bounds ten times looser). `CC` picks the compiler (default `cc`).
 
+#[path = "support/peers.rs"]
+mod peers;
+
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -223,8 +226,14 @@ fn run_bounded(mut cmd: Command, bound: Duration) -> (Option<i32>, String, Durat
 }
 
 fn run(name: &str) {
+    run_with(name, &[]);
+}
+
+/// Runs a C test with more environment (the URLs of servers the test started).
+fn run_with(name: &str, extra: &[(&str, String)]) {
     let exe = build(name);
     let configure = |cmd: &mut Command, reduced: bool| {
+        cmd.envs(extra.iter().map(|(k, v)| (*k, v.as_str())));
         cmd.env("LD_LIBRARY_PATH", library_dir())
             .env("MCPLUG_TEST_TMPDIR", out_dir().join("tmp"))
             .env("MCPLUG_TEST_REDUCED", if reduced { "1" } else { "0" })
@@ -247,6 +256,9 @@ fn run(name: &str) {
         );
         for (var, path) in peers() {
             again.push_str(&format!(" {var}={}", path.display()));
+        }
+        for (var, value) in extra {
+            again.push_str(&format!(" {var}={value}"));
         }
         panic!("C test {name} failed (exit {code:?}); its output:\n{output}\nto run it again:\n    {again} {}", exe.display());
     }
@@ -318,6 +330,24 @@ fn c_schemas() {
 }
 
 #[test]
+fn c_remote() {
+    let http = peers::everything("streamableHttp");
+    let sse = peers::everything("sse");
+    let modern = peers::modern_http(&[]);
+    let fault = peers::fault_http();
+    let url = |p: &peers::Peer, path: &str| format!("http://127.0.0.1:{}{path}", p.port);
+    run_with(
+        "remote",
+        &[
+            ("MCPLUG_HTTP_URL", url(&http, "/mcp")),
+            ("MCPLUG_SSE_URL", url(&sse, "/sse")),
+            ("MCPLUG_MODERN_HTTP_URL", url(&modern, "/mcp")),
+            ("MCPLUG_FAULT_HTTP_URL", url(&fault, "")),
+        ],
+    );
+}
+
+#[test]
 fn every_c_test_is_run() {
     // A new tests/c/*.c must get its #[test] above.
     let known = [
@@ -329,6 +359,7 @@ fn every_c_test_is_run() {
         "started",
         "host_requests",
         "schemas",
+        "remote",
     ];
     let dir = manifest_dir().join("tests/c");
     for entry in std::fs::read_dir(&dir).expect("read tests/c") {

@@ -267,6 +267,13 @@ impl Inbound for Shared {
             .push(&json!({"type": "stderr", "line": line}), true);
     }
 
+    fn request_failed(self: Arc<Self>, id: &str, error: Error) {
+        if let Ok(id) = serde_json::from_str::<Box<RawValue>>(id) {
+            let delivered = self.pending.complete(&id, Err(error));
+            self.delivered(delivered, &id);
+        }
+    }
+
     fn closed(self: Arc<Self>, mut error: Error) {
         if let Some(line) = self.last_invalid.lock().take() {
             error.message.push_str(&format!(

@@ -146,6 +146,20 @@ impl Client {
                 },
                 sink,
             )?,
+            ServerSpec::Http { config, .. } => crate::transport::http::HttpTransport::new(
+                config,
+                shared.remote_limits(),
+                true,
+                sink,
+            )?,
+            ServerSpec::Sse { config, .. } => {
+                crate::transport::sse::SseTransport::connect(config, shared.remote_limits(), sink)
+                    .await?
+            }
+            ServerSpec::Ws { config, .. } => {
+                crate::transport::ws::WsTransport::connect(config, shared.remote_limits(), sink)
+                    .await?
+            }
         };
         let _ = shared.transport.set(transport);
         let client = Client { shared };
@@ -534,6 +548,18 @@ impl Shared {
             .await?;
         self.schemas.check_result(name, &result, &self.events)?;
         Ok(result)
+    }
+
+    fn remote_limits(&self) -> crate::transport::remote::RemoteLimits {
+        crate::transport::remote::RemoteLimits {
+            max_message_bytes: self.options.max_message_bytes,
+            // An unbounded connect still bounds each TCP connect and handshake.
+            connect_timeout: self
+                .options
+                .connect_timeout
+                .unwrap_or(options::DEFAULT_CONNECT_TIMEOUT),
+            shutdown_grace: self.options.shutdown_grace,
+        }
     }
 
     fn transport(&self) -> Result<&Arc<dyn Transport>> {

@@ -4,6 +4,7 @@
 use crate::error::{Error, Result};
 use crate::protocol::era;
 use serde_json::value::RawValue;
+use crate::transport::remote::RemoteConfig;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -675,6 +676,70 @@ pub enum ServerSpec {
         name: Option<String>,
         config: crate::transport::stdio::StdioConfig,
     },
+    /// Streamable HTTP (`http`, `streamable-http`); falls back to HTTP+SSE at the same URL when
+    /// the server turns out to speak only that.
+    Http {
+        name: Option<String>,
+        config: RemoteConfig,
+    },
+    /// The deprecated HTTP+SSE transport (`sse`, `sse-ide`).
+    Sse {
+        name: Option<String>,
+        config: RemoteConfig,
+    },
+    /// WebSocket (`ws`, `ws-ide`).
+    Ws {
+        name: Option<String>,
+        config: RemoteConfig,
+    },
+}
+
+/// The `url` and `headers` of a remote server entry.
+fn parse_remote(obj: &Map<String, Value>, kind: &str) -> Result<RemoteConfig> {
+    let url = match obj.get("url") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(v) => {
+            return Err(Error::invalid(format!(
+                "server field `url` must be a non-empty string (got {v})"
+            )))
+        }
+        None => return Err(Error::invalid(format!("a {kind} server needs a `url`"))),
+    };
+    let (schemes, example): (&[&str], &str) = match kind {
+        "ws" => (&["ws", "wss"], "ws:// or wss://"),
+        _ => (&["http", "https"], "http:// or https://"),
+    };
+    let scheme = url
+        .split("://")
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if !url.contains("://") || !schemes.contains(&scheme.as_str()) {
+        return Err(Error::invalid(format!(
+            "server field `url` {url:?}: a {kind} server needs a {example} URL"
+        )));
+    }
+    let headers = match obj.get("headers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| {
+                let v = v.as_str().ok_or_else(|| {
+                    Error::invalid(format!(
+                        "server field `headers.{k}` must be a string (got {v})"
+                    ))
+                })?;
+                crate::transport::remote::check_header(k, v)?;
+                Ok((k.clone(), v.to_string()))
+            })
+            .collect::<Result<_>>()?,
+        Some(v) => {
+            return Err(Error::invalid(format!(
+                "server field `headers` must be an object of strings (got {v})"
+            )))
+        }
+    };
+    Ok(RemoteConfig { url, headers })
 }
 
 impl ServerSpec {
@@ -700,9 +765,21 @@ impl ServerSpec {
         };
         match kind {
             "stdio" => {}
-            "http" | "streamable-http" | "sse" | "sse-ide" | "ws" | "ws-ide" | "sdk" => {
+            "http" | "streamable-http" => {
+                let config = parse_remote(obj, "http")?;
+                return Ok(ServerSpec::Http { name, config });
+            }
+            "sse" | "sse-ide" => {
+                let config = parse_remote(obj, "sse")?;
+                return Ok(ServerSpec::Sse { name, config });
+            }
+            "ws" | "ws-ide" => {
+                let config = parse_remote(obj, "ws")?;
+                return Ok(ServerSpec::Ws { name, config });
+            }
+            "sdk" => {
                 return Err(Error::not_implemented(format!(
-                    "transport type {kind:?} is not implemented in this version of mcplug (stdio is)"
+                    "transport type {kind:?} is not implemented in this version of mcplug (stdio, http, sse and ws are)"
                 )))
             }
             other => {
@@ -786,7 +863,10 @@ impl ServerSpec {
 
     pub fn name(&self) -> Option<&str> {
         match self {
-            ServerSpec::Stdio { name, .. } => name.as_deref(),
+            ServerSpec::Stdio { name, .. }
+            | ServerSpec::Http { name, .. }
+            | ServerSpec::Sse { name, .. }
+            | ServerSpec::Ws { name, .. } => name.as_deref(),
         }
     }
 
@@ -797,6 +877,9 @@ impl ServerSpec {
                 serde_json::to_string(&(&config.command, &config.args, &config.env, &config.cwd))
                     .unwrap_or_default()
             }
+            ServerSpec::Http { config, .. } => remote_key("http", config),
+            ServerSpec::Sse { config, .. } => remote_key("sse", config),
+            ServerSpec::Ws { config, .. } => remote_key("ws", config),
         }
     }
 
@@ -808,8 +891,15 @@ impl ServerSpec {
                 argv.extend(config.args.iter().cloned());
                 format!("stdio:{}", serde_json::to_string(&argv).unwrap_or_default())
             }
+            ServerSpec::Http { config, .. }
+            | ServerSpec::Sse { config, .. }
+            | ServerSpec::Ws { config, .. } => format!("url:{}", config.url),
         }
     }
+}
+
+fn remote_key(kind: &str, config: &RemoteConfig) -> String {
+    serde_json::to_string(&(kind, &config.url, &config.headers)).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -874,11 +964,44 @@ mod tests {
             .message
             .contains("env.A"));
         assert_eq!(
-            ServerSpec::parse(&json!({"type": "http", "url": "http://x"}))
+            ServerSpec::parse(&json!({"type": "sdk", "name": "x"}))
                 .unwrap_err()
                 .kind,
             crate::error::ErrorKind::NotImplemented
         );
+        for kind in ["http", "streamable-http", "sse", "sse-ide"] {
+            let s = ServerSpec::parse(
+                &json!({"type": kind, "url": "http://h:1/mcp", "headers": {"X-A": "b"}}),
+            )
+            .unwrap();
+            assert_eq!(s.signature(), "url:http://h:1/mcp");
+        }
+        assert!(matches!(
+            ServerSpec::parse(&json!({"type": "ws-ide", "url": "ws://h:1/"})).unwrap(),
+            ServerSpec::Ws { .. }
+        ));
+        assert!(
+            ServerSpec::parse(&json!({"type": "ws", "url": "http://h/"}))
+                .unwrap_err()
+                .message
+                .contains("ws://")
+        );
+        assert!(ServerSpec::parse(&json!({"type": "http"}))
+            .unwrap_err()
+            .message
+            .contains("url"));
+        assert!(ServerSpec::parse(
+            &json!({"type": "http", "url": "http://h/", "headers": {"A": 1}})
+        )
+        .unwrap_err()
+        .message
+        .contains("headers.A"));
+        assert!(ServerSpec::parse(
+            &json!({"type": "http", "url": "http://h/", "headers": {"A": "x\ny"}})
+        )
+        .unwrap_err()
+        .message
+        .contains("headers.A"));
         assert!(ServerSpec::parse(&json!({"type": "carrier-pigeon"}))
             .unwrap_err()
             .message

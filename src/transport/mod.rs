@@ -4,8 +4,12 @@
 //! message, [`Transport::close`] gracefully; what arrives goes to an [`Inbound`] sink that the
 //! connection provides. The sink is held weakly, so a transport never keeps its connection alive.
 
+pub mod http;
+pub mod remote;
+pub mod sse;
 pub mod stdio;
 mod stdio_read;
+pub mod ws;
 
 use crate::error::Error;
 use std::future::Future;
@@ -21,6 +25,10 @@ pub trait Inbound: Send + Sync {
     fn message(self: std::sync::Arc<Self>, line: &[u8]);
     /// A line the server wrote to its stderr (stdio only).
     fn stderr(self: std::sync::Arc<Self>, line: String);
+    /// A request the transport could not deliver or get an answer to (remote transports: the
+    /// POST failed, the server answered with an HTTP error, the response stream broke): the
+    /// request with this id (JSON text) fails with `error`, the connection stays.
+    fn request_failed(self: std::sync::Arc<Self>, id: &str, error: Error);
     /// The transport is finished (the server exited, a pipe broke, a message was too big).
     /// Called at most once.
     fn closed(self: std::sync::Arc<Self>, error: Error);

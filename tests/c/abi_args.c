@@ -75,7 +75,11 @@ static void connect_arguments(const char *good) {
     }
     drop(&out);
     st = mcplug_client_connect("{\"type\":\"http\",\"url\":\"http://127.0.0.1:9/mcp\"}", NULL, &c, &out);
-    CHECK_STATUS(st, MCPLUG_NOT_IMPLEMENTED, out, "type http -> NOT_IMPLEMENTED for now (got %s)", status_name(st));
+    CHECK_STATUS(st, MCPLUG_TRANSPORT, out, "type http, nothing listening -> TRANSPORT (got %s)", status_name(st));
+    CHECK_OUT(is_error(out, "transport", "http://127.0.0.1:9/mcp"), out, "... naming the URL");
+    drop(&out);
+    st = mcplug_client_connect("{\"type\":\"sdk\",\"name\":\"x\"}", NULL, &c, &out);
+    CHECK_STATUS(st, MCPLUG_NOT_IMPLEMENTED, out, "type sdk -> NOT_IMPLEMENTED for now (got %s)", status_name(st));
     CHECK_OUT(is_error(out, "not_implemented", NULL), out, "... with kind not_implemented");
     drop(&out);
     CHECK(c == sentinel, "*client untouched");

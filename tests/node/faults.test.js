@@ -57,6 +57,9 @@ describe('connect failures', { timeout: 30000 }, () => {
     err = await rejection(Client.connect(h.faultServer(), { options: { connect_timeout_ms: -5 } }));
     assert.equal(err.kind, 'invalid_argument');
     err = await rejection(Client.connect({ type: 'http', url: 'http://127.0.0.1:9/mcp' }));
+    assert.equal(err.kind, 'transport');
+    assert.match(err.message, /http:\/\/127\.0\.0\.1:9\/mcp/);
+    err = await rejection(Client.connect({ type: 'sdk', name: 'x' }));
     assert.equal(err.kind, 'not_implemented');
   });
 

@@ -96,8 +96,10 @@ def test_bad_server_entries() -> None:
         mcplug.Client.connect({"command": "x", "args": [1]})
     with pytest.raises(mcplug.InvalidArgumentError, match="must be a dict"):
         mcplug.Client.connect("node server.js")  # type: ignore[arg-type]
-    with pytest.raises(mcplug.UnsupportedError) as info:
+    with pytest.raises(mcplug.TransportError, match="http://127.0.0.1:9/mcp"):
         mcplug.Client.connect({"type": "http", "url": "http://127.0.0.1:9/mcp"})
+    with pytest.raises(mcplug.UnsupportedError) as info:
+        mcplug.Client.connect({"type": "sdk", "name": "x"})
     assert info.value.kind == "not_implemented"
 
 

@@ -1,0 +1,732 @@
+//! The Streamable HTTP transport, in both eras (SPEC-CHECKLIST §2).
+//!
+//! Every message is its own POST to the MCP endpoint. A request's POST runs as a task of its
+//! own: its answer (a JSON body, or an SSE stream carrying the request's notifications, server
+//! requests in the legacy era, then the answer) goes to the connection like any message, and
+//! when no answer can come (the POST failed, an HTTP error, the stream broke beyond resumption)
+//! the request fails with a `transport` error naming the status and the URL. Timers stay the
+//! caller's; connects are bounded here. Notifications and responses are sent before `send`
+//! returns, so that `notifications/initialized` is at the server before the next request.
+//!
+//! The era is read off the messages themselves: a request carrying the modern `_meta` protocol
+//! version (2026-07-28) is sent with `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`, no
+//! session; cancelling one closes its stream. In the legacy era the `Mcp-Session-Id` of the
+//! initialize answer and the negotiated `MCP-Protocol-Version` ride every later request, the GET
+//! stream carries server-initiated messages (404/405: none offered), a cut response stream is
+//! resumed with `Last-Event-ID` after the server's `retry`, a 404 on the session re-initializes
+//! once and retries, and close DELETEs the session.
+//!
+//! An `http` server whose POST of `initialize` fails with 400/404/405 and no JSON-RPC body is
+//! tried as a deprecated HTTP+SSE server at the same URL (the spec's backwards compatibility).
+
+use super::remote::{self, Event, Events, Kind, Outgoing, RemoteConfig, RemoteLimits};
+use super::sse::SseTransport;
+use super::{BoxFuture, Inbound, Transport};
+use crate::error::Error;
+use once_cell::sync::OnceCell;
+use parking_lot::Mutex;
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tokio::task::AbortHandle;
+
+const SESSION: &str = "mcp-session-id";
+const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+const LAST_EVENT_ID: &str = "last-event-id";
+const MCP_METHOD: &str = "mcp-method";
+const MCP_NAME: &str = "mcp-name";
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+/// How long to wait before reconnecting a stream when the server gave no `retry`.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// The longest `retry` honoured: a server cannot park a call for longer between attempts.
+const MAX_RETRY: Duration = Duration::from_secs(30);
+/// Reconnections of one stream in a row that bring nothing before it is given up.
+const MAX_RESUMES: u32 = 3;
+
+pub struct HttpTransport {
+    me: Weak<HttpTransport>,
+    http: reqwest::Client,
+    url: reqwest::Url,
+    headers: HeaderMap,
+    sink: Weak<dyn Inbound>,
+    limits: RemoteLimits,
+    /// Whether a failed `initialize` POST may fall back to HTTP+SSE at the same URL.
+    sse_fallback: bool,
+    state: Mutex<State>,
+    /// One re-initialization at a time.
+    reinit: tokio::sync::Mutex<()>,
+    /// Requests in flight (their POST and response stream), by id: a cancelled one is aborted.
+    inflight: Mutex<HashMap<String, AbortHandle>>,
+    /// The GET stream and other background work, aborted on close.
+    background: Mutex<Vec<AbortHandle>>,
+    /// Set when the server turned out to speak HTTP+SSE: everything goes there.
+    fallback: OnceCell<Arc<SseTransport>>,
+    closed: AtomicBool,
+    /// Sessions started (the first initialize, and each re-initialization).
+    sessions: AtomicU64,
+}
+
+#[derive(Default)]
+struct State {
+    /// The legacy session, from the initialize answer's `Mcp-Session-Id`.
+    session: Option<HeaderValue>,
+    /// The legacy version the server chose, for `MCP-Protocol-Version`.
+    legacy_version: Option<String>,
+    /// The modern version of the last modern request, for notifications without `_meta`.
+    modern_version: Option<String>,
+    /// The initialize request (its text and id), replayed to start a new session after a 404.
+    initialize: Option<(Vec<u8>, String)>,
+    get_running: bool,
+    get_last_event: Option<String>,
+}
+
+/// How one POST went, before its body is read.
+enum Posted {
+    Answer(reqwest::Response),
+    /// 404 on a session: the session is gone.
+    SessionLost(HeaderValue),
+}
+
+impl HttpTransport {
+    pub fn new(
+        config: &RemoteConfig,
+        limits: RemoteLimits,
+        sse_fallback: bool,
+        sink: Weak<dyn Inbound>,
+    ) -> Result<Arc<Self>, Error> {
+        let url = parse_url(&config.url)?;
+        let headers = remote::header_map(&config.headers)?;
+        let http = remote::http_client(&limits)?;
+        Ok(Arc::new_cyclic(|me| HttpTransport {
+            me: me.clone(),
+            http,
+            url,
+            headers,
+            sink,
+            limits,
+            sse_fallback,
+            state: Mutex::new(State::default()),
+            reinit: tokio::sync::Mutex::new(()),
+            inflight: Mutex::new(HashMap::new()),
+            background: Mutex::new(Vec::new()),
+            fallback: OnceCell::new(),
+            closed: AtomicBool::new(false),
+            sessions: AtomicU64::new(0),
+        }))
+    }
+
+    /// How many sessions were started (1 after connect; more after a server lost one).
+    pub fn sessions_started(&self) -> u64 {
+        self.sessions.load(Ordering::Relaxed)
+    }
+
+    fn me(&self) -> Arc<HttpTransport> {
+        self.me.upgrade().expect("a transport in use is alive")
+    }
+
+    /// The headers of every request of this connection at this point: the entry's own, then
+    /// the modern version (`modern`), or the legacy session and version.
+    fn base(
+        &self,
+        builder: reqwest::RequestBuilder,
+        modern: Option<&str>,
+    ) -> reqwest::RequestBuilder {
+        let mut builder = builder.headers(self.headers.clone());
+        if let Some(version) = modern {
+            return builder.header(PROTOCOL_VERSION, version);
+        }
+        let state = self.state.lock();
+        if let Some(session) = &state.session {
+            builder = builder.header(SESSION, session.clone());
+        }
+        if let Some(version) = &state.legacy_version {
+            builder = builder.header(PROTOCOL_VERSION, version.as_str());
+        }
+        builder
+    }
+
+    /// The modern version in use, when the connection is of the modern era.
+    fn modern_now(&self) -> Option<String> {
+        let state = self.state.lock();
+        if state.session.is_some() || state.legacy_version.is_some() {
+            return None;
+        }
+        state.modern_version.clone()
+    }
+
+    /// POSTs one message with the headers its era asks for.
+    async fn post(&self, line: &[u8], out: &Outgoing) -> Result<Posted, Error> {
+        let modern = match &out.version {
+            Some(v) => {
+                self.state.lock().modern_version = Some(v.clone());
+                Some(v.clone())
+            }
+            // A notification of the modern era carries no `_meta` of its own.
+            None if out.kind == Kind::Notification => self.modern_now(),
+            None => None,
+        };
+        let mut builder = self
+            .base(self.http.post(self.url.clone()), modern.as_deref())
+            .header(ACCEPT, ACCEPT_BOTH)
+            .header(CONTENT_TYPE, "application/json");
+        if modern.is_some() {
+            if let Some(method) = &out.method {
+                builder = builder.header(MCP_METHOD, remote::header_safe(method).as_ref());
+            }
+            if let Some(name) = &out.name {
+                builder = builder.header(MCP_NAME, remote::header_safe(name).as_ref());
+            }
+        }
+        let session = self.state.lock().session.clone();
+        let resp = builder.body(line.to_vec()).send().await.map_err(|e| {
+            remote::request_error(&format!("POST ({})", out.method()), self.url.as_str(), &e)
+        })?;
+        if resp.status() == StatusCode::NOT_FOUND && modern.is_none() {
+            if let Some(session) = session {
+                return Ok(Posted::SessionLost(session));
+            }
+        }
+        Ok(Posted::Answer(resp))
+    }
+
+    /// A notification or a response: POSTed, accepted (2xx) or a `transport` error.
+    async fn post_simple(&self, line: &[u8], out: &Outgoing) -> Result<(), Error> {
+        let what = out.method();
+        let exchange = async {
+            let resp = match self.post(line, out).await? {
+                Posted::Answer(resp) => resp,
+                Posted::SessionLost(_) => {
+                    return Err(Error::transport(format!(
+                        "HTTP 404 from POST {} ({what}): the server no longer knows the session",
+                        self.url
+                    )))
+                }
+            };
+            let status = resp.status();
+            if status.is_success() {
+                // Drain what little there is, so the connection goes back to the pool.
+                let _ = remote::error_body(resp).await;
+                return Ok(());
+            }
+            let body = remote::error_body(resp).await;
+            Err(status_error("POST", self.url.as_str(), what, status, &body))
+        };
+        match tokio::time::timeout(self.limits.connect_timeout, exchange).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::transport(format!(
+                "POST {} ({what}) got no answer within {} ms",
+                self.url,
+                self.limits.connect_timeout.as_millis()
+            ))),
+        }
+    }
+
+    /// A request: its POST and its answer, delivered to the connection. An error means that no
+    /// answer will come.
+    async fn exchange(&self, line: &[u8], out: &Outgoing, id: &str) -> Result<(), Error> {
+        let mut retried = false;
+        loop {
+            let resp = match self.post(line, out).await? {
+                Posted::Answer(resp) => resp,
+                Posted::SessionLost(session) if !retried && out.method.as_deref() != Some("initialize") => {
+                    retried = true;
+                    self.renew_session(session).await?;
+                    continue;
+                }
+                Posted::SessionLost(_) => {
+                    return Err(Error::transport(format!(
+                        "HTTP 404 from POST {} ({}): the server lost the session again after a new one was started",
+                        self.url,
+                        out.method()
+                    )))
+                }
+            };
+            let status = resp.status();
+            if status.is_success() {
+                if out.method.as_deref() == Some("initialize") {
+                    let session = resp.headers().get(SESSION).cloned();
+                    self.state.lock().session = session;
+                    self.sessions.fetch_add(1, Ordering::Relaxed);
+                }
+                return self.read_answer(resp, out, id, true).await.map(|_| ());
+            }
+            let body = remote::error_body(resp).await;
+            let method = out.method();
+            if let Some(mut error) = remote::rpc_error_of(&body) {
+                // An MCP error in an HTTP error: the server's own words, with the status.
+                if let Some(m) = error.get("message").and_then(Value::as_str) {
+                    let m = format!("{m} (HTTP {} from POST {})", status.as_u16(), self.url);
+                    error["message"] = json!(m);
+                }
+                self.deliver(&remote::error_response(id, &error));
+                return Ok(());
+            }
+            let unrecognised = matches!(status.as_u16(), 400 | 404 | 405);
+            if method == "server/discover" && status.is_client_error() {
+                // Not a 2026-07-28 server: an error the era negotiation reads as "legacy".
+                let error = json!({
+                    "code": crate::protocol::codes::METHOD_NOT_FOUND,
+                    "message": format!("HTTP {} from POST {} (server/discover){}", status.as_u16(), self.url, remote::snippet(&body)),
+                });
+                self.deliver(&remote::error_response(id, &error));
+                return Ok(());
+            }
+            if method == "initialize" && unrecognised && self.sse_fallback {
+                return self.fall_back_to_sse(line, status, &body).await;
+            }
+            return Err(status_error(
+                "POST",
+                self.url.as_str(),
+                method,
+                status,
+                &body,
+            ));
+        }
+    }
+
+    /// Reads the answer of a request: JSON or an SSE stream. Every message goes to the
+    /// connection (`deliver_answer`: the answer too); returns the answer. A stream that ends
+    /// before the answer is resumed (legacy era, an event id seen), else a `transport` error.
+    async fn read_answer(
+        &self,
+        resp: reqwest::Response,
+        out: &Outgoing,
+        id: &str,
+        deliver_answer: bool,
+    ) -> Result<Option<Vec<u8>>, Error> {
+        let what = format!("the answer to {} from {}", out.method(), self.url);
+        if remote::is_content_type(&resp, "application/json") {
+            let body = remote::read_body(resp, self.limits.max_message_bytes, &what).await?;
+            self.note_answer(out, &body);
+            if deliver_answer {
+                self.deliver(&body);
+            }
+            return Ok(Some(body));
+        }
+        if !remote::is_content_type(&resp, "text/event-stream") {
+            if resp.status() == StatusCode::ACCEPTED || resp.content_length() == Some(0) {
+                // No body: the answer comes on another stream (the GET stream), under the
+                // caller's timer.
+                return Ok(None);
+            }
+            let kind = resp
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("none")
+                .to_string();
+            return Err(Error::transport(format!(
+                "POST {} ({}) answered with Content-Type {kind:?}; expected application/json or text/event-stream",
+                self.url,
+                out.method()
+            )));
+        }
+        let modern = out.version.is_some();
+        let mut events = Events::new(resp, self.limits.max_message_bytes, what.clone());
+        let mut last_id: Option<String> = None;
+        let mut retry = DEFAULT_RETRY;
+        let mut resumes = 0;
+        loop {
+            let end = loop {
+                match events.next().await {
+                    None => break None,
+                    Some(Err(e)) if e.message.contains("max_message_bytes") => return Err(e),
+                    Some(Err(e)) => break Some(e),
+                    Some(Ok(event)) => {
+                        note_event(&event, &mut last_id, &mut retry);
+                        if event.data.trim().is_empty() {
+                            continue; // a priming event (an id, a retry), or a keep-alive
+                        }
+                        resumes = 0;
+                        let data = event.data.as_bytes();
+                        if remote::response_id(data).as_deref() == Some(id) {
+                            self.note_answer(out, data);
+                            if deliver_answer {
+                                self.deliver(data);
+                            }
+                            return Ok(Some(event.data.into_bytes()));
+                        }
+                        self.deliver(data);
+                    }
+                }
+            };
+            let why = match &end {
+                Some(e) => e.message.clone(),
+                None => "the server ended it".to_string(),
+            };
+            if modern
+                || last_id.is_none()
+                || resumes >= MAX_RESUMES
+                || self.closed.load(Ordering::SeqCst)
+            {
+                return Err(Error::transport(format!(
+                    "the response stream of {} from POST {} ended before the answer ({why}){}",
+                    out.method(),
+                    self.url,
+                    if modern || last_id.is_some() {
+                        ""
+                    } else {
+                        "; it cannot be resumed: the server sent no event ids"
+                    }
+                )));
+            }
+            resumes += 1;
+            tokio::time::sleep(retry).await;
+            events = self
+                .resume(last_id.as_deref().unwrap_or_default(), &what)
+                .await?;
+        }
+    }
+
+    /// GET with `Last-Event-ID`: the rest of a stream that broke.
+    async fn resume(&self, last_id: &str, what: &str) -> Result<Events, Error> {
+        let resp = self
+            .base(self.http.get(self.url.clone()), None)
+            .header(ACCEPT, "text/event-stream")
+            .header(LAST_EVENT_ID, last_id)
+            .send()
+            .await
+            .map_err(|e| remote::request_error("GET (resuming a stream)", self.url.as_str(), &e))?;
+        let status = resp.status();
+        if !status.is_success() || !remote::is_content_type(&resp, "text/event-stream") {
+            let body = remote::error_body(resp).await;
+            return Err(status_error(
+                "GET",
+                self.url.as_str(),
+                "resuming a stream",
+                status,
+                &body,
+            ));
+        }
+        Ok(Events::new(
+            resp,
+            self.limits.max_message_bytes,
+            what.to_string(),
+        ))
+    }
+
+    /// What the transport learns from an answer: the legacy version the server chose.
+    fn note_answer(&self, out: &Outgoing, body: &[u8]) {
+        if out.method.as_deref() != Some("initialize") {
+            return;
+        }
+        if let Ok(v) = serde_json::from_slice::<Value>(body) {
+            if let Some(version) = v.pointer("/result/protocolVersion").and_then(Value::as_str) {
+                self.state.lock().legacy_version = Some(version.to_string());
+            }
+        }
+    }
+
+    fn deliver(&self, message: &[u8]) {
+        if self.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        if let Some(sink) = self.sink.upgrade() {
+            sink.message(message);
+        }
+    }
+
+    /// The server answered 404 to the session `lost`: start a new one (initialize again, the
+    /// same request the engine sent at connect; `notifications/initialized`), once for all the
+    /// requests that saw it.
+    async fn renew_session(&self, lost: HeaderValue) -> Result<(), Error> {
+        let _one = self.reinit.lock().await;
+        if self.state.lock().session.as_ref() != Some(&lost) {
+            return Ok(()); // another request already did
+        }
+        let Some((init, id)) = self.state.lock().initialize.clone() else {
+            return Err(Error::transport(format!(
+                "HTTP 404 from POST {}: the server lost the session, and no initialize request is known to start another",
+                self.url
+            )));
+        };
+        {
+            let mut state = self.state.lock();
+            state.session = None;
+            state.legacy_version = None;
+        }
+        let out = Outgoing::peek(&init);
+        let renew = async {
+            let resp = match self.post(&init, &out).await? {
+                Posted::Answer(resp) => resp,
+                Posted::SessionLost(_) => unreachable!("no session was sent"),
+            };
+            let status = resp.status();
+            if !status.is_success() {
+                let body = remote::error_body(resp).await;
+                return Err(status_error(
+                    "POST",
+                    self.url.as_str(),
+                    "initialize",
+                    status,
+                    &body,
+                ));
+            }
+            self.state.lock().session = resp.headers().get(SESSION).cloned();
+            let answer = self.read_answer(resp, &out, &id, false).await?;
+            let answer = answer.ok_or_else(|| {
+                Error::transport("the new session's initialize got no answer in its POST")
+            })?;
+            let v: Value = serde_json::from_slice(&answer).map_err(|e| {
+                Error::protocol(format!(
+                    "the new session's initialize answer is not JSON: {e}"
+                ))
+            })?;
+            if let Some(error) = v.get("error") {
+                return Err(Error::from_rpc(error));
+            }
+            let initialized = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+            self.post_simple(initialized, &Outgoing::peek(initialized))
+                .await?;
+            self.sessions.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        };
+        match tokio::time::timeout(self.limits.connect_timeout, renew).await {
+            Ok(Ok(())) => {
+                self.start_listening();
+                Ok(())
+            }
+            Ok(Err(e)) => Err(Error::transport(format!(
+                "the server lost the session (HTTP 404 from {}), and starting a new one failed: {}",
+                self.url, e.message
+            ))),
+            Err(_) => Err(Error::transport(format!(
+                "the server lost the session (HTTP 404 from {}), and starting a new one took longer than {} ms",
+                self.url,
+                self.limits.connect_timeout.as_millis()
+            ))),
+        }
+    }
+
+    /// The server is an HTTP+SSE one: open its SSE stream at the same URL and send the
+    /// initialize there; everything else follows it.
+    async fn fall_back_to_sse(
+        &self,
+        init: &[u8],
+        status: StatusCode,
+        body: &[u8],
+    ) -> Result<(), Error> {
+        let sse = SseTransport::connect_with(
+            self.http.clone(),
+            self.url.clone(),
+            self.headers.clone(),
+            self.limits.clone(),
+            self.sink.clone(),
+        )
+        .await
+        .map_err(|e| {
+            Error::transport(format!(
+                "HTTP {} from POST {} (initialize){}; as an HTTP+SSE server it failed too: {}",
+                status.as_u16(),
+                self.url,
+                remote::snippet(body),
+                e.message
+            ))
+        })?;
+        let sse = self.fallback.get_or_init(|| sse).clone();
+        if self.closed.load(Ordering::SeqCst) {
+            sse.close().await;
+            return Ok(());
+        }
+        sse.send(init.to_vec()).await
+    }
+
+    /// Opens the GET stream of server-initiated messages (legacy era), once per session.
+    fn start_listening(&self) {
+        {
+            let mut state = self.state.lock();
+            if state.get_running || state.session.is_none() && state.legacy_version.is_none() {
+                return;
+            }
+            state.get_running = true;
+        }
+        let me = self.me();
+        let task = crate::runtime::spawn(async move {
+            me.listen().await;
+            me.state.lock().get_running = false;
+        });
+        self.background.lock().push(task.abort_handle());
+    }
+
+    async fn listen(&self) {
+        let mut retry = DEFAULT_RETRY;
+        let mut failures = 0;
+        let what = format!("the GET stream of {}", self.url);
+        while !self.closed.load(Ordering::SeqCst) && failures < MAX_RESUMES {
+            let last = self.state.lock().get_last_event.clone();
+            let mut req = self
+                .base(self.http.get(self.url.clone()), None)
+                .header(ACCEPT, "text/event-stream");
+            if let Some(last) = &last {
+                req = req.header(LAST_EVENT_ID, last.as_str());
+            }
+            match req.send().await {
+                Ok(resp)
+                    if resp.status().is_success()
+                        && remote::is_content_type(&resp, "text/event-stream") =>
+                {
+                    let mut events = Events::new(resp, self.limits.max_message_bytes, what.clone());
+                    let mut last_id = last;
+                    while let Some(Ok(event)) = events.next().await {
+                        note_event(&event, &mut last_id, &mut retry);
+                        self.state.lock().get_last_event = last_id.clone();
+                        if !event.data.trim().is_empty() {
+                            failures = 0;
+                            self.deliver(event.data.as_bytes());
+                        }
+                    }
+                    failures += 1;
+                }
+                // 405: the server offers no GET stream; 404: not for this session.
+                Ok(resp) if matches!(resp.status().as_u16(), 404 | 405) => return,
+                Ok(resp) => {
+                    tracing::debug!("GET stream of {}: HTTP {}", self.url, resp.status());
+                    failures += 1;
+                }
+                Err(e) => {
+                    tracing::debug!("GET stream of {}: {}", self.url, remote::chain(&e));
+                    failures += 1;
+                }
+            }
+            tokio::time::sleep(retry).await;
+        }
+    }
+}
+
+fn note_event(event: &Event, last_id: &mut Option<String>, retry: &mut Duration) {
+    if let Some(id) = &event.id {
+        *last_id = Some(id.clone());
+    }
+    if let Some(r) = event.retry {
+        *retry = r.min(MAX_RETRY);
+    }
+}
+
+pub(crate) fn parse_url(url: &str) -> Result<reqwest::Url, Error> {
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| Error::invalid(format!("server field `url` {url:?} is not a URL: {e}")))?;
+    match parsed.scheme() {
+        "http" | "https" => Ok(parsed),
+        other => Err(Error::invalid(format!(
+            "server field `url` {url:?}: scheme {other:?} is not http or https"
+        ))),
+    }
+}
+
+/// An HTTP error status as a `transport` error: what was sent, where, and what came back.
+pub(crate) fn status_error(
+    verb: &str,
+    url: &str,
+    what: &str,
+    status: StatusCode,
+    body: &[u8],
+) -> Error {
+    Error::transport(format!(
+        "HTTP {} from {verb} {url} ({what}){}",
+        status,
+        remote::snippet(body)
+    ))
+}
+
+impl Transport for HttpTransport {
+    fn send(self: Arc<Self>, message: Vec<u8>) -> BoxFuture<'static, Result<(), Error>> {
+        Box::pin(async move {
+            if self.closed.load(Ordering::SeqCst) {
+                return Err(Error::closed("the connection is closed"));
+            }
+            if let Some(sse) = self.fallback.get() {
+                return sse.clone().send(message).await;
+            }
+            for line in remote::lines(&message) {
+                let out = Outgoing::peek(line);
+                match &out.kind {
+                    Kind::Request(id) => {
+                        if out.method.as_deref() == Some("initialize") {
+                            self.state.lock().initialize = Some((line.to_vec(), id.clone()));
+                        }
+                        let me = self.clone();
+                        let line = line.to_vec();
+                        let key = id.clone();
+                        // The entry goes in under the lock that the task's end takes too, so a
+                        // quick task never leaves its handle behind.
+                        let mut inflight = self.inflight.lock();
+                        let task = crate::runtime::spawn(async move {
+                            let id = match &out.kind {
+                                Kind::Request(id) => id.clone(),
+                                _ => unreachable!(),
+                            };
+                            let r = me.exchange(&line, &out, &id).await;
+                            me.inflight.lock().remove(&id);
+                            if let Err(e) = r {
+                                if !me.closed.load(Ordering::SeqCst) {
+                                    if let Some(sink) = me.sink.upgrade() {
+                                        sink.request_failed(&id, e);
+                                    }
+                                }
+                            }
+                        });
+                        inflight.insert(key, task.abort_handle());
+                    }
+                    Kind::Notification if out.cancels.is_some() => {
+                        let target = out.cancels.clone().unwrap_or_default();
+                        if self.modern_now().is_none() {
+                            // Legacy: a disconnect is no cancellation; say it, then stop reading.
+                            let _ = self.post_simple(line, &out).await;
+                        }
+                        // Modern: closing the request's stream is the cancellation.
+                        if let Some(task) = self.inflight.lock().remove(&target) {
+                            task.abort();
+                        }
+                    }
+                    _ => {
+                        self.post_simple(line, &out).await?;
+                        if out.method.as_deref() == Some("notifications/initialized") {
+                            self.start_listening();
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if self.closed.swap(true, Ordering::SeqCst) {
+                return;
+            }
+            for (_, task) in self.inflight.lock().drain() {
+                task.abort();
+            }
+            for task in self.background.lock().drain(..) {
+                task.abort();
+            }
+            if let Some(sse) = self.fallback.get() {
+                sse.close().await;
+                return;
+            }
+            let session = self.state.lock().session.clone();
+            if session.is_some() {
+                // End the session; 200, 202, 404 (already gone) and 405 (not allowed) all do.
+                let delete = self.base(self.http.delete(self.url.clone()), None).send();
+                let grace = self.limits.shutdown_grace.max(Duration::from_millis(500));
+                let _ = tokio::time::timeout(grace, delete).await;
+            }
+        })
+    }
+}
+
+impl Drop for HttpTransport {
+    fn drop(&mut self) {
+        for (_, task) in self.inflight.get_mut().drain() {
+            task.abort();
+        }
+        for task in self.background.get_mut().drain(..) {
+            task.abort();
+        }
+    }
+}

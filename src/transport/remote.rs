@@ -1,0 +1,468 @@
+//! What the remote transports (Streamable HTTP, HTTP+SSE, WebSocket) share: the server entry's
+//! URL and headers, the HTTP client, a look at each outgoing message (kind, id, method, name,
+//! protocol version), SSE events read under the message limit, and error messages that name the
+//! status and the URL.
+
+use crate::error::Error;
+use base64::Engine as _;
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A remote server entry: where it is and what to send with every HTTP request.
+#[derive(Debug, Clone)]
+pub struct RemoteConfig {
+    pub url: String,
+    /// The entry's `headers`, in order (checked when the entry is parsed).
+    pub headers: Vec<(String, String)>,
+}
+
+/// Limits of one remote connection.
+#[derive(Debug, Clone)]
+pub struct RemoteLimits {
+    /// The largest message (a JSON body, an SSE event, a WebSocket message) accepted.
+    pub max_message_bytes: usize,
+    /// Bounds each TCP/TLS connect, and each exchange that has no caller's timer of its own
+    /// (notifications, responses, the SSE endpoint, the WebSocket handshake).
+    pub connect_timeout: Duration,
+    /// How long close waits for the session DELETE or the WebSocket close handshake.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for RemoteLimits {
+    fn default() -> Self {
+        RemoteLimits {
+            max_message_bytes: 32 << 20,
+            connect_timeout: Duration::from_secs(30),
+            shutdown_grace: Duration::from_millis(500),
+        }
+    }
+}
+
+/// Checks a header of a server entry: a valid HTTP field name and value.
+pub fn check_header(name: &str, value: &str) -> Result<(), Error> {
+    HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+        Error::invalid(format!(
+            "server field `headers`: {name:?} is not a valid HTTP header name"
+        ))
+    })?;
+    HeaderValue::from_str(value).map_err(|_| {
+        Error::invalid(format!(
+            "server field `headers.{name}`: the value is not a valid HTTP header value (visible ASCII, space and tab only)"
+        ))
+    })?;
+    Ok(())
+}
+
+pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, Error> {
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        check_header(name, value)?;
+        map.append(
+            HeaderName::from_bytes(name.as_bytes()).expect("checked"),
+            HeaderValue::from_str(value).expect("checked"),
+        );
+    }
+    Ok(map)
+}
+
+/// The HTTP client of one connection: a keep-alive pool, TCP_NODELAY (without it a request
+/// waits for the peer's delayed ACK: ~40 ms per call), connects bounded.
+pub(crate) fn http_client(limits: &RemoteLimits) -> Result<reqwest::Client, Error> {
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .connect_timeout(limits.connect_timeout)
+        .pool_idle_timeout(Duration::from_secs(90))
+        .pool_max_idle_per_host(64)
+        .user_agent(concat!("mcplug/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| Error::transport(format!("cannot build the HTTP client: {}", chain(&e))))
+}
+
+/// An error with its causes, `a: b: c`, without repeats.
+pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = vec![e.to_string()];
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = s.source();
+    }
+    parts.join(": ")
+}
+
+/// A failed HTTP exchange as a `transport` error naming what was done and where.
+pub(crate) fn request_error(what: &str, url: &str, e: &reqwest::Error) -> Error {
+    if e.is_timeout() || e.is_connect() && chain(e).contains("timed out") {
+        return Error::transport(format!("{what} {url}: connecting timed out ({})", chain(e)));
+    }
+    Error::transport(format!("{what} {url} failed: {}", chain(e)))
+}
+
+/// The first bytes of an error body, for a message.
+pub(crate) fn snippet(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(300)]);
+    let text = text.trim();
+    if text.is_empty() {
+        String::new()
+    } else {
+        format!(": {text}")
+    }
+}
+
+/// Reads a whole body, refusing more than `limit` bytes.
+pub(crate) async fn read_body(
+    mut resp: reqwest::Response,
+    limit: usize,
+    what: &str,
+) -> Result<Vec<u8>, Error> {
+    if let Some(len) = resp.content_length() {
+        if len as usize > limit {
+            return Err(too_large(what, limit));
+        }
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| Error::transport(format!("reading {what} failed: {}", chain(&e))))?
+    {
+        if body.len() + chunk.len() > limit {
+            return Err(too_large(what, limit));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// A short error body (best effort: what does not arrive soon is left out).
+pub(crate) async fn error_body(resp: reqwest::Response) -> Vec<u8> {
+    tokio::time::timeout(
+        Duration::from_secs(2),
+        read_body(resp, 64 << 10, "an error body"),
+    )
+    .await
+    .ok()
+    .and_then(Result::ok)
+    .unwrap_or_default()
+}
+
+pub(crate) fn too_large(what: &str, limit: usize) -> Error {
+    Error::transport(format!(
+        "{what} is larger than the limit of {limit} bytes (option max_message_bytes)"
+    ))
+}
+
+/// Whether a response's `Content-Type` is `mime` (parameters ignored).
+pub(crate) fn is_content_type(resp: &reqwest::Response, mime: &str) -> bool {
+    resp.headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case(mime))
+}
+
+/// A header value as the 2026-07-28 Streamable HTTP transport writes it: as is when it is plain
+/// visible ASCII without surrounding whitespace, else `=?base64?...?=` (also for a value that
+/// looks like that form itself).
+pub(crate) fn header_safe(value: &str) -> Cow<'_, str> {
+    let sentinel = value.starts_with("=?base64?") && value.ends_with("?=");
+    let plain = value
+        .bytes()
+        .all(|b| b == b'\t' || (0x20..=0x7e).contains(&b))
+        && !value.starts_with([' ', '\t'])
+        && !value.ends_with([' ', '\t'])
+        && !sentinel;
+    if plain {
+        Cow::Borrowed(value)
+    } else {
+        Cow::Owned(format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(value.as_bytes())
+        ))
+    }
+}
+
+/// What kind of JSON-RPC message is going out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// With its id, as JSON text.
+    Request(String),
+    Notification,
+    Response,
+}
+
+/// What the transport needs to know of one outgoing message.
+#[derive(Debug, Clone)]
+pub(crate) struct Outgoing {
+    pub kind: Kind,
+    pub method: Option<String>,
+    /// `params.name` (tools/call, prompts/get) or `params.uri` (resources/read).
+    pub name: Option<String>,
+    /// The modern `_meta` protocol version, when the message carries one.
+    pub version: Option<String>,
+    /// For `notifications/cancelled`: the id of the request given up, as JSON text.
+    pub cancels: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Peek<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct PeekParams<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    uri: Option<Cow<'a, str>>,
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<PeekMeta<'a>>,
+    #[serde(rename = "requestId", borrow, default)]
+    request_id: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct PeekMeta<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
+    version: Option<Cow<'a, str>>,
+}
+
+impl Outgoing {
+    /// Looks at one message the engine wrote (one line of JSON). Anything unreadable is sent
+    /// as an opaque notification: the engine only writes valid JSON-RPC.
+    pub(crate) fn peek(line: &[u8]) -> Outgoing {
+        let mut out = Outgoing {
+            kind: Kind::Notification,
+            method: None,
+            name: None,
+            version: None,
+            cancels: None,
+        };
+        let Ok(peek) = serde_json::from_slice::<Peek>(line) else {
+            return out;
+        };
+        out.kind = match (&peek.id, &peek.method) {
+            (Some(id), Some(_)) => Kind::Request(id.get().trim().to_string()),
+            (Some(_), None) => Kind::Response,
+            _ => Kind::Notification,
+        };
+        let method = peek.method.map(Cow::into_owned);
+        if let Some(params) = peek
+            .params
+            .and_then(|p| serde_json::from_str::<PeekParams>(p.get()).ok())
+        {
+            out.name = match method.as_deref() {
+                Some("tools/call" | "prompts/get") => params.name.map(Cow::into_owned),
+                Some("resources/read") => params.uri.map(Cow::into_owned),
+                _ => None,
+            };
+            out.version = params.meta.and_then(|m| m.version).map(Cow::into_owned);
+            if method.as_deref() == Some("notifications/cancelled") {
+                out.cancels = params.request_id.map(|r| r.get().trim().to_string());
+            }
+        }
+        out.method = method;
+        out
+    }
+
+    pub(crate) fn method(&self) -> &str {
+        self.method.as_deref().unwrap_or("a response")
+    }
+}
+
+/// What the transport looks at in an incoming message: is it the answer to a request of ours?
+#[derive(Deserialize)]
+struct InPeek<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(default)]
+    method: Option<serde::de::IgnoredAny>,
+}
+
+/// The id (JSON text) of a response, `None` for anything else (and for a batch).
+pub(crate) fn response_id(message: &[u8]) -> Option<String> {
+    let peek = serde_json::from_slice::<InPeek>(message).ok()?;
+    if peek.method.is_some() {
+        return None;
+    }
+    peek.id.map(|id| id.get().trim().to_string())
+}
+
+/// Whether `body` is a JSON-RPC error response (a 4xx/5xx body that speaks MCP).
+pub(crate) fn rpc_error_of(body: &[u8]) -> Option<serde_json::Value> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let err = v.get("error")?;
+    err.get("code")?.as_i64()?;
+    Some(err.clone())
+}
+
+/// A JSON-RPC error response to the request `id` (JSON text).
+pub(crate) fn error_response(id: &str, error: &serde_json::Value) -> Vec<u8> {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{error}}}"#).into_bytes()
+}
+
+type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, std::io::Error>> + Send>>;
+type EventStream = sse_stream::SseStream<sse_stream::ByteStreamBody<ByteStream, Bytes>>;
+
+/// The SSE events of one response body (parsed by `sse-stream`), each refused past the
+/// message limit: the bytes since the last event are counted as they arrive.
+pub(crate) struct Events {
+    inner: Pin<Box<EventStream>>,
+    since_event: Arc<AtomicUsize>,
+    limit: usize,
+    what: String,
+}
+
+/// One SSE event as the transports use it.
+#[derive(Debug, Default)]
+pub(crate) struct Event {
+    pub name: Option<String>,
+    pub data: String,
+    pub id: Option<String>,
+    pub retry: Option<Duration>,
+}
+
+impl Events {
+    pub(crate) fn new(resp: reqwest::Response, limit: usize, what: String) -> Events {
+        let since_event = Arc::new(AtomicUsize::new(0));
+        let counter = since_event.clone();
+        // Slack for the field names and line ends around a message of the largest size.
+        let bound = limit.saturating_add(limit / 8 + 1024);
+        let bytes: ByteStream = Box::pin(resp.bytes_stream().map(move |chunk| {
+            let chunk = chunk.map_err(|e| std::io::Error::other(chain(&e)))?;
+            let n = counter.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len();
+            if n > bound {
+                return Err(std::io::Error::other("over the message limit"));
+            }
+            Ok(chunk)
+        }));
+        Events {
+            inner: Box::pin(sse_stream::SseStream::from_bytes_stream(bytes)),
+            since_event,
+            limit,
+            what,
+        }
+    }
+
+    /// The next event; `None` at the end of the stream.
+    pub(crate) async fn next(&mut self) -> Option<Result<Event, Error>> {
+        let item = self.inner.next().await?;
+        Some(match item {
+            Ok(sse) => {
+                self.since_event.store(0, Ordering::Relaxed);
+                let data = sse.data.unwrap_or_default();
+                if data.len() > self.limit {
+                    Err(too_large(
+                        &format!("an SSE event of {}", self.what),
+                        self.limit,
+                    ))
+                } else {
+                    Ok(Event {
+                        name: sse.event,
+                        data,
+                        id: sse.id,
+                        retry: sse.retry.map(Duration::from_millis),
+                    })
+                }
+            }
+            Err(sse_stream::Error::Body(e)) if e.to_string().contains("over the message limit") => {
+                Err(too_large(
+                    &format!("an SSE event of {}", self.what),
+                    self.limit,
+                ))
+            }
+            Err(e) => Err(Error::transport(format!(
+                "the SSE stream of {} broke: {}",
+                self.what,
+                chain(&e)
+            ))),
+        })
+    }
+}
+
+/// Splits what the engine sends (one or more lines, each ending in a newline) into messages.
+pub(crate) fn lines(message: &[u8]) -> impl Iterator<Item = &[u8]> {
+    message
+        .split(|b| *b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .filter(|l| !l.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values_are_base64_when_not_plain() {
+        assert_eq!(header_safe("get_weather"), "get_weather");
+        assert_eq!(header_safe("file:///a b.txt"), "file:///a b.txt");
+        assert_eq!(
+            header_safe("Hello, 世界"),
+            "=?base64?SGVsbG8sIOS4lueVjA==?="
+        );
+        assert_eq!(header_safe(" padded "), "=?base64?IHBhZGRlZCA=?=");
+        assert_eq!(header_safe("line1\nline2"), "=?base64?bGluZTEKbGluZTI=?=");
+        assert_eq!(
+            header_safe("=?base64?literal?="),
+            "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
+        );
+    }
+
+    #[test]
+    fn outgoing_messages_are_recognized() {
+        let o = Outgoing::peek(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"echo","arguments":{"name":"not this"}}}"#);
+        assert_eq!(o.kind, Kind::Request("7".into()));
+        assert_eq!(o.name.as_deref(), Some("echo"));
+        assert_eq!(o.version.as_deref(), Some("2026-07-28"));
+        let o = Outgoing::peek(
+            br#"{"jsonrpc":"2.0","method":"resources/read","id":"a","params":{"uri":"x://y"}}"#,
+        );
+        assert_eq!(o.kind, Kind::Request("\"a\"".into()));
+        assert_eq!(o.name.as_deref(), Some("x://y"));
+        let o = Outgoing::peek(
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}"#,
+        );
+        assert_eq!(o.kind, Kind::Notification);
+        assert_eq!(o.cancels.as_deref(), Some("3"));
+        let o = Outgoing::peek(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#);
+        assert_eq!(o.kind, Kind::Response);
+        assert_eq!(
+            response_id(br#"{"jsonrpc":"2.0","id": 3 ,"result":{}}"#).as_deref(),
+            Some("3")
+        );
+        assert_eq!(
+            response_id(br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#),
+            None
+        );
+        let lines: Vec<_> = lines(b"{}\n{\"a\":1}\n").collect();
+        assert_eq!(lines.len(), 2);
+    }
+
+    #[test]
+    fn header_entries_are_checked() {
+        assert!(check_header("Authorization", "Bearer x").is_ok());
+        assert!(check_header("Bad Name", "x")
+            .unwrap_err()
+            .message
+            .contains("Bad Name"));
+        assert!(check_header("X-A", "a\nb")
+            .unwrap_err()
+            .message
+            .contains("X-A"));
+    }
+}

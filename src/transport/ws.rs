@@ -1,0 +1,184 @@
+//! WebSocket (`type: "ws"`): a custom transport no MCP revision defines, kept to JSON-RPC
+//! framing — one message per text frame — with the subprotocol `mcp` and the entry's headers on
+//! the handshake. The socket is the connection: when it closes, the connection is closed.
+
+use super::remote::{self, RemoteConfig, RemoteLimits};
+use super::{BoxFuture, Inbound, Transport};
+use crate::error::Error;
+use futures_util::stream::{SplitSink, StreamExt};
+use futures_util::SinkExt;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use tokio::net::TcpStream;
+use tokio::task::AbortHandle;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+pub struct WsTransport {
+    url: String,
+    writer: tokio::sync::Mutex<Option<SplitSink<Socket, Message>>>,
+    reader: Mutex<Option<AbortHandle>>,
+    closed: Arc<AtomicBool>,
+    limits: RemoteLimits,
+}
+
+impl WsTransport {
+    pub async fn connect(
+        config: &RemoteConfig,
+        limits: RemoteLimits,
+        sink: Weak<dyn Inbound>,
+    ) -> Result<Arc<Self>, Error> {
+        let url = config.url.clone();
+        match url.split(':').next() {
+            Some("ws" | "wss") => {}
+            _ => {
+                return Err(Error::invalid(format!(
+                    "server field `url` {url:?}: a ws server needs a ws:// or wss:// URL"
+                )))
+            }
+        }
+        let mut request = url
+            .as_str()
+            .into_client_request()
+            .map_err(|e| Error::invalid(format!("server field `url` {url:?}: {e}")))?;
+        let headers = remote::header_map(&config.headers)?;
+        request.headers_mut().extend(headers);
+        request
+            .headers_mut()
+            .insert("sec-websocket-protocol", HeaderValue::from_static("mcp"));
+        let ws_config = WebSocketConfig::default()
+            .max_message_size(Some(limits.max_message_bytes))
+            .max_frame_size(Some(limits.max_message_bytes));
+        let handshake =
+            tokio_tungstenite::connect_async_with_config(request, Some(ws_config), true);
+        let (socket, response) = match tokio::time::timeout(limits.connect_timeout, handshake).await
+        {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => {
+                return Err(Error::transport(format!(
+                    "the WebSocket handshake with {url} failed: {}",
+                    remote::chain(&e)
+                )))
+            }
+            Err(_) => {
+                return Err(Error::transport(format!(
+                    "the WebSocket handshake with {url} took longer than {} ms",
+                    limits.connect_timeout.as_millis()
+                )))
+            }
+        };
+        if let Some(p) = response.headers().get("sec-websocket-protocol") {
+            if p.as_bytes() != b"mcp" {
+                return Err(Error::transport(format!(
+                    "the WebSocket server at {url} chose the subprotocol {p:?}, not mcp"
+                )));
+            }
+        }
+        let (writer, mut read) = socket.split();
+        let closed = Arc::new(AtomicBool::new(false));
+        let reader_closed = closed.clone();
+        let limit = limits.max_message_bytes;
+        let reader_url = url.clone();
+        let reader = crate::runtime::spawn(async move {
+            let end = loop {
+                match read.next().await {
+                    Some(Ok(Message::Text(text))) => match sink.upgrade() {
+                        Some(sink) => sink.message(text.as_bytes()),
+                        None => return,
+                    },
+                    Some(Ok(Message::Binary(bytes))) => match sink.upgrade() {
+                        Some(sink) => sink.message(&bytes),
+                        None => return,
+                    },
+                    Some(Ok(Message::Close(frame))) => {
+                        break Error::closed(match frame {
+                            Some(f) => format!(
+                                "the server closed the WebSocket {reader_url} ({}: {})",
+                                u16::from(f.code),
+                                f.reason
+                            ),
+                            None => format!("the server closed the WebSocket {reader_url}"),
+                        })
+                    }
+                    Some(Ok(_)) => {} // ping/pong are answered by tungstenite
+                    Some(Err(e)) => {
+                        let text = remote::chain(&e);
+                        break if text.contains("too long") || text.contains("too big") {
+                            remote::too_large(
+                                &format!("a WebSocket message from {reader_url}"),
+                                limit,
+                            )
+                        } else {
+                            Error::transport(format!("the WebSocket {reader_url} failed: {text}"))
+                        };
+                    }
+                    None => break Error::closed(format!("the WebSocket {reader_url} ended")),
+                }
+            };
+            if !reader_closed.load(Ordering::SeqCst) {
+                if let Some(sink) = sink.upgrade() {
+                    sink.closed(end);
+                }
+            }
+        });
+        Ok(Arc::new(WsTransport {
+            url,
+            writer: tokio::sync::Mutex::new(Some(writer)),
+            reader: Mutex::new(Some(reader.abort_handle())),
+            closed,
+            limits,
+        }))
+    }
+}
+
+impl Transport for WsTransport {
+    fn send(self: Arc<Self>, message: Vec<u8>) -> BoxFuture<'static, Result<(), Error>> {
+        Box::pin(async move {
+            let mut writer = self.writer.lock().await;
+            let Some(w) = writer.as_mut() else {
+                return Err(Error::closed("the connection is closed"));
+            };
+            for line in remote::lines(&message) {
+                let text = String::from_utf8(line.to_vec())
+                    .map_err(|_| Error::invalid("a message to send is not UTF-8"))?;
+                w.send(Message::text(text)).await.map_err(|e| {
+                    Error::transport(format!(
+                        "sending on the WebSocket {} failed: {}",
+                        self.url,
+                        remote::chain(&e)
+                    ))
+                })?;
+            }
+            Ok(())
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.closed.store(true, Ordering::SeqCst);
+            let grace = self.limits.shutdown_grace;
+            if let Ok(mut writer) = tokio::time::timeout(grace, self.writer.lock()).await {
+                if let Some(mut w) = writer.take() {
+                    let _ = tokio::time::timeout(grace, w.close()).await;
+                }
+            }
+            if let Some(reader) = self.reader.lock().take() {
+                reader.abort();
+            }
+        })
+    }
+}
+
+impl Drop for WsTransport {
+    fn drop(&mut self) {
+        if let Some(reader) = self.reader.get_mut().take() {
+            reader.abort();
+        }
+    }
+}

@@ -1,0 +1,455 @@
+//! The remote transports through the engine's Rust API: server-everything in `streamableHttp`
+//! and `sse` modes, the Python SDK 2.3 server of the 2026-07-28 era over Streamable HTTP, and
+//! the project's HTTP fault server for what no real server does on demand. Each server runs on a
+//! free port of its own and is killed when its test ends.
+
+#[path = "support/peers.rs"]
+mod peers;
+
+use mcplug::client::events::Pulled;
+use mcplug::runtime::block_on;
+use mcplug::{CallOptions, Client, ConnectOptions, ErrorKind, ServerSpec};
+use peers::{everything, everything_ws, fault_http, free_port, modern_http, Peer};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn connect(server: Value, options: Value) -> mcplug::Result<(Client, Value)> {
+    let spec = ServerSpec::parse(&server)?;
+    block_on(Client::connect(
+        &spec,
+        ConnectOptions::parse(Some(&options)).unwrap(),
+        None,
+    ))
+}
+
+fn opts(v: Value) -> CallOptions {
+    CallOptions::parse(Some(&v)).unwrap()
+}
+
+fn call(c: &Client, name: &str, args: Value, options: Value) -> mcplug::Result<Value> {
+    let args = serde_json::value::to_raw_value(&args).unwrap();
+    block_on(c.call_tool(name, Some(&args), &opts(options))).map(|r| r.value())
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn tool_names(c: &Client) -> Vec<String> {
+    let tools = block_on(c.list_tools(&opts(json!({})))).unwrap().value();
+    tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Everything the spine showed over stdio, on one connection: tools, echo, progress, a
+/// sampling request answered by the host, close.
+fn exercise_everything(server: Value) {
+    let (c, info) = connect(
+        server,
+        json!({"capabilities": {"sampling": {}}, "connect_timeout_ms": 10000}),
+    )
+    .unwrap();
+    assert_eq!(info["era"], "legacy", "{info}");
+    assert!(
+        info["server_info"]["name"]
+            .as_str()
+            .unwrap()
+            .contains("everything"),
+        "{info}"
+    );
+    let names = tool_names(&c);
+    assert!(names.len() >= 12, "{names:?}");
+    for t in [
+        "echo",
+        "get-sum",
+        "trigger-long-running-operation",
+        "trigger-sampling-request",
+    ] {
+        assert!(names.iter().any(|n| n == t), "{t} missing from {names:?}");
+    }
+    assert_eq!(
+        text_of(&call(&c, "echo", json!({"message": "over the wire"}), json!({})).unwrap()),
+        "Echo: over the wire"
+    );
+    let c = Arc::new(c);
+
+    // Progress: the notifications arrive as events before the answer.
+    let r = call(
+        &c,
+        "trigger-long-running-operation",
+        json!({"duration": 1, "steps": 3}),
+        json!({"progress": true, "tag": "lro"}),
+    )
+    .unwrap();
+    assert!(text_of(&r).contains("completed"), "{r}");
+    let mut progress = 0;
+    while let Pulled::Event(e) = c.next_event(Some(Duration::from_millis(200))) {
+        let e: Value = serde_json::from_str(&e).unwrap();
+        if e["method"] == "notifications/progress" {
+            assert_eq!(e["tag"], "lro");
+            progress += 1;
+        }
+    }
+    assert!(progress >= 2, "{progress} progress events");
+
+    // Sampling: the server asks the host in the middle of a tool call.
+    let host = {
+        let c = c.clone();
+        std::thread::spawn(move || loop {
+            match c.next_event(Some(Duration::from_secs(10))) {
+                Pulled::Event(e) => {
+                    let e: Value = serde_json::from_str(&e).unwrap();
+                    if e["type"] == "request" {
+                        assert_eq!(e["method"], "sampling/createMessage");
+                        let answer = json!({"id": e["id"], "result": {"role": "assistant", "model": "host-model", "content": {"type": "text", "text": "from the host"}}});
+                        block_on(c.respond(&answer)).unwrap();
+                        return;
+                    }
+                }
+                _ => panic!("no sampling request"),
+            }
+        })
+    };
+    let r = call(
+        &c,
+        "trigger-sampling-request",
+        json!({"prompt": "hello", "maxTokens": 10}),
+        json!({"timeout_ms": 10000}),
+    )
+    .unwrap();
+    host.join().unwrap();
+    assert!(r.to_string().contains("from the host"), "{r}");
+    block_on(c.close());
+    assert_eq!(
+        call(&c, "echo", json!({"message": "x"}), json!({}))
+            .unwrap_err()
+            .kind,
+        ErrorKind::Closed
+    );
+}
+
+#[test]
+fn everything_over_streamable_http() {
+    let peer = everything("streamableHttp");
+    exercise_everything(
+        json!({"type": "http", "url": format!("http://127.0.0.1:{}/mcp", peer.port)}),
+    );
+}
+
+#[test]
+fn the_get_stream_carries_what_the_server_sends_on_its_own() {
+    let peer = everything("streamableHttp");
+    let (c, _) = connect(
+        json!({"type": "http", "url": format!("http://127.0.0.1:{}/mcp", peer.port)}),
+        json!({}),
+    )
+    .unwrap();
+    let uri = "demo://resource/static/document/architecture.md";
+    block_on(c.request(
+        "resources/subscribe",
+        Some(json!({"uri": uri})),
+        &opts(json!({})),
+    ))
+    .unwrap();
+    call(&c, "toggle-subscriber-updates", json!({}), json!({})).unwrap();
+    // server-everything sends an update at once, then every 5 s, long after the toggle's own
+    // stream ended: the second can only come on the GET stream.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut updates = 0;
+    while updates < 2 && Instant::now() < deadline {
+        if let Pulled::Event(e) = c.next_event(Some(Duration::from_millis(500))) {
+            let e: Value = serde_json::from_str(&e).unwrap();
+            if e["method"] == "notifications/resources/updated" && e["params"]["uri"] == uri {
+                updates += 1;
+            }
+        }
+    }
+    assert_eq!(
+        updates, 2,
+        "two notifications/resources/updated within 15 s"
+    );
+    block_on(c.close());
+}
+
+#[test]
+fn everything_over_sse() {
+    let peer = everything("sse");
+    exercise_everything(
+        json!({"type": "sse", "url": format!("http://127.0.0.1:{}/sse", peer.port)}),
+    );
+}
+
+#[test]
+fn everything_over_websocket() {
+    let peer = everything_ws();
+    let url = format!("ws://127.0.0.1:{}/", peer.port);
+    exercise_everything(json!({"type": "ws", "url": url}));
+    // The entry's headers ride the handshake (the bridge hands X-Test to the server's env).
+    let (c, _) = connect(
+        json!({"type": "ws-ide", "url": url, "headers": {"X-Test": "on the handshake"}}),
+        json!({}),
+    )
+    .unwrap();
+    let env = call(&c, "get-env", json!({}), json!({})).unwrap();
+    assert!(env.to_string().contains("on the handshake"), "{env}");
+    // Refused, and a server that is not there: clear errors.
+    let closed = format!("ws://127.0.0.1:{}/", free_port());
+    let e = connect(json!({"type": "ws", "url": closed}), json!({}))
+        .err()
+        .unwrap();
+    assert_eq!(e.kind, ErrorKind::Transport, "{e:?}");
+    assert!(e.message.contains(&closed), "{e:?}");
+    block_on(c.close());
+}
+
+#[test]
+fn an_http_entry_falls_back_to_sse_when_the_server_only_speaks_that() {
+    let peer = everything("sse");
+    let (c, info) = connect(
+        json!({"type": "http", "url": format!("http://127.0.0.1:{}/sse", peer.port)}),
+        json!({}),
+    )
+    .unwrap();
+    assert_eq!(info["era"], "legacy");
+    assert_eq!(
+        text_of(&call(&c, "echo", json!({"message": "fell back"}), json!({})).unwrap()),
+        "Echo: fell back"
+    );
+    block_on(c.close());
+}
+
+#[test]
+fn the_modern_era_over_streamable_http() {
+    for extra in [&[][..], &["--json"][..]] {
+        let peer = modern_http(extra);
+        let url = format!("http://127.0.0.1:{}/mcp", peer.port);
+        let (c, info) = connect(
+            json!({"type": "http", "url": url}),
+            json!({"capabilities": {"elicitation": {"form": {}}}}),
+        )
+        .unwrap();
+        assert_eq!(info["era"], "modern", "{info}");
+        assert_eq!(info["protocol_version"], "2026-07-28");
+        let names = tool_names(&c);
+        assert!(names.iter().any(|n| n == "echo"), "{names:?}");
+        assert_eq!(
+            text_of(&call(&c, "echo", json!({"message": "modern"}), json!({})).unwrap()),
+            "Echo: modern"
+        );
+        // A name that is not header-safe goes as =?base64?...?= and still reaches the tool.
+        let e = call(&c, "échø", json!({}), json!({})).unwrap();
+        assert_eq!(e["isError"], true, "{e}");
+        // A server request, modern style: an InputRequiredResult round answered by the host.
+        let c = Arc::new(c);
+        let host = {
+            let c = c.clone();
+            std::thread::spawn(move || loop {
+                match c.next_event(Some(Duration::from_secs(10))) {
+                    Pulled::Event(e) => {
+                        let e: Value = serde_json::from_str(&e).unwrap();
+                        if e["type"] == "request" {
+                            assert_eq!(e["method"], "elicitation/create");
+                            let answer = json!({"id": e["id"], "result": {"action": "accept", "content": {"name": "Ada"}}});
+                            block_on(c.respond(&answer)).unwrap();
+                            return;
+                        }
+                    }
+                    _ => panic!("no elicitation"),
+                }
+            })
+        };
+        let r = call(&c, "greet", json!({}), json!({"timeout_ms": 10000})).unwrap();
+        host.join().unwrap();
+        assert_eq!(text_of(&r), "Hello, Ada!");
+        block_on(c.close());
+    }
+}
+
+fn fault_url(peer: &Peer, path: &str) -> String {
+    format!("http://127.0.0.1:{}{path}", peer.port)
+}
+
+fn stats(c: &Client) -> Value {
+    serde_json::from_str(&text_of(&call(c, "stats", json!({}), json!({})).unwrap())).unwrap()
+}
+
+#[test]
+fn sessions_headers_and_the_delete_on_close() {
+    let peer = fault_http();
+    let (c, info) = connect(
+        json!({"type": "streamable-http", "url": fault_url(&peer, "/mcp"), "headers": {"X-Test": "yes"}}),
+        json!({}),
+    )
+    .unwrap();
+    assert_eq!(info["protocol_version"], "2025-11-25");
+    assert_eq!(
+        text_of(&call(&c, "echo", json!({"message": "a"}), json!({})).unwrap()),
+        "Echo: a"
+    );
+    let s = stats(&c);
+    assert_eq!(s["initializes"], 1, "{s}");
+    let h = &s["headers"];
+    assert_eq!(h["X-Test"], "yes", "{s}");
+    assert_eq!(h["MCP-Protocol-Version"], "2025-11-25", "{s}");
+    assert!(
+        h["Mcp-Session-Id"].as_str().is_some_and(|v| v.len() == 32),
+        "{s}"
+    );
+    assert_eq!(h["Accept"], "application/json, text/event-stream");
+    // Legacy requests carry no modern headers.
+    assert!(h.get("Mcp-Method").is_none(), "{s}");
+    block_on(c.close());
+    let (c, _) = connect(
+        json!({"type": "http", "url": fault_url(&peer, "/mcp")}),
+        json!({}),
+    )
+    .unwrap();
+    assert_eq!(
+        stats(&c)["deletes"],
+        1,
+        "the first session was DELETEd on close"
+    );
+    block_on(c.close());
+}
+
+#[test]
+fn a_lost_session_is_renewed_and_the_call_succeeds() {
+    let peer = fault_http();
+    let (c, _) = connect(
+        json!({"type": "http", "url": fault_url(&peer, "/mcp")}),
+        json!({}),
+    )
+    .unwrap();
+    assert_eq!(
+        text_of(&call(&c, "restart", json!({}), json!({})).unwrap()),
+        "restarted"
+    );
+    // The server no longer knows the session: 404, a new initialize, the same call again.
+    assert_eq!(
+        text_of(&call(&c, "echo", json!({"message": "again"}), json!({})).unwrap()),
+        "Echo: again"
+    );
+    let s = stats(&c);
+    assert_eq!(s["initializes"], 2, "{s}");
+    block_on(c.close());
+}
+
+#[test]
+fn a_cut_stream_is_resumed_with_last_event_id() {
+    let peer = fault_http();
+    let (c, _) = connect(
+        json!({"type": "http", "url": fault_url(&peer, "/mcp")}),
+        json!({}),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let r = call(
+        &c,
+        "cut_echo",
+        json!({"message": "resumed"}),
+        json!({"timeout_ms": 5000}),
+    )
+    .unwrap();
+    assert_eq!(text_of(&r), "Echo: resumed");
+    assert!(
+        started.elapsed() >= Duration::from_millis(100),
+        "the server's retry was honoured"
+    );
+    assert_eq!(stats(&c)["resumes"], 1);
+    // Without event ids there is nothing to resume from: a clear error, at once.
+    let started = Instant::now();
+    let e = call(&c, "cut_noid", json!({}), json!({"timeout_ms": 5000})).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Transport, "{e:?}");
+    assert!(
+        e.message.contains("ended before the answer") && e.message.contains("event ids"),
+        "{e:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // The connection is still good.
+    assert_eq!(
+        text_of(&call(&c, "echo", json!({"message": "b"}), json!({})).unwrap()),
+        "Echo: b"
+    );
+    block_on(c.close());
+}
+
+#[test]
+fn http_errors_refusals_slowness_and_size_are_clear_errors() {
+    let peer = fault_http();
+    // HTTP 500 on everything: connect fails naming the status and the URL.
+    let url = fault_url(&peer, "/always500");
+    let e = connect(json!({"type": "http", "url": url}), json!({}))
+        .err()
+        .unwrap();
+    assert_eq!(e.kind, ErrorKind::Transport, "{e:?}");
+    assert!(
+        e.message.contains("500") && e.message.contains(&url),
+        "{e:?}"
+    );
+
+    // Connection refused: a clear error, quickly.
+    let closed = format!("http://127.0.0.1:{}/mcp", free_port());
+    let started = Instant::now();
+    let e = connect(json!({"type": "http", "url": closed}), json!({}))
+        .err()
+        .unwrap();
+    assert_eq!(e.kind, ErrorKind::Transport, "{e:?}");
+    assert!(
+        e.message.contains(&closed) && e.message.to_lowercase().contains("refused"),
+        "{e:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let e = connect(json!({"type": "sse", "url": closed}), json!({}))
+        .err()
+        .unwrap();
+    assert_eq!(e.kind, ErrorKind::Transport, "{e:?}");
+
+    let (c, _) = connect(
+        json!({"type": "http", "url": fault_url(&peer, "/mcp")}),
+        json!({"max_message_bytes": 100000}),
+    )
+    .unwrap();
+    // A tool whose POST answers 500: that call fails, the connection stays.
+    let e = call(&c, "fail500", json!({}), json!({})).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Transport, "{e:?}");
+    assert!(
+        e.message.contains("500") && e.message.contains("tool exploded"),
+        "{e:?}"
+    );
+    // Slower than the timeout; an endless stream of keep-alives: timeouts, on time.
+    for tool in ["slow", "endless"] {
+        let started = Instant::now();
+        let e = call(&c, tool, json!({"ms": 5000}), json!({"timeout_ms": 300})).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Timeout, "{tool}: {e:?}");
+        assert!(started.elapsed() < Duration::from_secs(2), "{tool}");
+    }
+    // Too big, as JSON and as an SSE event.
+    for tool in ["big", "big_sse"] {
+        let e = call(
+            &c,
+            tool,
+            json!({"bytes": 300000}),
+            json!({"timeout_ms": 5000}),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Transport, "{tool}: {e:?}");
+        assert!(e.message.contains("max_message_bytes"), "{tool}: {e:?}");
+    }
+    assert_eq!(
+        text_of(&call(&c, "big", json!({"bytes": 1000}), json!({})).unwrap()).len(),
+        1000
+    );
+    assert_eq!(
+        text_of(&call(&c, "echo", json!({"message": "ok"}), json!({})).unwrap()),
+        "Echo: ok"
+    );
+    block_on(c.close());
+}

@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""A Streamable HTTP MCP server (legacy era, 2025-11-25, with sessions) that injects the faults
+no real server produces on demand, for mcplug's remote transport tests. A test fixture only:
+features are proven against server-everything and the Python SDK; this one breaks things.
+
+    python3 tests/servers/http_fault_server.py <port>
+
+Prints "listening <port>" once it accepts connections. Endpoints:
+  POST /mcp         the MCP endpoint (sessions via Mcp-Session-Id; unknown session => 404)
+  GET  /mcp         405, or with Last-Event-ID the rest of a cut stream
+  DELETE /mcp       ends the session (202), counted
+  POST /always500   HTTP 500 to everything
+Tools (tools/call):
+  echo {message}          SSE answer with event ids: "Echo: <message>"
+  cut_echo {message}      SSE: a priming event (id, retry: 100), a progress notification (id),
+                          then the connection is cut before the answer; a GET with
+                          Last-Event-ID gets the answer
+  cut_noid {}             SSE cut before the answer, no event ids (cannot be resumed)
+  slow {ms}               answers (JSON) after ms milliseconds
+  endless {}              an SSE stream of keep-alive comments that never answers
+  big {bytes}             a JSON answer with a text of that many bytes
+  big_sse {bytes}         the same as one SSE event
+  fail500 {}              HTTP 500 with a text body
+  restart {}              forgets every session (as a restarted server would), then answers
+  stats {}                {"initializes", "deletes", "resumes", "sessions", "headers": {...}}
+                          (headers: the last request's MCP headers and X-Test)
+"""
+import json
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+PORT = int(sys.argv[1])
+lock = threading.Lock()
+sessions = set()
+stats = {"initializes": 0, "deletes": 0, "resumes": 0}
+last_headers = {}
+# Answers waiting for a resuming GET, by the last event id the client saw.
+parked = {}
+
+TOOLS = [
+    {"name": n, "inputSchema": {"type": "object"}}
+    for n in ["echo", "cut_echo", "cut_noid", "slow", "endless", "big", "big_sse", "fail500", "restart", "stats"]
+]
+
+
+def result(rid, value):
+    return {"jsonrpc": "2.0", "id": rid, "result": value}
+
+
+def text(rid, t):
+    return result(rid, {"content": [{"type": "text", "text": t}]})
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def json_reply(self, status, body, headers=None):
+        data = json.dumps(body).encode() if body is not None else b""
+        self.send_response(status)
+        if body is not None:
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def plain(self, status, text_body):
+        data = text_body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def sse_start(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+
+    def sse(self, data, eid=None, retry=None):
+        out = ""
+        if eid is not None:
+            out += f"id: {eid}\n"
+        if retry is not None:
+            out += f"retry: {retry}\n"
+        out += "data: " + (json.dumps(data) if data is not None else "") + "\n\n"
+        self.wfile.write(out.encode())
+        self.wfile.flush()
+
+    def do_DELETE(self):
+        sid = self.headers.get("Mcp-Session-Id")
+        with lock:
+            known = sid in sessions
+            sessions.discard(sid)
+            if known:
+                stats["deletes"] += 1
+        self.json_reply(202 if known else 404, None)
+
+    def do_GET(self):
+        last = self.headers.get("Last-Event-ID")
+        if last is None or self.path != "/mcp":
+            self.json_reply(405, None)
+            return
+        with lock:
+            answer = parked.pop(last, None)
+            if answer is not None:
+                stats["resumes"] += 1
+        if answer is None:
+            self.json_reply(404, None)
+            return
+        self.sse_start()
+        self.sse(answer, eid=last + "-r")
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        if self.path == "/always500":
+            self.plain(500, "boom: this server always fails")
+            return
+        if self.path != "/mcp":
+            self.plain(404, "not here")
+            return
+        msg = json.loads(body)
+        with lock:
+            last_headers.clear()
+            for k in ["Mcp-Session-Id", "MCP-Protocol-Version", "Mcp-Method", "Mcp-Name", "X-Test", "Accept"]:
+                if self.headers.get(k) is not None:
+                    last_headers[k] = self.headers.get(k)
+        method = msg.get("method")
+        rid = msg.get("id")
+        if method == "initialize":
+            sid = uuid.uuid4().hex
+            with lock:
+                sessions.add(sid)
+                stats["initializes"] += 1
+            asked = msg["params"].get("protocolVersion")
+            version = asked if asked in ("2025-11-25", "2025-06-18", "2025-03-26") else "2025-11-25"
+            self.json_reply(200, result(rid, {
+                "protocolVersion": version,
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "http-fault-server", "version": "1"},
+            }), {"Mcp-Session-Id": sid})
+            return
+        sid = self.headers.get("Mcp-Session-Id")
+        with lock:
+            known = sid in sessions
+        if sid is None:
+            self.json_reply(400, {"jsonrpc": "2.0", "id": None,
+                                  "error": {"code": -32000, "message": "Bad Request: no session"}})
+            return
+        if not known:
+            self.json_reply(404, {"jsonrpc": "2.0", "id": None,
+                                  "error": {"code": -32001, "message": "Session not found"}})
+            return
+        if rid is None or method is None:
+            self.json_reply(202, None)  # a notification or a response
+            return
+        if method == "tools/list":
+            self.json_reply(200, result(rid, {"tools": TOOLS}))
+            return
+        if method != "tools/call":
+            self.json_reply(200, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no " + method}})
+            return
+        name = msg["params"]["name"]
+        args = msg["params"].get("arguments") or {}
+        token = (msg["params"].get("_meta") or {}).get("progressToken")
+        if name == "echo":
+            self.sse_start()
+            self.sse(None, eid="e1")
+            self.sse(text(rid, "Echo: " + args.get("message", "")), eid="e2")
+        elif name == "cut_echo":
+            eid = uuid.uuid4().hex
+            with lock:
+                parked[eid + "-2"] = text(rid, "Echo: " + args.get("message", ""))
+            self.sse_start()
+            self.sse(None, eid=eid + "-1", retry=100)
+            self.sse({"jsonrpc": "2.0", "method": "notifications/progress",
+                      "params": {"progressToken": token if token is not None else 0, "progress": 1}}, eid=eid + "-2")
+            # Cut: the answer never comes on this stream.
+        elif name == "cut_noid":
+            self.sse_start()
+            self.sse({"jsonrpc": "2.0", "method": "notifications/message",
+                      "params": {"level": "info", "data": "about to cut"}})
+        elif name == "slow":
+            time.sleep(args.get("ms", 1000) / 1000)
+            self.json_reply(200, text(rid, "slow done"))
+        elif name == "endless":
+            self.sse_start()
+            try:
+                while True:
+                    self.wfile.write(b": keep-alive\n\n")
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            except OSError:
+                pass
+        elif name == "big":
+            self.json_reply(200, text(rid, "x" * int(args.get("bytes", 1000))))
+        elif name == "big_sse":
+            self.sse_start()
+            try:
+                self.sse(text(rid, "x" * int(args.get("bytes", 1000))))
+            except OSError:
+                pass
+        elif name == "fail500":
+            self.plain(500, "tool exploded")
+        elif name == "restart":
+            with lock:
+                sessions.clear()
+            self.json_reply(200, text(rid, "restarted"))
+        elif name == "stats":
+            with lock:
+                s = dict(stats, sessions=len(sessions), headers=dict(last_headers))
+            self.json_reply(200, text(rid, json.dumps(s)))
+        else:
+            self.json_reply(200, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "no tool " + name}})
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+httpd = Server(("127.0.0.1", PORT), Handler)
+print(f"listening {PORT}", flush=True)
+httpd.serve_forever()

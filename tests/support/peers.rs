@@ -1,0 +1,120 @@
+//! Test servers on ports of their own (server-everything in its HTTP modes, the Python SDK
+//! server over Streamable HTTP, the HTTP fault server), each killed when dropped. Shared by
+//! tests/remote.rs and tests/c_abi.rs.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A server process on a port of its own, killed on drop.
+pub struct Peer {
+    child: Child,
+    pub port: u16,
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until the port accepts connections (or the process died).
+fn wait_port(peer: &mut Peer) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if std::net::TcpStream::connect(("127.0.0.1", peer.port)).is_ok() {
+            return;
+        }
+        if let Some(status) = peer.child.try_wait().unwrap() {
+            panic!("the test server exited before listening: {status}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!(
+        "the test server did not listen on {} within 30 s",
+        peer.port
+    );
+}
+
+pub fn everything(mode: &str) -> Peer {
+    let js =
+        repo().join(".deps/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        js.exists(),
+        "run tests/install-deps.sh first ({js:?} is missing)"
+    );
+    let port = free_port();
+    let child = Command::new("node")
+        .arg(js)
+        .arg(mode)
+        .env("PORT", port.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut peer = Peer { child, port };
+    wait_port(&mut peer);
+    peer
+}
+
+fn python_server(python: PathBuf, script: &str, extra: &[&str]) -> Peer {
+    let port = free_port();
+    let mut child = Command::new(python)
+        .arg(repo().join("tests/servers").join(script))
+        .arg(port.to_string())
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("listening"), "{script} said {line:?}");
+    let mut peer = Peer { child, port };
+    wait_port(&mut peer);
+    peer
+}
+
+pub fn modern_http(extra: &[&str]) -> Peer {
+    let python = repo().join(".deps/venv/bin/python");
+    assert!(python.exists(), "run tests/install-deps.sh first");
+    python_server(python, "modern_http_server.py", extra)
+}
+
+pub fn fault_http() -> Peer {
+    python_server("python3".into(), "http_fault_server.py", &[])
+}
+
+/// tests/servers/ws_bridge.py in front of server-everything over stdio.
+pub fn everything_ws() -> Peer {
+    let js =
+        repo().join(".deps/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        js.exists(),
+        "run tests/install-deps.sh first ({js:?} is missing)"
+    );
+    python_server(
+        "python3".into(),
+        "ws_bridge.py",
+        &["node", js.to_str().unwrap(), "stdio"],
+    )
+}
