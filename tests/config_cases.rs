@@ -21,7 +21,8 @@ fn cases() -> Vec<(PathBuf, Value)> {
         .into_iter()
         .map(|p| {
             let text = std::fs::read_to_string(&p).unwrap();
-            let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let v: Value =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
             (p, v)
         })
         .collect()
@@ -41,7 +42,9 @@ fn corpus() {
                 Ok(v) => failures.push(format!("{name}: expected an error, got {v}")),
                 Err(e) => {
                     let kind_ok = e.kind.as_str() == want["kind"].as_str().unwrap();
-                    let msg_ok = e.message.contains(want["message_contains"].as_str().unwrap());
+                    let msg_ok = e
+                        .message
+                        .contains(want["message_contains"].as_str().unwrap());
                     if !kind_ok || !msg_ok {
                         failures.push(format!("{name}: expected {want}, got {e}"));
                     }
@@ -68,8 +71,15 @@ fn corpus() {
                 std::fs::write(&path, serde_json::to_string_pretty(&case).unwrap() + "\n").unwrap();
                 println!("blessed {name}");
             }
-            None => failures.push(format!("{name}: no `expected` (bless with MCPLUG_BLESS=1, then review)")),
+            None => failures.push(format!(
+                "{name}: no `expected` (bless with MCPLUG_BLESS=1, then review)"
+            )),
         }
     }
-    assert!(failures.is_empty(), "{} case(s) failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -230,7 +230,10 @@ pub fn run(inputs: &Inputs) -> Value {
                     ws.scope,
                     ws.label()
                 ),
-                json!({"by": {"scope": ws.scope, "file": ws.file}}),
+                match &ws.file {
+                    Some(f) => json!({"by": {"scope": ws.scope, "file": f}}),
+                    None => json!({"by": {"scope": ws.scope}}),
+                },
             );
             continue;
         }
@@ -387,15 +390,12 @@ fn servers_of<'a>(src: &'a Source, out: &mut Out) -> Option<&'a Map<String, Valu
 }
 
 fn file_error(src: &Source, out: &mut Out, at: &JsonPath, message: String) {
-    let (line, column) = src
-        .text
-        .as_deref()
-        .and_then(|t| locate(t, at))
-        .map_or((Value::Null, Value::Null), |(l, c)| (json!(l), json!(c)));
-    out.errors.push(
-        json!({"scope": src.scope, "file": src.label(), "line": line,
-                           "column": column, "message": message}),
-    );
+    let mut e = json!({"scope": src.scope, "file": src.label(), "message": message});
+    if let Some((line, column)) = src.text.as_deref().and_then(|t| locate(t, at)) {
+        e["line"] = json!(line);
+        e["column"] = json!(column);
+    }
+    out.errors.push(e);
 }
 
 fn syntax_of(format: Format) -> Syntax {

@@ -83,9 +83,11 @@ pub fn parse_list(v: &Value, list: &str, file: Option<&str>) -> Result<Vec<Polic
                             .collect(),
                     )
                 }
-                other => return Err(format!(
+                other => {
+                    return Err(format!(
                     "{origin}: `serverCommand` must be a non-empty array of strings (got {other})"
-                )),
+                ))
+                }
             },
             _ => match &obj["serverUrl"] {
                 Value::String(s) if !s.is_empty() => Rule::Url(s.clone()),
