@@ -101,7 +101,8 @@ pub fn parse(file: &str, text: &str, comments: bool) -> Result<(Value, String), 
         Err(e) => Err(ParseError {
             file: file.to_string(),
             line: e.line(),
-            column: e.column(),
+            // serde_json says column 0 for an end of input right after a newline.
+            column: e.column().max(1),
             message: format!("not valid JSON: {}", strip_position(&e.to_string())),
         }),
     }
