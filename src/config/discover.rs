@@ -461,11 +461,10 @@ pub fn discover(options: &Value) -> Result<Value, Error> {
                 );
                 fold_settings(&mut settings, &v, Some(&path.display().to_string()), trust)?;
             }
+            // settings.local.json is also a server source: its error is reported once, there.
+            Some(Err(_)) if path == settings_local => {}
             Some(Err(e)) => {
-                // settings.local.json is also a server source: its error is reported once.
-                if path != settings_local {
-                    settings_errors.push(json!({"scope": scope, "file": e.file, "line": e.line, "column": e.column, "message": e.message}));
-                }
+                settings_errors.push(json!({"scope": scope, "file": e.file, "line": e.line, "column": e.column, "message": e.message}));
             }
         }
     }
