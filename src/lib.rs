@@ -1,6 +1,7 @@
 //! mcplug: an MCP (Model Context Protocol) client for any program, behind a small C ABI.
 //!
 //! Layers, top to bottom (data flows one way):
+//! - [`config`]: MCP server configuration (Claude Code's scopes, policy, other hosts' files);
 //! - [`ffi`]: the C ABI — translation only (pointers, strings, status codes, panic boundary);
 //! - [`client`]: one server — era negotiation, requests, timeouts, cancellation, events;
 //! - [`protocol`]: JSON-RPC framing, the pending-request table, era rules;
@@ -8,6 +9,7 @@
 //! - [`runtime`]: the one private tokio runtime.
 
 pub mod client;
+pub mod config;
 pub mod error;
 pub mod ffi;
 pub mod protocol;

@@ -474,3 +474,66 @@ export declare function cancel(tag: string): boolean;
 export declare function version(): string;
 /** The loaded library's ABI version (equals ABI_VERSION). */
 export declare function abiVersion(): number;
+
+// ---------------------------------------------------------------------------------------------
+// Configuration (synchronous)
+
+export type ConfigScope = 'enterprise' | 'dynamic' | 'local' | 'project' | 'user' | 'plugin' | 'claudeai' | ConfigHost;
+export type ConfigHost = 'vscode' | 'cursor' | 'windsurf' | 'claude_desktop' | 'zed';
+export type ExclusionReason =
+  | 'shadowed' | 'duplicate' | 'denied' | 'not_allowed' | 'pending_approval' | 'rejected' | 'enterprise_exclusive' | 'invalid';
+
+export interface ConfigSettings {
+  allowedMcpServers?: Array<{ serverName: string } | { serverCommand: string[] } | { serverUrl: string }>;
+  deniedMcpServers?: Array<{ serverName: string } | { serverCommand: string[] } | { serverUrl: string }>;
+  enabledMcpjsonServers?: string[];
+  disabledMcpjsonServers?: string[];
+  enableAllProjectMcpServers?: boolean;
+}
+
+/** A file's content (`{mcpServers: {...}}`) or its text. */
+export type ConfigSource = { mcpServers?: { [name: string]: JsonObject }; [key: string]: unknown } | string;
+
+export interface ConfigSources {
+  enterprise?: ConfigSource; dynamic?: ConfigSource; local?: ConfigSource; project?: ConfigSource;
+  user?: ConfigSource; plugin?: ConfigSource; claudeai?: ConfigSource;
+  settings?: ConfigSettings;
+  /** Variables for `${VAR}` expansion; absent: the process environment. */
+  env?: { [name: string]: string };
+}
+
+export interface MergedServer { scope: ConfigScope; signature: string | null; config: JsonObject; file?: string }
+export interface ExcludedServer {
+  name: string; scope: ConfigScope; reason: ExclusionReason; detail: string; file?: string;
+  by?: { scope: ConfigScope; file?: string }; duplicate_of?: string; signature?: string;
+  path?: string; line?: number; column?: number;
+}
+export interface ConfigFileError { scope: ConfigScope; file: string; line?: number; column?: number; message: string }
+export interface MergeResult {
+  servers: { [name: string]: MergedServer };
+  excluded: ExcludedServer[];
+  warnings: string[];
+  errors: ConfigFileError[];
+}
+export interface DiscoverOptions {
+  home?: string; cwd?: string; managed_dir?: string; hosts?: ConfigHost[];
+  env?: { [name: string]: string }; settings?: ConfigSettings;
+  dynamic?: JsonObject; plugin?: JsonObject; claudeai?: JsonObject;
+}
+export interface DiscoverResult extends MergeResult {
+  files: Array<{ file: string; scope: ConfigScope; role: 'servers' | 'settings' }>;
+}
+
+/** Merges explicitly given sources the way Claude Code does. Throws McpError (invalid_argument, config). */
+export declare function mergeConfig(sources: ConfigSources): MergeResult;
+/** Reads and merges the configuration on disk (Claude Code's files, and other hosts' on request). */
+export declare function discoverConfig(options?: DiscoverOptions): DiscoverResult;
+/** Adds a server to a scope's file, keeping the rest of the file. */
+export declare function addConfigServer(
+  scope: 'user' | 'local' | 'project', name: string, config: JsonObject,
+  options?: { home?: string; cwd?: string; replace?: boolean },
+): { file: string; scope: string; name: string; created: boolean; replaced: boolean };
+/** Removes a server from a scope's file (McpError kind `not_found` if absent). */
+export declare function removeConfigServer(
+  scope: 'user' | 'local' | 'project', name: string, options?: { home?: string; cwd?: string },
+): { file: string; scope: string; name: string; removed: JsonObject };

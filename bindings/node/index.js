@@ -207,6 +207,10 @@ const native = {
   set_log_level: lib.func('mcplug_client_set_log_level', 'int', [ClientHandle, 'str', OutString]),
   client_close: lib.func('mcplug_client_close', 'int', [ClientHandle, OutString]),
   client_free: lib.func('mcplug_client_free', 'void', [ClientHandle]),
+  config_merge: lib.func('mcplug_config_merge', 'int', ['str', OutString]),
+  config_discover: lib.func('mcplug_config_discover', 'int', ['str', OutString]),
+  config_add_server: lib.func('mcplug_config_add_server', 'int', ['str', OutString]),
+  config_remove_server: lib.func('mcplug_config_remove_server', 'int', ['str', OutString]),
 };
 
 /** Runs a native function on the threadpool; resolves with its return value and `out` string. */
@@ -1426,6 +1430,48 @@ function cancel(tag) {
   throw errorFromNative(status, null);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Configuration (synchronous: the library only computes and reads or writes a few small files,
+// so a threadpool hop would cost more than the call).
+
+function configCall(fn, value, what) {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw errorOf('invalid_argument', `\`${what}\` must be an object (got ${Array.isArray(value) ? 'an array' : value === null ? 'null' : typeof value})`);
+  }
+  const out = [null];
+  const status = fn(toJson(value, what), out);
+  return decode(status, out[0]);
+}
+
+/**
+ * Merges explicitly given MCP server configurations the way Claude Code does: `sources` holds
+ * `enterprise`, `dynamic`, `local`, `project`, `user`, `plugin`, `claudeai` (each a file's
+ * content, or its text as a string), `settings` and `env`. Returns `{servers, excluded, warnings,
+ * errors}`.
+ */
+function mergeConfig(sources) {
+  return configCall(native.config_merge, sources, 'sources');
+}
+
+/**
+ * Reads and merges the configuration on disk. Options: `home`, `cwd`, `managed_dir`, `hosts`
+ * (`'vscode'`, `'cursor'`, `'windsurf'`, `'claude_desktop'`, `'zed'`), `env`, `settings`,
+ * `dynamic`, `plugin`, `claudeai`. The result is mergeConfig's plus `files`.
+ */
+function discoverConfig(options = {}) {
+  return configCall(native.config_discover, options, 'options');
+}
+
+/** Adds a server to a scope's file (`'user'`, `'local'`, `'project'`), keeping the rest of it. */
+function addConfigServer(scope, name, config, { home, cwd, replace = false } = {}) {
+  return configCall(native.config_add_server, { scope, name, config, replace, home, cwd }, 'options');
+}
+
+/** Removes a server from a scope's file, keeping the rest of it (kind `not_found` if absent). */
+function removeConfigServer(scope, name, { home, cwd } = {}) {
+  return configCall(native.config_remove_server, { scope, name, home, cwd }, 'options');
+}
+
 /** The library's version string, e.g. "0.1.0". */
 function version() {
   return native.version();
@@ -1444,6 +1490,10 @@ module.exports = {
   Status,
   ABI_VERSION,
   cancel,
+  mergeConfig,
+  discoverConfig,
+  addConfigServer,
+  removeConfigServer,
   version,
   abiVersion,
   libraryPath,

@@ -15,6 +15,7 @@
 
 pub(crate) mod boundary;
 pub mod client;
+pub mod config;
 
 use crate::client::cancel;
 use boundary::{ffi_boundary, str_arg};

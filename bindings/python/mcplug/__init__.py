@@ -47,6 +47,7 @@ TYPE_CHECKING = False  # not typing's: see _codec
 
 from . import _ffi
 from ._client import Client
+from ._config import add_config_server, discover_config, merge_config, remove_config_server
 from ._errors import (
     CancelledError,
     ClosedError,
@@ -87,6 +88,10 @@ __all__ = [
     "TransportError",
     "UnsupportedError",
     "abi_version",
+    "add_config_server",
+    "discover_config",
+    "merge_config",
+    "remove_config_server",
     "aio",
     "cancel",
     "library_path",

@@ -112,6 +112,10 @@ _declare("mcplug_client_set_roots", c_int, [c_void_p, c_char_p, _out])
 _declare("mcplug_client_set_log_level", c_int, [c_void_p, c_char_p, _out])
 _declare("mcplug_client_close", c_int, [c_void_p, _out])
 _declare("mcplug_client_free", None, [c_void_p])
+_declare("mcplug_config_merge", c_int, [c_char_p, _out])
+_declare("mcplug_config_discover", c_int, [c_char_p, _out])
+_declare("mcplug_config_add_server", c_int, [c_char_p, _out])
+_declare("mcplug_config_remove_server", c_int, [c_char_p, _out])
 
 #: mcplug_string_free only returns memory: called through a PyDLL (the same loaded library) it
 #: keeps the GIL, instead of dropping and retaking it once per call.
