@@ -340,9 +340,11 @@ static void legacy_fault_server(void) {
     st = mcplug_client_call_tool_start(c, "sleep", "{\"ms\":2000}", NULL, &numbers[1], &out);
     CHECK_STATUS(st, MCPLUG_OK, out, "start a long sleep");
     for (int i = 2; i <= 4; i++) {
-        st = mcplug_client_call_tool_start(c, "echo", "{\"message\":\"queued\"}", i == 4 ? "{\"timeout_ms\":60000}" : NULL,
+        /* long calls too: the fault server runs calls side by side, so a quick one could finish
+         * before the close */
+        st = mcplug_client_call_tool_start(c, "sleep", "{\"ms\":2000}", i == 4 ? "{\"timeout_ms\":60000}" : NULL,
                                            &numbers[i], &out);
-        CHECK_STATUS(st, MCPLUG_OK, out, "start call %d behind it", i);
+        CHECK_STATUS(st, MCPLUG_OK, out, "start long call %d beside it", i);
     }
     st = mcplug_client_close(c, &out);
     CHECK_STATUS(st, MCPLUG_OK, out, "close with 4 started calls in flight");
