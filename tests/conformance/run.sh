@@ -62,9 +62,12 @@ suite() { # <version> <args...>: the suite on Node 22 (first on PATH), bounded i
     "$root/.deps/conformance/node_modules/conformance-$v/dist/index.js" "$@"
 }
 
+now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); } # bash 5, no bc needed
+secs() { printf '%d.%d' $(($1 / 1000)) $(($1 % 1000 / 100)); }   # milliseconds as seconds
+
 results=$work/results.tsv # version binding scenario status seconds
 : >"$results"
-start_all=$(date +%s.%N)
+start_all=$(now_ms)
 for v in $versions; do
   [ -f ".deps/conformance/node_modules/conformance-$v/package.json" ] \
     || { echo "conformance: suite $v is not in .deps (run tests/install-deps.sh)" >&2; exit 1; }
@@ -76,16 +79,16 @@ for v in $versions; do
   fi
   for b in $bindings; do
     cmd=$(client_command "$b")
-    start=$(date +%s.%N)
+    start=$(now_ms)
     count=0
     while read -r s; do
       out=$work/results/$v/$b/${s//\//_}
       mkdir -p "$out"
-      t0=$(date +%s.%N)
+      t0=$(now_ms)
       rc=0
       suite "$v" client --command "$cmd" --scenario "$s" --timeout 30000 -o "$out" \
         >"$out/suite.log" 2>&1 </dev/null || rc=$?
-      t1=$(date +%s.%N)
+      t1=$(now_ms)
       status=$("$python" - "$out" "$rc" <<'EOF'
 import glob, json, sys
 out, rc = sys.argv[1], int(sys.argv[2])
@@ -98,14 +101,14 @@ else:
     print("fail")
 EOF
 )
-      printf '%s\t%s\t%s\t%s\t%.1f\n' "$v" "$b" "$s" "$status" "$(echo "$t1 - $t0" | bc)" >>"$results"
+      printf '%s\t%s\t%s\t%s\t%s\n' "$v" "$b" "$s" "$status" "$(secs $((t1 - t0)))" >>"$results"
       count=$((count + 1))
     done <"$work/run-$v.txt"
-    printf 'conformance %s %-6s %3d scenarios in %5.1f s\n' "$v" "$b" "$count" \
-      "$(echo "$(date +%s.%N) - $start" | bc)" >&2
+    printf 'conformance %s %-6s %3d scenarios in %5s s\n' "$v" "$b" "$count" \
+      "$(secs $(($(now_ms) - start)))" >&2
   done
 done
-elapsed=$(echo "$(date +%s.%N) - $start_all" | bc)
+elapsed=$(secs $(($(now_ms) - start_all)))
 
 # The table, and the verdict against the expected failures.
 complete=1 # every scenario of every version: only then is an unknown expected-failure entry stale
@@ -115,7 +118,7 @@ import sys
 results, expected_path, work, versions, bindings, elapsed, complete = sys.argv[1:]
 versions, bindings = versions.split(), bindings.split()
 rows = [line.rstrip("\n").split("\t") for line in open(results) if line.strip()]
-cell = {(v, b, s): st for v, b, s, st, _ in rows}
+cell = {(v, b, s): st for v, b, s, st, _secs in rows}
 known = {v: [l.strip() for l in open(f"{work}/scenarios-{v}.txt") if l.strip()] for v in versions}
 scenarios = []
 for v in versions:
@@ -172,6 +175,8 @@ if complete == "1":
 print()
 print("conformance: " + ", ".join(f"{n} {m}" for m, n in sorted(counts.items())) + f" in {float(elapsed):.0f} s"
       + " (xfail: expected failure, see tests/conformance/expected-failures.txt)")
+slowest = sorted(rows, key=lambda r: -float(r[4]))[:3]
+print("conformance: slowest runs: " + ", ".join(f"{r[2]} ({r[0]}, {r[1]}) {r[4]} s" for r in slowest))
 for p in problems:
     print("conformance: " + p)
 failed = sum(counts.get(m, 0) for m in ("FAIL", "SKIP", "XPASS"))
