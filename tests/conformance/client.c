@@ -188,7 +188,10 @@ static void call_tool(mcplug_client *c, const char *name, const char *args, cons
             mcplug_string_free(rout);
         } else if (span_is(type, "\"completion\"")) {
             span err = member(ev, "error");
-            if (err.p != NULL) die(name, MCPLUG_RPC, out);
+            if (err.p != NULL) {
+                logf_("%s: %s failed: %s", scenario, name, out);
+                exit(1);
+            }
             logf_("%s -> %s", name, out);
             mcplug_string_free(out);
             return;
@@ -374,7 +377,7 @@ static void invalid_tool_headers(const char *url) {
         size_t used = 1;
         const char *rit = NULL;
         span req;
-        while (next_item(member(schema, "required"), &rit, &req)) {
+        while (used < sizeof args - 64 && next_item(member(schema, "required"), &rit, &req)) {
             char *key = dup_span((span){req.p + 1, req.n - 2});
             used += (size_t)snprintf(args + used, sizeof args - used, "%s%.*s:%s",
                                      used > 1 ? "," : "", (int)req.n, req.p,
