@@ -3,6 +3,8 @@
 #   .deps/npm          @modelcontextprotocol/server-everything (the reference server)
 #   .deps/venv         pytest and the Python SDK mcp 2.3 (a 2026-07-28 server for the tests)
 #   bindings/node/node_modules   koffi, the Node binding's one dependency
+#   .deps/node22       Node 22 (npm package node@22): the conformance suite needs it
+#   .deps/conformance  @modelcontextprotocol/conformance 0.1.16 and 0.2.0-alpha.12
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -18,6 +20,26 @@ if [ ! -f bindings/node/node_modules/koffi/package.json ]; then
   echo "installing koffi into bindings/node ..." >&2
   (cd bindings/node && npm install --no-audit --no-fund --loglevel=error >&2)
 fi
+
+# Each folder gets its own package.json first: without one npm installs into whichever parent
+# folder has one. node@22's preinstall runs only because that package.json allows it (npm 11).
+npm_folder() { # <folder under .deps> <package that proves it is installed>
+  if ! cmp -s "tests/deps/$1/package.json" ".deps/$1/package.json" \
+      || [ ! -f ".deps/$1/node_modules/$2/package.json" ]; then
+    echo "installing .deps/$1 ..." >&2
+    mkdir -p ".deps/$1"
+    cp "tests/deps/$1/package.json" ".deps/$1/package.json"
+    (cd ".deps/$1" && PATH="$root/.deps/node22/node_modules/node/bin:$PATH" \
+      npm install --no-audit --no-fund --loglevel=error >&2)
+  fi
+}
+npm_folder node22 node
+if ! .deps/node22/node_modules/node/bin/node --version >/dev/null 2>&1; then
+  echo "install-deps: .deps/node22 has no working node binary (node@22's install script did not run?)" >&2
+  exit 1
+fi
+npm_folder conformance conformance-0.1.16
+npm_folder conformance conformance-0.2.0-alpha.12
 
 if ! .deps/venv/bin/python -c 'import pytest, mcp' 2>/dev/null; then
   echo "creating .deps/venv with pytest and mcp ..." >&2

@@ -4,6 +4,8 @@
 #   2. Rust: unit tests, the C ABI tests (C programs compiled with -Werror against the library),
 #      the header check — then the C tests again under valgrind (no definite leak allowed)
 #   3. Python binding (pytest) and Node binding (node --test), against the release library
+#   4. the official conformance suite (0.1.16 and 0.2.0-alpha.12), scenario by scenario, through
+#      the C, Python and Node conformance clients (tests/conformance/run.sh prints the table)
 # Environment: MCPLUG_SKIP_VALGRIND=1 skips step 2's valgrind pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,5 +28,8 @@ PYTHONPATH=bindings/python .deps/venv/bin/python -m pytest tests/python -q
 
 echo "== Node binding (node --test)"
 node --test tests/node/
+
+echo "== conformance suite through C, Python and Node (tests/conformance/run.sh)"
+tests/conformance/run.sh
 
 echo "== all mcplug tests passed"

@@ -1,0 +1,185 @@
+"""mcplug's conformance client for the Python binding.
+
+Run by @modelcontextprotocol/conformance (tests/conformance/run.sh): the scenario's name is in
+MCP_CONFORMANCE_SCENARIO, the scenario server's URL is the last argument, and
+MCP_CONFORMANCE_CONTEXT carries a scenario's extra data. It does what the scenario asks through
+the binding's public API and exits 0; any error exits 1 with the error on stderr. The same
+dispatch exists in client.c and client.js: a scenario must pass (or fail) the same way in all
+three. Scenarios this library has no API for exit 2 ("unsupported"), never fake a success.
+"""
+import json
+import os
+import sys
+
+import mcplug
+
+
+def log(*parts):
+    print("[client.py]", *parts, file=sys.stderr, flush=True)
+
+
+def context():
+    raw = os.environ.get("MCP_CONFORMANCE_CONTEXT")
+    return json.loads(raw) if raw else {}
+
+
+def accept_defaults(params):
+    """Accepts a form elicitation leaving every field out: the library fills the defaults."""
+    return {"action": "accept", "content": {}}
+
+
+def accept_confirmed(params):
+    return {"action": "accept", "content": {"confirmed": True}}
+
+
+def connect(url, handlers=None, **kw):
+    return mcplug.Client.connect({"type": "http", "url": url}, handlers=handlers,
+                                 connect_timeout=20, request_timeout=20, tool_timeout=20, **kw)
+
+
+def basic(url):
+    """initialize, tools_call: list the tools, call the first with the numbers it adds."""
+    with connect(url) as c:
+        tools = c.list_tools()
+        log("tools:", [t["name"] for t in tools])
+        if tools:
+            log("result:", c.call_tool(tools[0]["name"], {"a": 2, "b": 3}))
+
+
+def list_only(url):
+    """json-schema-ref-no-deref: the tool's schema has a network $ref that must not be fetched."""
+    with connect(url) as c:
+        log("tools:", [t["name"] for t in c.list_tools()])
+
+
+def schema_preservation(url):
+    """json-schema-2020-12-preservation: echo the focal tool's inputSchema back, untouched."""
+    with connect(url) as c:
+        tools = {t["name"]: t for t in c.list_tools()}
+        focal = tools["json_schema_2020_12_tool"]
+        log("result:", c.call_tool("json_schema_echo", {"schema": focal["inputSchema"]}))
+
+
+def call_every_tool(url, handlers=None, **kw):
+    """Lists the tools and calls each with no arguments (elicitation defaults, sse-retry)."""
+    with connect(url, handlers, **kw) as c:
+        for tool in c.list_tools():
+            log(tool["name"], "->", c.call_tool(tool["name"], {}))
+
+
+def request_metadata(url):
+    """request-metadata (2026-07-28): every request carries the version header and _meta; roots,
+    sampling and elicitation are declared so that their declarations are checked too."""
+    with connect(url, roots=[{"uri": "file:///tmp", "name": "tmp"}],
+                 capabilities={"sampling": {}, "elicitation": {}}) as c:
+        log("era:", c.era, c.protocol_version)
+        log("tools:", [t["name"] for t in c.list_tools()])
+
+
+def request_state(url):
+    """sep-2322: InputRequiredResult rounds, resolved inside call_tool by the library."""
+    with connect(url, {"elicitation/create": accept_confirmed}) as c:
+        c.list_tools()
+        for name in ("test_mrtr_echo_state", "test_mrtr_unrelated", "test_mrtr_no_state",
+                     "test_mrtr_no_result_type"):
+            log(name, "->", c.call_tool(name, {}))
+
+
+def standard_headers(url):
+    """http-standard-headers: one of each request that carries Mcp-Method / Mcp-Name."""
+    with connect(url) as c:
+        for tool in c.list_tools():
+            c.call_tool(tool["name"], {})
+        for resource in c.request("resources/list", all_pages=True)["resources"]:
+            c.request("resources/read", {"uri": resource["uri"]})
+        for prompt in c.request("prompts/list", all_pages=True)["prompts"]:
+            c.request("prompts/get", {"name": prompt["name"]})
+
+
+def custom_headers(url):
+    """http-custom-headers: the calls the scenario's context names (x-mcp-header arguments)."""
+    with connect(url) as c:
+        c.list_tools()
+        for call in context()["toolCalls"]:
+            log(call["name"], "->", c.call_tool(call["name"], call["arguments"]))
+
+
+def sample_value(schema):
+    kind = schema.get("type")
+    return {"string": "x", "integer": 1, "number": 1.5, "boolean": True, "object": {},
+            "array": [], "null": None}.get(kind if isinstance(kind, str) else "string", "x")
+
+
+def invalid_tool_headers(url):
+    """http-invalid-tool-headers: call every tool the library kept; invalid ones must be gone."""
+    with connect(url) as c:
+        for tool in c.list_tools():
+            schema = tool.get("inputSchema") or {}
+            props = schema.get("properties") or {}
+            args = {k: sample_value(props.get(k) or {}) for k in schema.get("required") or []}
+            try:
+                log(tool["name"], "->", c.call_tool(tool["name"], args))
+            except mcplug.McpError as e:
+                log(tool["name"], "refused:", e)
+
+
+def unsupported(what):
+    def run(url):
+        log(f"unsupported: {what}")
+        sys.exit(2)
+    return run
+
+
+def auth_flow(url):
+    """auth/*: no OAuth in mcplug yet; connecting without a token shows the failure honestly."""
+    with connect(url) as c:
+        c.list_tools()
+        c.call_tool("test-tool", {})
+
+
+SCENARIOS = {
+    "initialize": basic,
+    "tools_call": basic,
+    "json-schema-ref-no-deref": list_only,
+    "json-schema-2020-12-preservation": schema_preservation,
+    "elicitation-sep1034-client-defaults": lambda url: call_every_tool(
+        url, {"elicitation/create": accept_defaults}, elicitation_defaults=True),
+    "sse-retry": call_every_tool,
+    "request-metadata": request_metadata,
+    "sep-2322-client-request-state": request_state,
+    "http-standard-headers": standard_headers,
+    "http-custom-headers": custom_headers,
+    "http-invalid-tool-headers": invalid_tool_headers,
+}
+SKILLS = "the skills extension (SEP-2640, skills/list) is not implemented"
+
+
+def handler_for(name):
+    if name in SCENARIOS:
+        return SCENARIOS[name]
+    if name.startswith("sep-2640-"):
+        return unsupported(SKILLS)
+    if name.startswith("auth/"):
+        return auth_flow
+    return None
+
+
+def main():
+    name = os.environ.get("MCP_CONFORMANCE_SCENARIO")
+    if not name or len(sys.argv) < 2:
+        log("usage: MCP_CONFORMANCE_SCENARIO=<name> client.py <server-url>")
+        return 1
+    run = handler_for(name)
+    if run is None:
+        log(f"unknown scenario {name!r}")
+        return 1
+    try:
+        run(sys.argv[-1])
+    except mcplug.McpError as e:
+        log(f"{name}: {type(e).__name__}: {e}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
