@@ -3,8 +3,8 @@
 
 use crate::error::{Error, Result};
 use crate::protocol::era;
-use serde_json::value::RawValue;
 use crate::transport::remote::RemoteConfig;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
