@@ -474,7 +474,7 @@ impl Server {
         let st = self.st.lock();
         let mut v = json!({
             "state": st.state.as_str(),
-            "type": self.kind(),
+            "transport": self.kind(),
             "tools": pool.tools.iter().filter(|t| t.server == self.name).map(|t| json!(t.name)).collect::<Vec<_>>(),
         });
         if let Some(e) = &st.error {
