@@ -25,6 +25,19 @@
 #define MCPLUG_ABI_VERSION 1
 
 /**
+ * Claude Code's defaults: local 3, remote 20, descriptions 2,048 characters, output 25,000
+ * tokens (about 4 characters each), three terminal errors.
+ */
+#define DEFAULT_MAX_OUTPUT_TOKENS 25000
+
+#define CHARS_PER_TOKEN 4
+
+/**
+ * The longest tool name the model APIs accept.
+ */
+#define MAX_NAME 64
+
+/**
  * Status of every fallible call. The numbers are fixed and never reused; each names the `kind`
  * of the error object written to `out` (`MCPLUG_RPC` is `"rpc"`, and so on).
  */
@@ -86,6 +99,12 @@ typedef enum mcplug_status {
  * thread, concurrently. Freed with `mcplug_client_free`.
  */
 typedef struct mcplug_client mcplug_client;
+
+/**
+ * Many MCP servers and their tools in one pool. Opaque; every function may be called on it from
+ * any thread, concurrently. Freed with `mcplug_manager_free`.
+ */
+typedef struct mcplug_manager mcplug_manager;
 
 #ifdef __cplusplus
 extern "C" {
@@ -456,6 +475,157 @@ enum mcplug_status mcplug_config_add_server(const char *options_json, char **out
  * `config` (the file is not valid JSON, or cannot be written).
  */
 enum mcplug_status mcplug_config_remove_server(const char *options_json, char **out);
+
+/**
+ * Creates a manager (no server yet: see `mcplug_manager_connect`).
+ *
+ * `options_json` (NULL for defaults): `local_concurrency` (3: stdio servers connecting at once),
+ * `remote_concurrency` (20: http/sse/ws servers connecting at once), `connection` (the
+ * connection options of `mcplug_client_connect`, for every server), `max_description_chars`
+ * (2048: longer tool descriptions are cut, ending with "… [truncated]"), `max_output_tokens`
+ * (25000, counted as 4 characters each; or `max_output_chars`; null: no cap — tool output text
+ * beyond it is cut, ending with a line saying how many characters were cut),
+ * `terminal_errors` (3: that many consecutive connection errors — `transport`, `closed` — of
+ * one server's calls close and reconnect it), `reconnect_initial_ms` (1000),
+ * `reconnect_max_ms` (30000), `reconnect_attempts` (5: a lost connection is retried at once,
+ * then after `reconnect_initial_ms`, doubling up to `reconnect_max_ms`, this many attempts in
+ * all before the server is left `failed`; 0: never), `disabled` (server names that start
+ * `disabled`), `max_events` (10000). An unknown option is `invalid_argument`.
+ * On `MCPLUG_OK`, `*manager` is the new handle and `out` is `mcplug_manager_status`'s result.
+ */
+enum mcplug_status mcplug_manager_new(const char *options_json,
+                                      struct mcplug_manager **manager,
+                                      char **out);
+
+/**
+ * Takes a configuration and starts connecting every server in it; returns at once (it does not
+ * wait for any server) with the status, each new server `pending` (or `disabled`, or `failed`
+ * for an entry that cannot be used). `config_json`: a config file's content
+ * (`{"mcpServers": {"<name>": {...entry...}}}`), the output of `mcplug_config_merge` or
+ * `mcplug_config_discover` (`{"servers": {"<name>": {"config": {...}}}}`), or VS Code's
+ * `{"servers": {...}}`. An entry with `"disabled": true` starts `disabled`.
+ *
+ * Local servers connect `local_concurrency` at a time and remote ones `remote_concurrency` at a
+ * time, each in its own slot: a slow or failing server never delays the others. Each state
+ * change is an event `{"type": "state", "server", "state": "pending"|"connected"|"failed"|
+ * "needs-auth"|"disabled", "transport", "tools": [pool names], "error"?: {"kind", "message"},
+ * "attempt"?: N (a reconnect attempt), "server_info"?, "protocol_version"?}`.
+ * Calling it again applies a new configuration: servers with the same entry stay as they are,
+ * changed ones reconnect, and those no longer in it are closed (event `{"type": "removed",
+ * "server"}`). Errors: `invalid_argument` (not one of the shapes), `closed`.
+ */
+enum mcplug_status mcplug_manager_connect(struct mcplug_manager *manager,
+                                          const char *config_json,
+                                          char **out);
+
+/**
+ * Waits until no server is `pending`; returns the status. `options_json` (NULL: wait as long
+ * as it takes): `timeout_ms` (then `MCPLUG_TIMEOUT` if some server is still pending).
+ */
+enum mcplug_status mcplug_manager_wait(struct mcplug_manager *manager,
+                                       const char *options_json,
+                                       char **out);
+
+/**
+ * Every server's state: `{"servers": {"<name>": {"state", "transport", "tools": [pool names],
+ * "error"?, "attempt"?, "server_info"?, "protocol_version"?, "era"?}}, "tools": N}` (N: the
+ * pool's size), servers in configuration order.
+ */
+enum mcplug_status mcplug_manager_status(struct mcplug_manager *manager, char **out);
+
+/**
+ * The tool pool: `{"tools": [...], "dropped": [...]}`. Each tool: `name` (the pool name
+ * `mcp__{server}__{tool}`: characters outside `[a-zA-Z0-9_-]` become `_`; longer than 64
+ * characters, the first 55 and `_` and 8 hex digits of a hash of the server and tool names),
+ * `server`, `tool` (the server's own name for it), `description` (bidirectional controls and
+ * zero-width characters removed, capped; `description_cut`: how many characters were cut),
+ * `inputSchema` (as the server sent it), `outputSchema`/`annotations`/`title`/`_meta` when the
+ * server sent them, and the flags `read_only` (`annotations.readOnlyHint`), `destructive`
+ * (`destructiveHint`), `always_load` (`_meta["anthropic/alwaysLoad"]`), `search_hint`
+ * (`_meta["anthropic/searchHint"]`, or null). Sorted by name (host tools would come first); two
+ * tools with one pool name: the first keeps it, the other is in `dropped` (`name`, `server`,
+ * `tool`, `reason`, `detail`). Only connected servers' tools are in the pool. `options_json`
+ * (NULL: all): `{"server": "<name>"}` for one server's tools.
+ */
+enum mcplug_status mcplug_manager_list_tools(struct mcplug_manager *manager,
+                                             const char *options_json,
+                                             char **out);
+
+/**
+ * Calls a tool of the pool by its pool name; the call goes to its server under the server's
+ * own name for it. Arguments and options as `mcplug_client_call_tool`. `out` is the server's
+ * `CallToolResult` with bidirectional controls and zero-width characters removed from its text
+ * and its text capped (`max_output_tokens`; the cut item ends with a line saying how much was
+ * cut). Errors as `mcplug_client_call_tool`, plus `not_found` (no such pool name; the message
+ * says when its server is not connected) and `closed` (the server is not connected now).
+ * A `transport` or `closed` error counts toward `terminal_errors`.
+ */
+enum mcplug_status mcplug_manager_call_tool(struct mcplug_manager *manager,
+                                            const char *pool_name,
+                                            const char *arguments_json,
+                                            const char *options_json,
+                                            char **out);
+
+/**
+ * Waits up to `timeout_ms` (negative: forever; 0: only looks) for the next event of any
+ * server: every event of `mcplug_client_next_event` with `"server": "<name>"` added (request
+ * events get ids of the manager's own, unique across servers, for `mcplug_manager_respond`),
+ * except each connection's `closed`, which becomes a `state` event; plus `{"type": "state",
+ * ...}` (see `mcplug_manager_connect`), `{"type": "tools_changed", "server", "tools": [its pool
+ * names], "pool": [every pool name]}` after a server's `notifications/tools/list_changed`, and
+ * `{"type": "removed", "server"}`. The last event is `{"type": "closed"}` once the manager is
+ * closed. Returns `MCPLUG_OK`, `MCPLUG_TIMEOUT`, or `MCPLUG_CLOSED` (closed, every event pulled).
+ */
+enum mcplug_status mcplug_manager_next_event(struct mcplug_manager *manager,
+                                             int32_t timeout_ms,
+                                             char **out);
+
+/**
+ * Answers a request event by its (manager) id: `{"id": "m1", "result": {...}}` or
+ * `{"id": "m1", "error": {"code", "message"}}`; it goes to the server that asked. `out` is `{}`.
+ * Errors: `not_found` (no request with that id waits), `closed` (that connection is gone),
+ * `invalid_argument`.
+ */
+enum mcplug_status mcplug_manager_respond(struct mcplug_manager *manager,
+                                          const char *response_json,
+                                          char **out);
+
+/**
+ * Closes the server's connection (if any) and connects it again, one attempt; waits for that
+ * attempt and returns the server's status entry. Errors: `not_found` (no such server), `closed`.
+ */
+enum mcplug_status mcplug_manager_reconnect(struct mcplug_manager *manager,
+                                            const char *server,
+                                            char **out);
+
+/**
+ * Disables a server (`enabled` 0: its connection closes and its tools leave the pool; state
+ * `disabled`) or enables it again (non-zero: starts connecting; returns without waiting). `out` is the
+ * server's status entry. Errors: `not_found`, `closed`.
+ */
+enum mcplug_status mcplug_manager_set_enabled(struct mcplug_manager *manager,
+                                              const char *server,
+                                              int32_t enabled,
+                                              char **out);
+
+/**
+ * A new descriptor the host owns (close it), readable while events wait and once the manager
+ * is closed: poll it, then `mcplug_manager_next_event(m, 0, &out)`. `out` is NULL on success.
+ */
+enum mcplug_status mcplug_manager_event_fd(struct mcplug_manager *manager, int32_t *fd, char **out);
+
+/**
+ * Closes every connection (when this returns, every server process is gone); queued events can
+ * still be pulled, then `{"type": "closed"}`, then `MCPLUG_CLOSED`. `out` is `{}`.
+ */
+enum mcplug_status mcplug_manager_close(struct mcplug_manager *manager, char **out);
+
+/**
+ * Closes (as `mcplug_manager_close`) and frees the manager; a `mcplug_manager_next_event`
+ * blocked in another thread returns `MCPLUG_CLOSED` at once, and this waits for calls running
+ * on the handle to return. NULL is a no-op.
+ */
+void mcplug_manager_free(struct mcplug_manager *manager);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -3,6 +3,7 @@
 //! Layers, top to bottom (data flows one way):
 //! - [`config`]: MCP server configuration (Claude Code's scopes, policy, other hosts' files);
 //! - [`ffi`]: the C ABI — translation only (pointers, strings, status codes, panic boundary);
+//! - [`manager`]: many servers — states, batched connects, one tool pool, reconnects;
 //! - [`client`]: one server — era negotiation, requests, timeouts, cancellation, events;
 //! - [`protocol`]: JSON-RPC framing, the pending-request table, era rules;
 //! - [`transport`]: bytes to messages and back (stdio);
@@ -12,6 +13,7 @@ pub mod client;
 pub mod config;
 pub mod error;
 pub mod ffi;
+pub mod manager;
 pub mod protocol;
 pub mod runtime;
 pub mod transport;

@@ -348,6 +348,18 @@ fn c_remote() {
 }
 
 #[test]
+fn c_manager() {
+    let http = peers::everything("streamableHttp");
+    run_with(
+        "manager",
+        &[(
+            "MCPLUG_HTTP_URL",
+            format!("http://127.0.0.1:{}/mcp", http.port),
+        )],
+    );
+}
+
+#[test]
 fn every_c_test_is_run() {
     // A new tests/c/*.c must get its #[test] above.
     let known = [
@@ -360,6 +372,7 @@ fn every_c_test_is_run() {
         "host_requests",
         "schemas",
         "remote",
+        "manager",
     ];
     let dir = manifest_dir().join("tests/c");
     for entry in std::fs::read_dir(&dir).expect("read tests/c") {

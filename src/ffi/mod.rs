@@ -16,6 +16,7 @@
 pub(crate) mod boundary;
 pub mod client;
 pub mod config;
+pub mod manager;
 
 use crate::client::cancel;
 use boundary::{ffi_boundary, str_arg};

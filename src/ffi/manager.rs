@@ -1,0 +1,329 @@
+//! `mcplug_manager_*`: many servers behind one opaque handle, their tools in one pool.
+
+use super::boundary::{
+    call_options, ffi_boundary, json_arg, json_required, raw_object_arg, str_arg,
+};
+use super::mcplug_status;
+use crate::client::events::Pulled;
+use crate::error::{Error, ErrorKind};
+use crate::manager::options::ManagerOptions;
+use crate::manager::Manager;
+use crate::runtime;
+use serde_json::Value;
+use std::ffi::c_char;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// Many MCP servers and their tools in one pool. Opaque; every function may be called on it from
+/// any thread, concurrently. Freed with `mcplug_manager_free`.
+#[allow(non_camel_case_types)]
+pub struct mcplug_manager {
+    manager: Manager,
+    /// Entry points currently running on this handle; `mcplug_manager_free` waits for them.
+    active: AtomicUsize,
+}
+
+struct Active<'a>(&'a mcplug_manager);
+
+impl Drop for Active<'_> {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn enter<'a>(m: *mut mcplug_manager) -> Result<Active<'a>, Error> {
+    if m.is_null() {
+        return Err(Error::invalid("`manager` is NULL"));
+    }
+    let handle = unsafe { &*m };
+    handle.active.fetch_add(1, Ordering::AcqRel);
+    Ok(Active(handle))
+}
+
+fn wait_of(timeout_ms: i64) -> Option<Duration> {
+    (timeout_ms >= 0).then(|| Duration::from_millis(timeout_ms as u64))
+}
+
+/// Creates a manager (no server yet: see `mcplug_manager_connect`).
+///
+/// `options_json` (NULL for defaults): `local_concurrency` (3: stdio servers connecting at once),
+/// `remote_concurrency` (20: http/sse/ws servers connecting at once), `connection` (the
+/// connection options of `mcplug_client_connect`, for every server), `max_description_chars`
+/// (2048: longer tool descriptions are cut, ending with "… [truncated]"), `max_output_tokens`
+/// (25000, counted as 4 characters each; or `max_output_chars`; null: no cap — tool output text
+/// beyond it is cut, ending with a line saying how many characters were cut),
+/// `terminal_errors` (3: that many consecutive connection errors — `transport`, `closed` — of
+/// one server's calls close and reconnect it), `reconnect_initial_ms` (1000),
+/// `reconnect_max_ms` (30000), `reconnect_attempts` (5: a lost connection is retried at once,
+/// then after `reconnect_initial_ms`, doubling up to `reconnect_max_ms`, this many attempts in
+/// all before the server is left `failed`; 0: never), `disabled` (server names that start
+/// `disabled`), `max_events` (10000). An unknown option is `invalid_argument`.
+/// On `MCPLUG_OK`, `*manager` is the new handle and `out` is `mcplug_manager_status`'s result.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_new(
+    options_json: *const c_char,
+    manager: *mut *mut mcplug_manager,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let options = json_arg(options_json, "options_json")?;
+        if manager.is_null() {
+            return Err(Error::invalid(
+                "`manager` (the handle out-parameter) is NULL",
+            ));
+        }
+        let m = Manager::new(ManagerOptions::parse(options.as_ref())?);
+        let status = m.status().to_string();
+        let handle = Box::new(mcplug_manager {
+            manager: m,
+            active: AtomicUsize::new(0),
+        });
+        unsafe { *manager = Box::into_raw(handle) };
+        Ok(status)
+    })
+}
+
+/// Takes a configuration and starts connecting every server in it; returns at once (it does not
+/// wait for any server) with the status, each new server `pending` (or `disabled`, or `failed`
+/// for an entry that cannot be used). `config_json`: a config file's content
+/// (`{"mcpServers": {"<name>": {...entry...}}}`), the output of `mcplug_config_merge` or
+/// `mcplug_config_discover` (`{"servers": {"<name>": {"config": {...}}}}`), or VS Code's
+/// `{"servers": {...}}`. An entry with `"disabled": true` starts `disabled`.
+///
+/// Local servers connect `local_concurrency` at a time and remote ones `remote_concurrency` at a
+/// time, each in its own slot: a slow or failing server never delays the others. Each state
+/// change is an event `{"type": "state", "server", "state": "pending"|"connected"|"failed"|
+/// "needs-auth"|"disabled", "transport", "tools": [pool names], "error"?: {"kind", "message"},
+/// "attempt"?: N (a reconnect attempt), "server_info"?, "protocol_version"?}`.
+/// Calling it again applies a new configuration: servers with the same entry stay as they are,
+/// changed ones reconnect, and those no longer in it are closed (event `{"type": "removed",
+/// "server"}`). Errors: `invalid_argument` (not one of the shapes), `closed`.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_connect(
+    manager: *mut mcplug_manager,
+    config_json: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        let config = json_required(config_json, "config_json")?;
+        Ok(runtime::block_on(h.0.manager.connect(&config))?.to_string())
+    })
+}
+
+/// Waits until no server is `pending`; returns the status. `options_json` (NULL: wait as long
+/// as it takes): `timeout_ms` (then `MCPLUG_TIMEOUT` if some server is still pending).
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_wait(
+    manager: *mut mcplug_manager,
+    options_json: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        let opts = call_options(options_json)?;
+        Ok(runtime::block_on(h.0.manager.wait_settled(opts.timeout.or(None)))?.to_string())
+    })
+}
+
+/// Every server's state: `{"servers": {"<name>": {"state", "transport", "tools": [pool names],
+/// "error"?, "attempt"?, "server_info"?, "protocol_version"?, "era"?}}, "tools": N}` (N: the
+/// pool's size), servers in configuration order.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_status(
+    manager: *mut mcplug_manager,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        Ok(h.0.manager.status().to_string())
+    })
+}
+
+/// The tool pool: `{"tools": [...], "dropped": [...]}`. Each tool: `name` (the pool name
+/// `mcp__{server}__{tool}`: characters outside `[a-zA-Z0-9_-]` become `_`; longer than 64
+/// characters, the first 55 and `_` and 8 hex digits of a hash of the server and tool names),
+/// `server`, `tool` (the server's own name for it), `description` (bidirectional controls and
+/// zero-width characters removed, capped; `description_cut`: how many characters were cut),
+/// `inputSchema` (as the server sent it), `outputSchema`/`annotations`/`title`/`_meta` when the
+/// server sent them, and the flags `read_only` (`annotations.readOnlyHint`), `destructive`
+/// (`destructiveHint`), `always_load` (`_meta["anthropic/alwaysLoad"]`), `search_hint`
+/// (`_meta["anthropic/searchHint"]`, or null). Sorted by name (host tools would come first); two
+/// tools with one pool name: the first keeps it, the other is in `dropped` (`name`, `server`,
+/// `tool`, `reason`, `detail`). Only connected servers' tools are in the pool. `options_json`
+/// (NULL: all): `{"server": "<name>"}` for one server's tools.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_list_tools(
+    manager: *mut mcplug_manager,
+    options_json: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        let opts = json_arg(options_json, "options_json")?;
+        let server = match opts.as_ref().and_then(|o| o.get("server")) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(v) => {
+                return Err(Error::invalid(format!(
+                    "option `server` must be a string (got {v})"
+                )))
+            }
+        };
+        Ok(h.0.manager.list_tools(server.as_deref()).to_string())
+    })
+}
+
+/// Calls a tool of the pool by its pool name; the call goes to its server under the server's
+/// own name for it. Arguments and options as `mcplug_client_call_tool`. `out` is the server's
+/// `CallToolResult` with bidirectional controls and zero-width characters removed from its text
+/// and its text capped (`max_output_tokens`; the cut item ends with a line saying how much was
+/// cut). Errors as `mcplug_client_call_tool`, plus `not_found` (no such pool name; the message
+/// says when its server is not connected) and `closed` (the server is not connected now).
+/// A `transport` or `closed` error counts toward `terminal_errors`.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_call_tool(
+    manager: *mut mcplug_manager,
+    pool_name: *const c_char,
+    arguments_json: *const c_char,
+    options_json: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        let name = str_arg(pool_name, "pool_name")?;
+        let args = raw_object_arg(arguments_json, "arguments_json")?;
+        let opts = call_options(options_json)?;
+        let v = runtime::block_on(Box::pin(h.0.manager.call_tool(name, args, &opts)))?;
+        Ok(v.into_string())
+    })
+}
+
+/// Waits up to `timeout_ms` (negative: forever; 0: only looks) for the next event of any
+/// server: every event of `mcplug_client_next_event` with `"server": "<name>"` added (request
+/// events get ids of the manager's own, unique across servers, for `mcplug_manager_respond`),
+/// except each connection's `closed`, which becomes a `state` event; plus `{"type": "state",
+/// ...}` (see `mcplug_manager_connect`), `{"type": "tools_changed", "server", "tools": [its pool
+/// names], "pool": [every pool name]}` after a server's `notifications/tools/list_changed`, and
+/// `{"type": "removed", "server"}`. The last event is `{"type": "closed"}` once the manager is
+/// closed. Returns `MCPLUG_OK`, `MCPLUG_TIMEOUT`, or `MCPLUG_CLOSED` (closed, every event pulled).
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_next_event(
+    manager: *mut mcplug_manager,
+    timeout_ms: i32,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        match h.0.manager.next_event(wait_of(timeout_ms.into())) {
+            Pulled::Event(text) => Ok(text),
+            Pulled::TimedOut => Err(Error::timeout(format!("no event within {timeout_ms} ms"))),
+            Pulled::Closed => Err(Error::new(
+                ErrorKind::Closed,
+                "the manager is closed and every event was delivered",
+            )),
+        }
+    })
+}
+
+/// Answers a request event by its (manager) id: `{"id": "m1", "result": {...}}` or
+/// `{"id": "m1", "error": {"code", "message"}}`; it goes to the server that asked. `out` is `{}`.
+/// Errors: `not_found` (no request with that id waits), `closed` (that connection is gone),
+/// `invalid_argument`.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_respond(
+    manager: *mut mcplug_manager,
+    response_json: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        let response = json_required(response_json, "response_json")?;
+        runtime::block_on(h.0.manager.respond(&response))?;
+        Ok("{}".into())
+    })
+}
+
+/// Closes the server's connection (if any) and connects it again, one attempt; waits for that
+/// attempt and returns the server's status entry. Errors: `not_found` (no such server), `closed`.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_reconnect(
+    manager: *mut mcplug_manager,
+    server: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        let name = str_arg(server, "server")?;
+        Ok(runtime::block_on(h.0.manager.reconnect(name))?.to_string())
+    })
+}
+
+/// Disables a server (`enabled` 0: its connection closes and its tools leave the pool; state
+/// `disabled`) or enables it again (non-zero: starts connecting; returns without waiting). `out` is the
+/// server's status entry. Errors: `not_found`, `closed`.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_set_enabled(
+    manager: *mut mcplug_manager,
+    server: *const c_char,
+    enabled: i32,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        let name = str_arg(server, "server")?;
+        Ok(runtime::block_on(h.0.manager.set_enabled(name, enabled != 0))?.to_string())
+    })
+}
+
+/// A new descriptor the host owns (close it), readable while events wait and once the manager
+/// is closed: poll it, then `mcplug_manager_next_event(m, 0, &out)`. `out` is NULL on success.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_event_fd(
+    manager: *mut mcplug_manager,
+    fd: *mut i32,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    super::boundary::ffi_boundary_quiet!(out, {
+        let h = enter(manager)?;
+        if fd.is_null() {
+            return Err(Error::invalid("`fd` is NULL"));
+        }
+        let n = h.0.manager.event_fd()?;
+        unsafe { *fd = n };
+        Ok(())
+    })
+}
+
+/// Closes every connection (when this returns, every server process is gone); queued events can
+/// still be pulled, then `{"type": "closed"}`, then `MCPLUG_CLOSED`. `out` is `{}`.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_close(
+    manager: *mut mcplug_manager,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        runtime::block_on(h.0.manager.close());
+        Ok("{}".into())
+    })
+}
+
+/// Closes (as `mcplug_manager_close`) and frees the manager; a `mcplug_manager_next_event`
+/// blocked in another thread returns `MCPLUG_CLOSED` at once, and this waits for calls running
+/// on the handle to return. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_free(manager: *mut mcplug_manager) {
+    if manager.is_null() {
+        return;
+    }
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let handle = unsafe { &*manager };
+        handle.manager.abandon_events();
+        runtime::block_on(handle.manager.close());
+        while handle.active.load(Ordering::Acquire) != 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(unsafe { Box::from_raw(manager) });
+    }));
+}

@@ -1,0 +1,301 @@
+/* The manager through the C ABI: one manager over server-everything (stdio and Streamable HTTP),
+ * the fault server, the 2026-07-28 Python server, a server that cannot start, one slow to start
+ * (sh -c 'sleep 2; exec ...') and one disabled. Shown: connect returns at once; the states as
+ * events; the fast servers' tools are callable while the slow one is still pending; the pool's
+ * names; calls routed by pool name; output hygiene (bidi/zero-width stripped, a large output
+ * capped with a marker); a server request answered through the manager's own id; list_changed;
+ * a killed server goes failed, reconnects and its tools return; set_enabled; reconnect; free
+ * leaves no process. Then 50 stdio servers connect, 3 at a time, and the time is printed. */
+#include "check.h"
+
+#include <pthread.h>
+
+static mcplug_manager *M;
+
+static char *mcall(const char *name, const char *args, mcplug_status *st) {
+    char *out = NULL;
+    *st = mcplug_manager_call_tool(M, name, args, NULL, &out);
+    return out;
+}
+
+/* Pulls manager events until one holds all three needles (NULL: any); returns it (owned) or NULL. */
+static char *wait_mevent(double wait_s, const char *n1, const char *n2, const char *n3) {
+    double until = now_s() + wait_s;
+    while (now_s() < until) {
+        char *ev = NULL;
+        int32_t left = (int32_t)((until - now_s()) * 1000.0) + 1;
+        mcplug_status st = mcplug_manager_next_event(M, left, &ev);
+        if (st == MCPLUG_OK) {
+            if (getenv("MCPLUG_DEBUG")) printf("# event: %s\n", ev);
+            if (contains(ev, n1) && (n2 == NULL || contains(ev, n2)) && (n3 == NULL || contains(ev, n3))) return ev;
+            mcplug_string_free(ev);
+            continue;
+        }
+        mcplug_string_free(ev);
+        if (st != MCPLUG_TIMEOUT) return NULL;
+    }
+    return NULL;
+}
+
+static char *state_of(const char *name) {
+    char *out = NULL;
+    mcplug_status st = mcplug_manager_status(M, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "status -> OK");
+    (void)name;
+    return out;
+}
+
+/* The `"state":"..."` of one server in a status (the text after `"<name>":{`). */
+static int server_in_state(const char *status, const char *name, const char *state) {
+    char key[256], want[128];
+    const char *at;
+    snprintf(key, sizeof key, "\"%s\":{\"state\":\"", name);
+    at = strstr(status, key);
+    if (at == NULL) return 0;
+    snprintf(want, sizeof want, "%s\"", state);
+    return strncmp(at + strlen(key), want, strlen(want)) == 0;
+}
+
+struct asker {
+    char *out;
+    mcplug_status st;
+};
+
+static void *ask_thread(void *arg) {
+    struct asker *a = arg;
+    a->out = mcall("mcp__fault__ask",
+                   "{\"method\":\"sampling/createMessage\",\"params\":{\"messages\":[],\"maxTokens\":5},\"wait_ms\":10000}",
+                   &a->st);
+    return NULL;
+}
+
+static void pid_file(char *buf, size_t cap, const char *name) {
+    snprintf(buf, cap, "%s/manager-%ld-%s.pid", peer("MCPLUG_TEST_TMPDIR"), (long)getpid(), name);
+    unlink(buf);
+}
+
+static void fifty(void) {
+    char *config = malloc(64 * 1024), entry[2048], *out = NULL;
+    mcplug_manager *m = NULL;
+    mcplug_status st;
+    double t0, took;
+    int i, n = reduced() ? 12 : 50;
+    strcpy(config, "{\"mcpServers\":{");
+    for (i = 0; i < n; i++) {
+        char name[32];
+        fault_server_json(entry, sizeof entry, "normal");
+        snprintf(name, sizeof name, "%s\"s%02d\":", i ? "," : "", i);
+        strcat(config, name);
+        strcat(config, entry);
+    }
+    strcat(config, "}}");
+    st = mcplug_manager_new("{\"local_concurrency\":3}", &m, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "a second manager (local_concurrency 3)");
+    drop(&out);
+    t0 = now_s();
+    st = mcplug_manager_connect(m, config, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "connect %d stdio servers", n);
+    drop(&out);
+    st = mcplug_manager_wait(m, "{\"timeout_ms\":120000}", &out);
+    took = now_s() - t0;
+    CHECK_STATUS(st, MCPLUG_OK, out, "all %d settled", n);
+    CHECK(!contains(out, "\"state\":\"failed\"") && !contains(out, "\"state\":\"pending\""),
+          "every one of the %d is connected", n);
+    {
+        char want[64];
+        snprintf(want, sizeof want, "},\"tools\":%d}", n * 11);
+        CHECK(contains(out, want), "the pool has %d tools (11 each)", n * 11);
+    }
+    printf("# %d stdio servers (the fault server, Python) connected 3 at a time in %.2f s\n", n, took);
+    drop(&out);
+    mcplug_manager_free(m);
+    free(config);
+}
+
+int main(void) {
+    char config[16384], e_everything[2048], e_fault[2048], e_slow[2048], e_modern[2048], e_off[2048];
+    char fault_pid_path[1024], *out = NULL, *ev;
+    const char *http_url = peer("MCPLUG_HTTP_URL");
+    mcplug_status st;
+    double t0;
+    long pid1, pid2;
+
+    pid_file(fault_pid_path, sizeof fault_pid_path, "fault");
+    server_json(e_everything, sizeof e_everything, NULL, peer("MCPLUG_NODE"), peer("MCPLUG_EVERYTHING"), "stdio", (const char *)NULL);
+    server_json(e_fault, sizeof e_fault, NULL, "/bin/sh", "-c", "echo $$ > \"$1\"; exec \"$2\" \"$3\"", "sh",
+                fault_pid_path, peer("MCPLUG_PYTHON"), peer("MCPLUG_FAULT_SERVER"), (const char *)NULL);
+    server_json(e_slow, sizeof e_slow, NULL, "/bin/sh", "-c", "sleep 2; exec \"$1\" \"$2\"", "sh",
+                peer("MCPLUG_PYTHON"), peer("MCPLUG_FAULT_SERVER"), (const char *)NULL);
+    server_json(e_modern, sizeof e_modern, NULL, peer("MCPLUG_PYTHON"), peer("MCPLUG_MODERN_SERVER"), (const char *)NULL);
+    server_json(e_off, sizeof e_off, "\"disabled\":true", peer("MCPLUG_PYTHON"), peer("MCPLUG_FAULT_SERVER"), (const char *)NULL);
+    snprintf(config, sizeof config,
+             "{\"mcpServers\":{\"everything\":%s,\"everything-http\":{\"type\":\"http\",\"url\":\"%s\"},"
+             "\"fault\":%s,\"modern\":%s,\"broken\":{\"command\":\"/nonexistent/mcp-server\"},\"slow\":%s,"
+             "\"off\":%s,\"in.process\":{\"type\":\"sdk\",\"name\":\"x\"}}}",
+             e_everything, http_url, e_fault, e_modern, e_slow, e_off);
+
+    st = mcplug_manager_new("{\"bogus\":1}", &M, &out);
+    CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && is_error(out, "invalid_argument", "bogus"), out,
+              "an unknown manager option is named");
+    drop(&out);
+    st = mcplug_manager_new("{\"reconnect_initial_ms\":100,\"max_output_chars\":1000,"
+                            "\"connection\":{\"capabilities\":{\"sampling\":{}}}}",
+                            &M, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "mcplug_manager_new -> OK");
+    drop(&out);
+    st = mcplug_manager_connect(M, "{\"nope\":{}}", &out);
+    CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && is_error(out, "invalid_argument", "mcpServers"), out,
+              "a config of neither shape is refused");
+    drop(&out);
+
+    t0 = now_s();
+    st = mcplug_manager_connect(M, config, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "connect -> OK");
+    CHECK_OUT(now_s() - t0 < bound_s(0.5), out, "connect returns at once (%.3f s)", now_s() - t0);
+    CHECK_OUT(server_in_state(out, "fault", "pending") && server_in_state(out, "slow", "pending") &&
+                  server_in_state(out, "off", "disabled"),
+              out, "the servers start pending, 'off' disabled");
+    CHECK_OUT(server_in_state(out, "in.process", "failed") && contains(out, "not_implemented"), out,
+              "an sdk server is failed with not_implemented (not in this version)");
+    drop(&out);
+
+    ev = wait_mevent(bound_s(10), "\"type\":\"state\"", "\"server\":\"fault\"", "\"state\":\"connected\"");
+    CHECK(ev != NULL, "state event: fault connected (after %.2f s)", now_s() - t0);
+    CHECK_OUT(contains(ev, "mcp__fault__echo"), ev, "the state event lists its pool names");
+    drop(&ev);
+    out = state_of("slow");
+    CHECK_OUT(server_in_state(out, "slow", "pending"), out, "the slow server is still pending");
+    drop(&out);
+    out = mcall("mcp__fault__echo", "{\"message\":\"while slow starts\"}", &st);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "Echo: while slow starts"), out,
+              "the fault server's tool works while the slow one is pending");
+    drop(&out);
+
+    st = mcplug_manager_wait(M, "{\"timeout_ms\":30000}", &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "wait until settled");
+    CHECK_OUT(now_s() - t0 >= 2.0, out, "the slow one took its 2 s (%.2f s)", now_s() - t0);
+    CHECK_OUT(server_in_state(out, "everything", "connected") && server_in_state(out, "everything-http", "connected") &&
+                  server_in_state(out, "modern", "connected") && server_in_state(out, "slow", "connected"),
+              out, "everything (stdio, http), modern and slow are connected");
+    CHECK_OUT(server_in_state(out, "broken", "failed") && contains(out, "/nonexistent/mcp-server"), out,
+              "the server that cannot start is failed, naming its command");
+    drop(&out);
+
+    st = mcplug_manager_list_tools(M, NULL, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "list_tools -> OK");
+    CHECK_OUT(contains(out, "\"name\":\"mcp__everything__echo\"") && contains(out, "\"name\":\"mcp__everything-http__echo\"") &&
+                  contains(out, "\"name\":\"mcp__modern__add\"") && contains(out, "\"name\":\"mcp__slow__echo\"") &&
+                  contains(out, "\"name\":\"mcp__fault__last_meta\""),
+              out, "the pool names every server's tools as mcp__{server}__{tool}");
+    CHECK_OUT(contains(out, "\"name\":\"mcp__in_process__") == 0 && !contains(out, "mcp__off__"), out,
+              "no tools from disabled or failed servers");
+    CHECK_OUT(contains(out, "\"tool\":\"echo\",\"description\":\"Echoes back the input string\"") ||
+                  contains(out, "\"server\":\"everything\",\"tool\":\"echo\""),
+              out, "each tool names its server and its own tool name");
+    CHECK_OUT(contains(out, "\"read_only\":true"), out, "readOnlyHint is surfaced as read_only");
+    drop(&out);
+
+    out = mcall("mcp__everything__echo", "{\"message\":\"hi\"}", &st);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "Echo: hi"), out, "mcp__everything__echo routes to server-everything");
+    drop(&out);
+    out = mcall("mcp__everything-http__echo", "{\"message\":\"over http\"}", &st);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "Echo: over http"), out, "mcp__everything-http__echo over Streamable HTTP");
+    drop(&out);
+    out = mcall("mcp__modern__add", "{\"a\":2,\"b\":3}", &st);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "5"), out, "mcp__modern__add -> 5 (2026-07-28 server)");
+    drop(&out);
+    out = mcall("mcp__fault__echo", "{\"message\":\"a\\u202eb\\u200bc\\u2066d\"}", &st);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"Echo: abcd\""), out, "bidi overrides and zero-width characters are stripped from output");
+    drop(&out);
+    out = mcall("mcp__fault__big", "{\"bytes\":5000}", &st);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "4000 of 5000 characters cut") && strlen(out) < 1300, out,
+              "a 5000-character output is capped at 1000 with a marker");
+    drop(&out);
+    out = mcall("mcp__nowhere__x", NULL, &st);
+    CHECK_OUT(st == MCPLUG_NOT_FOUND && is_error(out, "not_found", "mcp__nowhere__x"), out, "an unknown pool name is not_found");
+    drop(&out);
+    out = mcall("mcp__broken__x", NULL, &st);
+    CHECK_OUT(st == MCPLUG_NOT_FOUND && is_error(out, "not_found", "is failed"), out, "a failed server's name says so");
+    drop(&out);
+
+    {   /* a server request, answered through the manager's id */
+        pthread_t t;
+        struct asker a = {NULL, MCPLUG_OK};
+        char *id_at, answer[256], id[64] = {0};
+        pthread_create(&t, NULL, ask_thread, &a);
+        ev = wait_mevent(bound_s(10), "\"type\":\"request\"", "sampling/createMessage", "\"server\":\"fault\"");
+        CHECK(ev != NULL, "the fault server's sampling request arrives with its server");
+        id_at = strstr(ev, "\"id\":\"m");
+        CHECK_OUT(id_at != NULL, ev, "its id is the manager's own (m...)");
+        sscanf(id_at + 6, "%63[^\"]", id);
+        snprintf(answer, sizeof answer,
+                 "{\"id\":\"%s\",\"result\":{\"role\":\"assistant\",\"content\":{\"type\":\"text\",\"text\":\"routed\"},\"model\":\"m\"}}", id);
+        drop(&ev);
+        st = mcplug_manager_respond(M, answer, &out);
+        CHECK_STATUS(st, MCPLUG_OK, out, "respond by the manager id");
+        drop(&out);
+        pthread_join(t, NULL);
+        CHECK_OUT(a.st == MCPLUG_OK && contains(a.out, "routed"), a.out, "the answer reached the server that asked");
+        mcplug_string_free(a.out);
+        st = mcplug_manager_respond(M, answer, &out);
+        CHECK_OUT(st == MCPLUG_NOT_FOUND, out, "answering twice is not_found");
+        drop(&out);
+    }
+
+    out = mcall("mcp__fault__list_changed", NULL, &st);
+    CHECK_STATUS(st, MCPLUG_OK, out, "the fault server says its tools changed");
+    drop(&out);
+    ev = wait_mevent(bound_s(10), "\"type\":\"tools_changed\"", "\"server\":\"fault\"", "mcp__fault__echo");
+    CHECK(ev != NULL, "list_changed -> re-listed, a tools_changed event with the pool");
+    drop(&ev);
+
+    /* kill the fault server: failed, reconnect, tools back */
+    pid1 = read_pid_file(fault_pid_path, 5);
+    CHECK(pid1 > 0, "the fault server's pid (%ld)", pid1);
+    unlink(fault_pid_path);
+    kill((pid_t)pid1, SIGKILL);
+    ev = wait_mevent(bound_s(10), "\"server\":\"fault\"", "\"state\":\"failed\"", NULL);
+    CHECK(ev != NULL, "killed: state failed");
+    drop(&ev);
+    ev = wait_mevent(bound_s(10), "\"server\":\"fault\"", "\"state\":\"pending\"", "\"attempt\":1");
+    CHECK(ev != NULL, "then pending, reconnect attempt 1");
+    drop(&ev);
+    ev = wait_mevent(bound_s(10), "\"server\":\"fault\"", "\"state\":\"connected\"", "mcp__fault__echo");
+    CHECK(ev != NULL, "then connected again, its tools listed");
+    drop(&ev);
+    pid2 = read_pid_file(fault_pid_path, 5);
+    CHECK(pid2 > 0 && pid2 != pid1, "a new process (%ld)", pid2);
+    out = mcall("mcp__fault__echo", "{\"message\":\"back\"}", &st);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "Echo: back"), out, "its tools are back in the pool");
+    drop(&out);
+
+    st = mcplug_manager_set_enabled(M, "fault", 0, &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"state\":\"disabled\""), out, "set_enabled(false) -> disabled");
+    drop(&out);
+    out = mcall("mcp__fault__echo", "{\"message\":\"x\"}", &st);
+    CHECK_OUT(st == MCPLUG_NOT_FOUND && contains(out, "disabled"), out, "a disabled server's tools leave the pool");
+    drop(&out);
+    st = mcplug_manager_set_enabled(M, "fault", 1, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "set_enabled(true)");
+    drop(&out);
+    ev = wait_mevent(bound_s(10), "\"server\":\"fault\"", "\"state\":\"connected\"", NULL);
+    CHECK(ev != NULL, "enabled again: connected");
+    drop(&ev);
+
+    t0 = now_s();
+    st = mcplug_manager_reconnect(M, "slow", &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"state\":\"connected\"") && now_s() - t0 >= 2.0, out,
+              "reconnect(slow) waits for its attempt (%.2f s)", now_s() - t0);
+    drop(&out);
+    st = mcplug_manager_reconnect(M, "nobody", &out);
+    CHECK_OUT(st == MCPLUG_NOT_FOUND, out, "reconnect of an unknown server is not_found");
+    drop(&out);
+
+    pid2 = read_pid_file(fault_pid_path, 5);
+    mcplug_manager_free(M);
+    CHECK(process_gone((pid_t)pid2) || process_dead((pid_t)pid2), "free: the servers are gone");
+
+    fifty();
+    printf("# %d checks\n", check_count);
+    return 0;
+}
