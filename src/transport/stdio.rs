@@ -103,19 +103,25 @@ impl StdioTransport {
         sink: Weak<dyn Inbound>,
     ) -> Result<Arc<Self>, Error> {
         let mut launched = launched;
-        let mut child = launched
-            .child
-            .take()
-            .expect("a launched server is attached once");
-        let pid = child.id() as i32;
         let piped = |e: std::io::Error, what: &str| {
             Error::transport(format!("cannot take the server's {what}: {e}"))
         };
-        let stdin: OwnedFd = child.stdin.take().expect("stdin was piped").into();
+        // The fallible steps first, while `launched` still owns the child (its drop kills and
+        // reaps it if one fails).
+        let (stdin, stdout, stderr) = {
+            let child = launched
+                .child
+                .as_mut()
+                .expect("a launched server is attached once");
+            let stdin: OwnedFd = child.stdin.take().expect("stdin was piped").into();
+            let stdout: OwnedFd = child.stdout.take().expect("stdout was piped").into();
+            let stderr: OwnedFd = child.stderr.take().expect("stderr was piped").into();
+            (stdin, stdout, stderr)
+        };
         let stdin = pipe::Sender::from_owned_fd(stdin).map_err(|e| piped(e, "stdin"))?;
-        let stdout: OwnedFd = child.stdout.take().expect("stdout was piped").into();
-        let stderr: OwnedFd = child.stderr.take().expect("stderr was piped").into();
         let stderr = pipe::Receiver::from_owned_fd(stderr).map_err(|e| piped(e, "stderr"))?;
+        let child = launched.child.take().expect("taken once");
+        let pid = child.id() as i32;
         let reader = Arc::new(SharedReader::new(
             stdout,
             sink.clone(),
