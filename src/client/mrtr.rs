@@ -117,7 +117,30 @@ impl Extra {
     }
 }
 
+/// What a call of a method may go through on this connection.
+struct CallKind {
+    modern: bool,
+    tool_call: bool,
+    /// `InputRequiredResult` rounds (2026-07-28, on the methods that allow them).
+    input_rounds: bool,
+    /// The -32042 URL-elicitation retry (the host serves URL elicitations).
+    url_retry: bool,
+}
+
 impl Shared {
+    fn call_kind(&self, method: &str) -> CallKind {
+        let modern = matches!(
+            self.era.read().as_ref().map(|s| &s.era),
+            Some(Era::Modern { .. })
+        );
+        CallKind {
+            modern,
+            tool_call: method == "tools/call",
+            input_rounds: modern && allows_input_required(method),
+            url_retry: self.host.url_elicitation,
+        }
+    }
+
     /// One host call (`request`, `call_tool`): sent, and resolved through as many rounds as the
     /// server needs. `timeout` is each request's own limit; a task's whole wait is bounded by it
     /// from the first request on. `first`: the first round's outcome, when it already came (a
@@ -130,13 +153,12 @@ impl Shared {
         options: &CallOptions,
         mut first: Option<Result<RawJson>>,
     ) -> Result<RawJson> {
-        let modern = matches!(
-            self.era.read().as_ref().map(|s| &s.era),
-            Some(Era::Modern { .. })
-        );
-        let tool_call = method == "tools/call";
-        let input_rounds = modern && allows_input_required(method);
-        let url_retry = self.host.url_elicitation;
+        let CallKind {
+            modern,
+            tool_call,
+            input_rounds,
+            url_retry,
+        } = self.call_kind(method);
         let task = if tool_call && !modern && first.is_none() {
             let name = match &call {
                 Call::Tool { name, .. } => Some(*name),
@@ -229,13 +251,12 @@ impl Shared {
         task: Option<Value>,
         deadline: Option<Instant>,
     ) -> Result<RawJson> {
-        let modern = matches!(
-            self.era.read().as_ref().map(|s| &s.era),
-            Some(Era::Modern { .. })
-        );
-        let tool_call = method == "tools/call";
-        let input_rounds = modern && allows_input_required(method);
-        let url_retry = self.host.url_elicitation;
+        let CallKind {
+            modern,
+            tool_call,
+            input_rounds,
+            url_retry,
+        } = self.call_kind(method);
         let guard = Some(cancel::Cancels {
             tag: options.tag.as_deref().map(cancel::register),
             own: options.own_cancel.as_ref().map(|c| c.0.clone()),

@@ -220,15 +220,7 @@ pub unsafe extern "C" fn mcplug_client_request(
     ffi_boundary!(out, {
         let h = enter(client)?;
         let method = str_arg(method, "method")?;
-        let params = json_arg(params_json, "params_json")?;
-        if let Some(p) = &params {
-            if !p.is_object() && !p.is_null() {
-                return Err(Error::invalid(format!(
-                    "`params_json` must be a JSON object (got {p})"
-                )));
-            }
-        }
-        let params = params.filter(|p| !p.is_null());
+        let params = params_arg(params_json)?;
         let opts = call_options(options_json)?;
         let v = runtime::block_on(h.0.client.request(method, params, &opts))?;
         Ok(v.into_string())
@@ -247,14 +239,7 @@ pub unsafe extern "C" fn mcplug_client_notify(
     ffi_boundary!(out, {
         let h = enter(client)?;
         let method = str_arg(method, "method")?;
-        let params = json_arg(params_json, "params_json")?.filter(|p| !p.is_null());
-        if let Some(p) = &params {
-            if !p.is_object() {
-                return Err(Error::invalid(format!(
-                    "`params_json` must be a JSON object (got {p})"
-                )));
-            }
-        }
+        let params = params_arg(params_json)?;
         runtime::block_on(h.0.client.notify(method, params))?;
         Ok("{}".into())
     })
@@ -294,6 +279,24 @@ pub unsafe extern "C" fn mcplug_client_next_event(
     })
 }
 
+/// `params_json`: a JSON object, or NULL / `null` for none.
+fn params_arg(params_json: *const c_char) -> Result<Option<serde_json::Value>, Error> {
+    let params = json_arg(params_json, "params_json")?.filter(|p| !p.is_null());
+    match &params {
+        Some(p) if !p.is_object() => Err(Error::invalid(format!(
+            "`params_json` must be a JSON object (got {p})"
+        ))),
+        _ => Ok(params),
+    }
+}
+
+/// The call-number out-parameter of the start functions.
+fn call_out<'a>(call: *mut u64) -> Result<&'a mut u64, Error> {
+    // SAFETY: the caller passes NULL or a writable pointer (the header's convention).
+    unsafe { call.as_mut() }
+        .ok_or_else(|| Error::invalid("`call` (the call number out-parameter) is NULL"))
+}
+
 /// Starts a tool call without waiting: on `MCPLUG_OK`, `*call` is the call's number and `*out`
 /// is NULL; the outcome arrives later, exactly once, as the event
 /// `{"type": "completion", "call": N, "result": {...}}` (the server's `CallToolResult`, untouched)
@@ -319,13 +322,9 @@ pub unsafe extern "C" fn mcplug_client_call_tool_start(
         let name = str_arg(name, "name")?;
         let args = raw_object_arg(arguments_json, "arguments_json")?;
         let opts = call_options(options_json)?;
-        if call.is_null() {
-            return Err(Error::invalid(
-                "`call` (the call number out-parameter) is NULL",
-            ));
-        }
+        let call = call_out(call)?;
         let n = runtime::block_on(h.0.client.start_call_tool(name, args, &opts))?;
-        unsafe { *call = n };
+        *call = n;
         Ok(())
     })
 }
@@ -345,22 +344,11 @@ pub unsafe extern "C" fn mcplug_client_request_start(
     ffi_boundary_quiet!(out, {
         let h = enter(client)?;
         let method = str_arg(method, "method")?;
-        let params = json_arg(params_json, "params_json")?.filter(|p| !p.is_null());
-        if let Some(p) = &params {
-            if !p.is_object() {
-                return Err(Error::invalid(format!(
-                    "`params_json` must be a JSON object (got {p})"
-                )));
-            }
-        }
+        let params = params_arg(params_json)?;
         let opts = call_options(options_json)?;
-        if call.is_null() {
-            return Err(Error::invalid(
-                "`call` (the call number out-parameter) is NULL",
-            ));
-        }
+        let call = call_out(call)?;
         let n = runtime::block_on(h.0.client.start_request(method, params, &opts))?;
-        unsafe { *call = n };
+        *call = n;
         Ok(())
     })
 }
