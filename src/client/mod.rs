@@ -116,19 +116,6 @@ impl Client {
         options: ConnectOptions,
         tag: Option<&str>,
     ) -> Result<(Client, Value)> {
-        Self::connect_launched(spec, None, options, tag).await
-    }
-
-    /// [`Client::connect`] for a stdio server already started with
-    /// [`crate::transport::stdio::launch`] (before the runtime existed: the C ABI's connect does
-    /// that, so that the server starts up while the runtime is built). `launched` must come from
-    /// the same `spec`.
-    pub async fn connect_launched(
-        spec: &ServerSpec,
-        launched: Option<crate::transport::stdio::Launched>,
-        options: ConnectOptions,
-        tag: Option<&str>,
-    ) -> Result<(Client, Value)> {
         let shared = Arc::new(Shared {
             events: EventQueue::new(options.max_events),
             host: host::HostState::new(&options),
@@ -151,16 +138,14 @@ impl Client {
         });
         let sink: Weak<dyn Inbound> = Arc::downgrade(&shared) as Weak<dyn Inbound>;
         let transport: Arc<dyn Transport> = match spec {
-            ServerSpec::Stdio { config, .. } => {
-                let limits = StdioLimits {
+            ServerSpec::Stdio { config, .. } => StdioTransport::spawn(
+                config,
+                StdioLimits {
                     max_message_bytes: shared.options.max_message_bytes,
                     shutdown_grace: shared.options.shutdown_grace,
-                };
-                match launched {
-                    Some(l) => StdioTransport::attach(l, limits, sink)?,
-                    None => StdioTransport::spawn(config, limits, sink)?,
-                }
-            }
+                },
+                sink,
+            )?,
             ServerSpec::Http { config, .. } => crate::transport::http::HttpTransport::new(
                 config,
                 shared.remote_limits(),

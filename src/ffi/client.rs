@@ -108,18 +108,7 @@ pub unsafe extern "C" fn mcplug_client_connect(
             }
         };
         let opts = ConnectOptions::parse(options.as_ref())?;
-        // A stdio server is started before the runtime exists (on a host's first connect): it
-        // starts up while the runtime is built.
-        let launched = match &spec {
-            ServerSpec::Stdio { config, .. } => Some(crate::transport::stdio::launch(config)?),
-            _ => None,
-        };
-        let (c, info) = runtime::block_on(Client::connect_launched(
-            &spec,
-            launched,
-            opts,
-            tag.as_deref(),
-        ))?;
+        let (c, info) = runtime::block_on(Client::connect(&spec, opts, tag.as_deref()))?;
         let handle = Box::new(mcplug_client {
             client: c,
             active: AtomicUsize::new(0),

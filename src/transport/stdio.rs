@@ -11,15 +11,12 @@ use super::{BoxFuture, Drive, Inbound, Transport};
 use crate::error::Error;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
-use tokio::io::unix::AsyncFd;
-use tokio::io::Interest;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
-use tokio::net::unix::pipe;
+use tokio::process::{ChildStdin, Command};
 use tokio::sync::watch;
 
 /// How to start the server.
@@ -72,7 +69,7 @@ impl std::fmt::Display for Exit {
 }
 
 pub struct StdioTransport {
-    stdin: tokio::sync::Mutex<Option<pipe::Sender>>,
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     reader: Arc<SharedReader>,
     sink: Weak<dyn Inbound>,
     /// Itself, for the tasks it spawns.
@@ -92,41 +89,39 @@ impl StdioTransport {
         limits: StdioLimits,
         sink: Weak<dyn Inbound>,
     ) -> Result<Arc<Self>, Error> {
-        Self::attach(launch(config)?, limits, sink)
-    }
-
-    /// Takes over a server started by [`launch`]: its pipes join the runtime, and a task reaps it.
-    /// Must run inside the runtime.
-    pub fn attach(
-        launched: Launched,
-        limits: StdioLimits,
-        sink: Weak<dyn Inbound>,
-    ) -> Result<Arc<Self>, Error> {
-        let mut launched = launched;
-        let piped = |e: std::io::Error, what: &str| {
-            Error::transport(format!("cannot take the server's {what}: {e}"))
-        };
-        // The fallible steps first, while `launched` still owns the child (its drop kills and
-        // reaps it if one fails).
-        let (stdin, stdout, stderr) = {
-            let child = launched
-                .child
-                .as_mut()
-                .expect("a launched server is attached once");
-            let stdin: OwnedFd = child.stdin.take().expect("stdin was piped").into();
-            let stdout: OwnedFd = child.stdout.take().expect("stdout was piped").into();
-            let stderr: OwnedFd = child.stderr.take().expect("stderr was piped").into();
-            (stdin, stdout, stderr)
-        };
-        let stdin = pipe::Sender::from_owned_fd(stdin).map_err(|e| piped(e, "stdin"))?;
-        let stderr = pipe::Receiver::from_owned_fd(stderr).map_err(|e| piped(e, "stderr"))?;
-        let child = launched.child.take().expect("taken once");
-        let pid = child.id() as i32;
+        let mut cmd = Command::new(&config.command);
+        cmd.args(&config.args)
+            .envs(&config.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(false);
+        if let Some(cwd) = &config.cwd {
+            cmd.current_dir(cwd);
+        }
+        let mut child = cmd.spawn().map_err(|e| {
+            let mut msg = format!(
+                "could not start the server command {:?}: {e}",
+                config.command
+            );
+            if let Some(cwd) = &config.cwd {
+                msg.push_str(&format!(" (cwd {cwd:?})"));
+            }
+            Error::transport(msg)
+        })?;
+        let pid = child.id().map(|p| p as i32).unwrap_or(0);
+        let stdin = child.stdin.take().expect("stdin was piped");
+        let stdout = child.stdout.take().expect("stdout was piped");
+        let stdout = stdout
+            .into_owned_fd()
+            .map_err(|e| Error::transport(format!("cannot take the server's stdout: {e}")))?;
         let reader = Arc::new(SharedReader::new(
             stdout,
             sink.clone(),
             limits.max_message_bytes,
         ));
+        let stderr = child.stderr.take().expect("stderr was piped");
 
         let (exit_tx, exit_rx) = watch::channel(None);
         let (stderr_tx, stderr_rx) = watch::channel(false);
@@ -147,7 +142,8 @@ impl StdioTransport {
 
         // The reaper: the leader is always waited for, so it never stays a zombie.
         crate::runtime::spawn(async move {
-            let exit = match reap(child).await {
+            let status = child.wait().await;
+            let exit = match status {
                 Ok(s) => {
                     use std::os::unix::process::ExitStatusExt;
                     match (s.code(), s.signal()) {
@@ -360,69 +356,6 @@ impl Transport for StdioTransport {
     fn baton(&self) -> Option<&tokio::sync::Notify> {
         Some(self.reader.baton())
     }
-}
-
-/// A server process started but not yet attached to the runtime.
-pub struct Launched {
-    child: Option<std::process::Child>,
-}
-
-impl Drop for Launched {
-    /// Never attached (the connect failed first): the server and its group go at once.
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            let _ = child.wait();
-        }
-    }
-}
-
-/// Starts the server process without the runtime (std's spawn; the pipes and the reaper join the
-/// runtime in [`StdioTransport::attach`]): a host's first connect starts its server first and
-/// builds the runtime while the server starts up. The server leads its own process group.
-pub fn launch(config: &StdioConfig) -> Result<Launched, Error> {
-    use std::os::unix::process::CommandExt;
-    let mut cmd = std::process::Command::new(&config.command);
-    cmd.args(&config.args)
-        .envs(&config.env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    if let Some(cwd) = &config.cwd {
-        cmd.current_dir(cwd);
-    }
-    let child = cmd.spawn().map_err(|e| {
-        let mut msg = format!(
-            "could not start the server command {:?}: {e}",
-            config.command
-        );
-        if let Some(cwd) = &config.cwd {
-            msg.push_str(&format!(" (cwd {cwd:?})"));
-        }
-        Error::transport(msg)
-    })?;
-    Ok(Launched { child: Some(child) })
-}
-
-/// Waits for the leader to exit and reaps it: through a pidfd the reactor watches (Linux 5.3 and
-/// later), else on a blocking thread (older kernels, valgrind).
-async fn reap(mut child: std::process::Child) -> std::io::Result<std::process::ExitStatus> {
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id() as libc::pid_t, 0) };
-    if pidfd >= 0 {
-        // SAFETY: pidfd_open just returned this descriptor, owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
-        // SAFETY: the AsyncFd owns the descriptor, so it stays open while registered.
-        if let Ok(afd) = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) } {
-            if afd.readable().await.is_ok() {
-                // Readable means exited: this wait does not block.
-                return child.wait();
-            }
-        }
-    }
-    tokio::task::spawn_blocking(move || child.wait())
-        .await
-        .unwrap_or_else(|e| Err(std::io::Error::other(e)))
 }
 
 impl Drop for StdioTransport {
