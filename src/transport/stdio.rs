@@ -80,6 +80,8 @@ pub struct StdioTransport {
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     closing: AtomicBool,
     grace: Duration,
+    /// The command, for messages.
+    command: String,
 }
 
 impl StdioTransport {
@@ -138,6 +140,7 @@ impl StdioTransport {
             stderr_tail: stderr_tail.clone(),
             closing: AtomicBool::new(false),
             grace: limits.shutdown_grace,
+            command: config.command.clone(),
         });
 
         // The reaper: the leader is always waited for, so it never stays a zombie.
@@ -200,6 +203,13 @@ impl StdioTransport {
         })
         .await;
         let mut message = match *self.exit.borrow() {
+            // 126/127: how a process that could not run its program exits (a shell, or an exec
+            // that failed after the spawn reported success): say which command.
+            Some(exit @ (Exit::Code(126) | Exit::Code(127))) => format!(
+                "the server process exited ({exit}): the command {:?} could not be run \
+                 (not found or not executable?)",
+                self.command
+            ),
             Some(exit) => format!("the server process exited ({exit})"),
             None => "the server closed its stdout".to_string(),
         };
