@@ -42,6 +42,29 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Every kind, in the order of their C status numbers.
+    pub const ALL: [ErrorKind; 14] = [
+        ErrorKind::InvalidArgument,
+        ErrorKind::Timeout,
+        ErrorKind::Cancelled,
+        ErrorKind::Closed,
+        ErrorKind::Transport,
+        ErrorKind::Protocol,
+        ErrorKind::Rpc,
+        ErrorKind::NeedsAuth,
+        ErrorKind::Denied,
+        ErrorKind::Config,
+        ErrorKind::Panic,
+        ErrorKind::NotFound,
+        ErrorKind::NotImplemented,
+        ErrorKind::InvalidResult,
+    ];
+
+    /// The kind named by its snake_case name (an error object's `kind`).
+    pub fn from_name(name: &str) -> Option<ErrorKind> {
+        Self::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorKind::InvalidArgument => "invalid_argument",
@@ -157,6 +180,14 @@ mod tests {
             e.to_json(),
             json!({"error": {"kind": "rpc", "message": "bad", "code": -32602, "data": {"x": 1}}})
         );
+    }
+
+    #[test]
+    fn every_kind_is_found_by_its_name() {
+        for k in ErrorKind::ALL {
+            assert_eq!(ErrorKind::from_name(k.as_str()), Some(k));
+        }
+        assert_eq!(ErrorKind::from_name("nonsense"), None);
     }
 
     #[test]

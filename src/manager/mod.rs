@@ -865,7 +865,7 @@ impl Inner {
                 let k = event
                     .get("kind")
                     .and_then(Value::as_str)
-                    .and_then(kind_from)
+                    .and_then(ErrorKind::from_name)
                     .unwrap_or(ErrorKind::Closed);
                 return Some(Error::new(k, reason));
             }
@@ -957,28 +957,6 @@ impl Inner {
             false,
         );
     }
-}
-
-fn kind_from(name: &str) -> Option<ErrorKind> {
-    use ErrorKind::*;
-    [
-        InvalidArgument,
-        Timeout,
-        Cancelled,
-        Closed,
-        Transport,
-        Protocol,
-        Rpc,
-        NeedsAuth,
-        Denied,
-        Config,
-        Panic,
-        NotFound,
-        NotImplemented,
-        InvalidResult,
-    ]
-    .into_iter()
-    .find(|k| k.as_str() == name)
 }
 
 fn tools_of(list: RawJson) -> Vec<Value> {
