@@ -41,28 +41,29 @@ pub enum ErrorKind {
     InvalidResult,
 }
 
-impl ErrorKind {
-    /// Every kind, in the order of their C status numbers.
-    pub const ALL: [ErrorKind; 14] = [
-        ErrorKind::InvalidArgument,
-        ErrorKind::Timeout,
-        ErrorKind::Cancelled,
-        ErrorKind::Closed,
-        ErrorKind::Transport,
-        ErrorKind::Protocol,
-        ErrorKind::Rpc,
-        ErrorKind::NeedsAuth,
-        ErrorKind::Denied,
-        ErrorKind::Config,
-        ErrorKind::Panic,
-        ErrorKind::NotFound,
-        ErrorKind::NotImplemented,
-        ErrorKind::InvalidResult,
-    ];
+/// Every kind, in the order of their C status numbers (private: cbindgen exports public
+/// constants into the header).
+const ALL_KINDS: [ErrorKind; 14] = [
+    ErrorKind::InvalidArgument,
+    ErrorKind::Timeout,
+    ErrorKind::Cancelled,
+    ErrorKind::Closed,
+    ErrorKind::Transport,
+    ErrorKind::Protocol,
+    ErrorKind::Rpc,
+    ErrorKind::NeedsAuth,
+    ErrorKind::Denied,
+    ErrorKind::Config,
+    ErrorKind::Panic,
+    ErrorKind::NotFound,
+    ErrorKind::NotImplemented,
+    ErrorKind::InvalidResult,
+];
 
+impl ErrorKind {
     /// The kind named by its snake_case name (an error object's `kind`).
     pub fn from_name(name: &str) -> Option<ErrorKind> {
-        Self::ALL.into_iter().find(|k| k.as_str() == name)
+        ALL_KINDS.into_iter().find(|k| k.as_str() == name)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -184,7 +185,7 @@ mod tests {
 
     #[test]
     fn every_kind_is_found_by_its_name() {
-        for k in ErrorKind::ALL {
+        for k in ALL_KINDS {
             assert_eq!(ErrorKind::from_name(k.as_str()), Some(k));
         }
         assert_eq!(ErrorKind::from_name("nonsense"), None);

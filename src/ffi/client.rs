@@ -252,20 +252,25 @@ pub unsafe extern "C" fn mcplug_client_next_event(
 ) -> mcplug_status {
     ffi_boundary!(out, {
         let h = enter(client)?;
-        let wait = if timeout_ms < 0 {
-            None
-        } else {
-            Some(Duration::from_millis(timeout_ms as u64))
-        };
-        match h.0.client.next_event(wait) {
-            Pulled::Event(text) => Ok(text),
-            Pulled::TimedOut => Err(Error::timeout(format!("no event within {timeout_ms} ms"))),
-            Pulled::Closed => Err(Error::new(
-                ErrorKind::Closed,
-                "the connection is closed and every event was delivered",
-            )),
-        }
+        pulled(h.0.client.next_event(event_wait(timeout_ms)), timeout_ms)
     })
+}
+
+/// A pull's `timeout_ms`: negative waits forever, 0 only looks.
+pub(super) fn event_wait(timeout_ms: i32) -> Option<Duration> {
+    (timeout_ms >= 0).then(|| Duration::from_millis(timeout_ms as u64))
+}
+
+/// What a pull gives the host: the event(s), `timeout`, or `closed` after the last.
+pub(super) fn pulled(p: Pulled, timeout_ms: i32) -> Result<String, Error> {
+    match p {
+        Pulled::Event(text) => Ok(text),
+        Pulled::TimedOut => Err(Error::timeout(format!("no event within {timeout_ms} ms"))),
+        Pulled::Closed => Err(Error::new(
+            ErrorKind::Closed,
+            "the connection is closed and every event was delivered",
+        )),
+    }
 }
 
 /// `params_json`: a JSON object, or NULL / `null` for none.
@@ -412,19 +417,11 @@ pub unsafe extern "C" fn mcplug_client_next_events(
 ) -> mcplug_status {
     ffi_boundary!(out, {
         let h = enter(client)?;
-        let wait = if timeout_ms < 0 {
-            None
-        } else {
-            Some(Duration::from_millis(timeout_ms as u64))
-        };
-        match h.0.client.next_events(max_events as usize, wait) {
-            Pulled::Event(text) => Ok(text),
-            Pulled::TimedOut => Err(Error::timeout(format!("no event within {timeout_ms} ms"))),
-            Pulled::Closed => Err(Error::new(
-                ErrorKind::Closed,
-                "the connection is closed and every event was delivered",
-            )),
-        }
+        pulled(
+            h.0.client
+                .next_events(max_events as usize, event_wait(timeout_ms)),
+            timeout_ms,
+        )
     })
 }
 
