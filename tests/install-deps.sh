@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need into folders of this checkout (nothing global), idempotently:
-#   .deps/npm          @modelcontextprotocol/server-everything (the reference server)
+#   .deps/npm          @modelcontextprotocol/server-everything (the reference server),
+#                      server-filesystem and server-memory (more independent servers)
 #   .deps/venv         pytest and the Python SDK mcp 2.3 (a 2026-07-28 server for the tests)
 #   bindings/node/node_modules   koffi, the Node binding's one dependency
 #   .deps/node22       Node 22 (npm package node@22): the conformance suite needs it
@@ -9,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-if [ ! -f .deps/npm/node_modules/@modelcontextprotocol/server-everything/package.json ]; then
+if ! cmp -s tests/deps/package.json .deps/npm/package.json \
+    || [ ! -f .deps/npm/node_modules/@modelcontextprotocol/server-everything/package.json ]; then
   echo "installing the npm test peers into .deps/npm ..." >&2
   mkdir -p .deps/npm
   cp tests/deps/package.json .deps/npm/package.json
