@@ -6,6 +6,16 @@
 
 ``mcplug.aio`` has the same client for asyncio.
 
+Many servers, their tools in one pool (``mcplug.Manager``; ``mcplug.aio.Manager`` for asyncio)::
+
+    with mcplug.Manager(handlers={"sampling/createMessage": lambda params, server: ...}) as m:
+        m.add_host_server("host", [{"name": "now", "inputSchema": {"type": "object"},
+                                    "handler": lambda args: time.ctime()}])
+        m.connect({"mcpServers": {"fs": {"command": "mcp-server-filesystem", "args": ["/srv"]}}})
+        m.wait(30)
+        m.call_tool("mcp__fs__list_directory", {"path": "/srv"})
+        m.call_tool("mcp__host__now")
+
 Serving what a server asks of the host — the same handlers in both protocol eras (a legacy
 server's requests, or the input requests of a 2026-07-28 ``InputRequiredResult``)::
 
@@ -47,6 +57,7 @@ TYPE_CHECKING = False  # not typing's: see _codec
 
 from . import _ffi
 from ._client import Client
+from ._manager import Manager
 from ._config import add_config_server, discover_config, merge_config, remove_config_server
 from ._errors import (
     CancelledError,
@@ -78,6 +89,7 @@ __all__ = [
     "DeniedError",
     "InvalidArgumentError",
     "InvalidResultError",
+    "Manager",
     "McpError",
     "NeedsAuthError",
     "NotFoundError",

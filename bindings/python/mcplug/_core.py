@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from ctypes import byref, c_char_p, c_void_p
 
 from . import _codec, _ffi
-from ._errors import ClosedError, DeniedError, InvalidArgumentError, McpError, error_from_json
+from ._errors import ClosedError, DeniedError, InvalidArgumentError, McpError, NotFoundError, error_from_json
 
 TYPE_CHECKING = False  # not typing's: see _codec
 if TYPE_CHECKING:
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     Progress = Union[Handler, bool, None]
     #: Called once a handler finished: (result, exception).
     Done = Callable[[Any, Optional[BaseException]], None]
+    #: Turns a handler's outcome (result, exception) into the one to answer with.
+    Outcome = Callable[[Any, Optional[BaseException]], Tuple[Any, Optional[BaseException]]]
 
 
 def _log() -> Any:
@@ -68,7 +70,6 @@ _list_tools = _ffi.lib.mcplug_client_list_tools
 _call_tool = _ffi.lib.mcplug_client_call_tool
 _request = _ffi.lib.mcplug_client_request
 _notify = _ffi.lib.mcplug_client_notify
-_respond = _ffi.lib.mcplug_client_respond
 _set_roots = _ffi.lib.mcplug_client_set_roots
 _set_log_level = _ffi.lib.mcplug_client_set_log_level
 
@@ -151,7 +152,7 @@ def _is_async_callable(fn: Any) -> bool:
     return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(getattr(target, "__call__", None))
 
 
-def check_handlers(handlers: Optional[Mapping[str, Handler]], allow_async: bool) -> Dict[str, Handler]:
+def check_handlers(handlers: Optional[Mapping[str, Handler]], allow_async: bool, owner: str = "Client") -> Dict[str, Handler]:
     """The handlers as a dict, refusing what cannot work: keys that are not str, values that
     are not callable, and (sync client) ``async def`` handlers, which only ``mcplug.aio`` runs."""
     if handlers is None:
@@ -166,8 +167,8 @@ def check_handlers(handlers: Optional[Mapping[str, Handler]], allow_async: bool)
             raise InvalidArgumentError(f"handler for {method!r} is not callable")
         if not allow_async and _is_async_callable(fn):
             raise InvalidArgumentError(
-                f"handler for {method!r} is an async function: the sync mcplug.Client runs plain functions "
-                "on its own thread; use mcplug.aio.Client for coroutine handlers"
+                f"handler for {method!r} is an async function: the sync mcplug.{owner} runs plain functions "
+                f"on its own thread; use mcplug.aio.{owner} for coroutine handlers"
             )
         out[method] = fn
     return out
@@ -218,6 +219,7 @@ def connect_options(
     elicitation_defaults: Optional[bool] = None,
     validate_arguments: Optional[bool] = None,
     allow_async: bool = True,
+    owner: str = "Client",
 ) -> Tuple[Dict[str, Any], Set[str]]:
     """The connect options, and the server-request methods the host will answer by hand.
 
@@ -229,7 +231,7 @@ def connect_options(
     back. The keyword arguments are the library's options of the same name (seconds for
     timeouts); ``options`` passes anything else as-is, and may not repeat them.
     """
-    handlers = check_handlers(handlers, allow_async)
+    handlers = check_handlers(handlers, allow_async, owner)
     if options is not None and not isinstance(options, Mapping):
         raise InvalidArgumentError("`options` must be a dict")
     user = dict(options or {})
@@ -358,8 +360,8 @@ class SyncRunner:
                 if hasattr(result, "close"):
                     result.close()  # never awaited: no "coroutine was never awaited" warning
                 raise InvalidArgumentError(
-                    "the handler returned an awaitable: the sync mcplug.Client runs plain functions; "
-                    "use mcplug.aio.Client for coroutine handlers"
+                    "the handler returned an awaitable: the sync mcplug.Client and mcplug.Manager run plain "
+                    "functions; use mcplug.aio for coroutine handlers"
                 )
         except Exception as e:  # a handler's failure never kills the pump
             if done is not None:
@@ -437,7 +439,18 @@ class QueueSink(EventBuffer):
 
 
 class Core:
-    """The handle and everything that must outlive no more and no less than it."""
+    """The handle and everything that must outlive no more and no less than it.
+
+    The handle's own functions are class attributes, so that the manager (``_manager.py``) runs
+    on the same gate, pump and closing as a client with ``mcplug_manager_*`` in their place.
+    """
+
+    #: What the handle is, in messages ("the client is closed").
+    WHAT = "client"
+    _NEXT_EVENT = _ffi.lib.mcplug_client_next_event
+    _RESPOND = _ffi.lib.mcplug_client_respond
+    _CLOSE = _ffi.lib.mcplug_client_close
+    _FREE = _ffi.lib.mcplug_client_free
 
     def __init__(
         self,
@@ -491,7 +504,7 @@ class Core:
         out = c_char_p()
         try:
             if self._closing:
-                raise ClosedError("the client is closed", kind="closed")
+                raise ClosedError(f"the {self.WHAT} is closed", kind="closed")
             status: int = fn(self._handle_arg, *args, out)
         finally:
             # Out of the gate first: a KeyboardInterrupt between two of these lines may leak a
@@ -571,7 +584,7 @@ class Core:
         out = c_char_p()
         try:
             if self._closing:
-                raise ClosedError("the client is closed", kind="closed")
+                raise ClosedError(f"the {self.WHAT} is closed", kind="closed")
             status: int = _call_tool_fast(self._handle_arg, name_b, args_b, None, byref(out))
         finally:
             calls.pop()
@@ -623,7 +636,7 @@ class Core:
         else:
             answer["result"] = {} if result is None else result
         payload = dumps(answer, "response")
-        status, text = self._invoke(_respond, payload)
+        status, text = self._invoke(self._RESPOND, payload)
         _ffi.checked(status, text)
 
     def _respond_quietly(self, event_id: str, result: Any, error: Any) -> None:
@@ -645,6 +658,8 @@ class Core:
                 _log().debug("mcplug: server request %s ended before its handler answered", event_id)
             else:
                 _log().warning("mcplug: could not answer server request %s: %s", event_id, e)
+        except NotFoundError:  # the manager's word for an id no longer waiting
+            _log().debug("mcplug: server request %s ended before its handler answered", event_id)
         except McpError as e:
             _log().warning("mcplug: could not answer server request %s: %s", event_id, e)
 
@@ -675,7 +690,7 @@ class Core:
                     self._pull_seq += 1
                     seq = self._pull_seq
                     wait = PUMP_WAIT_PROGRESS_MS if self._routes else PUMP_WAIT_MS
-                status, text = _ffi.invoke(_ffi.lib.mcplug_client_next_event, handle, wait)
+                status, text = _ffi.invoke(self._NEXT_EVENT, handle, wait)
                 if status == _ffi.OK:
                     failures = 0
                     try:
@@ -723,7 +738,7 @@ class Core:
                         return
                 handler = self._handlers.get(method) if isinstance(method, str) else None
                 if handler is not None:
-                    self._runner.run(handler, params, None)
+                    self._runner.run(self._bind(handler, event), params, None)
                     return
             elif kind in ("request_cancelled", "request_expired"):
                 # The server (or the call) no longer waits: stop an async handler still at work.
@@ -748,6 +763,11 @@ class Core:
         except Exception:
             _log().exception("mcplug: dispatching an event failed")
 
+    def _bind(self, handler: Handler, event: Dict[str, Any]) -> Handler:
+        """The one-argument function that runs ``handler`` for a request's or notification's
+        params (the manager adds the server's name)."""
+        return handler
+
     def _on_request(self, event: Dict[str, Any]) -> None:
         method = event.get("method")
         event_id = event.get("id")
@@ -759,8 +779,13 @@ class Core:
             if method in self._manual:
                 self._sink.put(event)  # the host declared it and answers with respond()
             else:
-                self._respond_quietly(event_id, None, {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method} (no handler in this client)"})
+                self._respond_quietly(event_id, None, {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method} (no handler in this {self.WHAT})"})
             return
+        self._answer_with(event_id, self._bind(handler, event), event.get("params", {}))
+
+    def _answer_with(self, event_id: str, handler: Handler, params: Any, outcome: Optional[Outcome] = None) -> None:
+        """Runs ``handler(params)`` for the request ``event_id`` and answers with its outcome;
+        ``outcome(result, exc)`` may turn it into the ``(result, error)`` to send instead."""
 
         def done(result: Any, exc: Optional[BaseException]) -> None:
             with self._cond:
@@ -769,6 +794,8 @@ class Core:
                 self._withdrawn.discard(event_id)
             if withdrawn:
                 return  # request_cancelled / request_expired came first: nobody waits for it
+            if outcome is not None:
+                result, exc = outcome(result, exc)
             if exc is not None:
                 self._respond_quietly(event_id, None, rpc_error_of(exc))
             else:
@@ -776,7 +803,7 @@ class Core:
 
         with self._cond:
             self._running[event_id] = None  # running, nothing to stop (yet)
-        future = self._runner.run(handler, event.get("params", {}), done)
+        future = self._runner.run(handler, params, done)
         if future is not None:
             with self._cond:
                 if event_id in self._running:
@@ -799,9 +826,9 @@ class Core:
             return
         try:
             if handle is not None:
-                status, text = _ffi.invoke(_ffi.lib.mcplug_client_close, c_void_p(handle))
+                status, text = _ffi.invoke(self._CLOSE, c_void_p(handle))
                 if status != _ffi.OK:
-                    _log().warning("mcplug: mcplug_client_close failed (status %d): %s", status, text)
+                    _log().warning("mcplug: closing the %s failed (status %d): %s", self.WHAT, status, text)
             if not on_pump and self._pump.is_alive():
                 self._pump.join(PUMP_JOIN_S)
             self._stop_handlers()
@@ -837,4 +864,4 @@ class Core:
             self._handle = None
             self._free_pending = False
             self._cond.notify_all()
-        _ffi.lib.mcplug_client_free(c_void_p(handle))
+        self._FREE(c_void_p(handle))

@@ -12,6 +12,11 @@ the server no longer needs (``request_cancelled``, ``request_expired``) is cance
 
     async with await mcplug.aio.Client.connect(server, handlers={"elicitation/create": elicit}) as c:
         await c.call_tool("greet", {})
+
+    async with mcplug.aio.Manager(handlers={"elicitation/create": lambda params, server: ...}) as m:
+        await m.connect({"mcpServers": {...}})
+        async for event in m:                     # {"type": "state", "server", "state", ...}
+            ...
 """
 from __future__ import annotations
 
@@ -20,7 +25,8 @@ import concurrent.futures
 import inspect
 import logging
 import os
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, Union
+import threading
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, Union
 
 from . import _ffi
 from ._client import _Info
@@ -34,13 +40,14 @@ from ._core import (
     new_tag,
     put_task_options,
 )
-from ._errors import CancelledError, InvalidArgumentError
+from ._errors import CancelledError, ClosedError, InvalidArgumentError
 from ._managed import AsyncManaged
+from ._manager import ManagerCore, list_options, new_manager, request_options, search_options
 
 if TYPE_CHECKING:
     from ._core import Done, Handler
 
-__all__ = ["Client"]
+__all__ = ["Client", "Manager"]
 
 log = logging.getLogger("mcplug")
 T = TypeVar("T")
@@ -331,3 +338,169 @@ class Client(_Info, AsyncManaged):
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
         return f"<mcplug.aio.Client {self.server_info.get('name', '?')!r} {self.protocol_version} {state}>"
+
+
+class Manager(AsyncManaged):
+    """Many MCP servers, their tools in one pool, for asyncio: the methods of ``mcplug.Manager``
+    as coroutines. ``async with mcplug.aio.Manager(options, handlers) as m: ...`` (create it in
+    a coroutine: it belongs to the running loop). Handlers and host tools may be ``async def``
+    (run as tasks on this loop, several at once; cancelled when the server no longer needs the
+    answer) or plain functions (run on the pump thread). Cancelling a task awaiting
+    ``call_tool``, ``read_resource``, ``get_prompt`` or ``request`` cancels the call on its
+    server. ``async for event in m`` gives the events no handler took until the manager closes.
+    """
+
+    def __init__(self, options: Optional[Mapping[str, Any]] = None, handlers: Optional[Mapping[str, AsyncHandler]] = None) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError(
+                "mcplug.aio.Manager belongs to a running event loop: create it in a coroutine "
+                "(or use `await mcplug.aio.Manager.create(...)`); mcplug.Manager is the synchronous one"
+            ) from None
+        handle, info, checked, manual = new_manager(options, handlers, True, "Manager")
+        self._sink = _LoopSink(loop)
+        self._core = ManagerCore(handle, info, checked, manual, _LoopRunner(loop), self._sink)
+        self._core.start()
+        self._attach(self._core.close)
+
+    @classmethod
+    async def create(cls, options: Optional[Mapping[str, Any]] = None, handlers: Optional[Mapping[str, AsyncHandler]] = None) -> "Manager":
+        """The same as ``Manager(options, handlers)`` (in this loop)."""
+        return cls(options, handlers)
+
+    async def connect(self, config: Union[Mapping[str, Any], str]) -> Dict[str, Any]:
+        """See ``mcplug.Manager.connect``: returns at once with the status."""
+        return await _run(lambda: self._core.connect(config), None)
+
+    async def wait(self, timeout: Timeout = None) -> Dict[str, Any]:
+        """Until no server is ``pending``; the status. TimeoutError after ``timeout`` seconds."""
+        stop = threading.Event()
+        try:
+            return await _run(lambda: self._core.wait(timeout, stop.is_set), None)
+        except asyncio.CancelledError:
+            stop.set()  # the wait on the pool thread ends within its slice
+            raise
+
+    async def status(self) -> Dict[str, Any]:
+        """See ``mcplug.Manager.status``."""
+        return await _run(self._core.status, None)
+
+    async def list_tools(self, server: Optional[str] = None) -> Dict[str, Any]:
+        """The pool: ``{"tools", "dropped"}``; see ``mcplug.Manager.list_tools``."""
+        return await _run(lambda: self._core.list_tools(server), None)
+
+    async def call_tool(
+        self,
+        pool_name: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        timeout: Timeout = None,
+        tag: Optional[str] = None,
+        progress: Union[AsyncHandler, bool, None] = None,
+        task: Union[bool, str, None] = None,
+        task_ttl: Timeout = None,
+        validate_arguments: Optional[bool] = None,
+    ) -> Dict[str, Any]:
+        """See ``mcplug.Manager.call_tool``; cancelling the awaiting task cancels the call."""
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise InvalidArgumentError(f"`arguments` must be a dict (got {type(arguments).__name__})")
+        opts = put_task_options(call_options(timeout, tag or new_tag()), task, task_ttl, validate_arguments)
+        return await _run(lambda: self._core.call_tool(pool_name, arguments, opts, progress), opts["tag"])
+
+    async def search_tools(self, query: str, max_results: Optional[int] = 5, *, server: Optional[str] = None) -> Dict[str, Any]:
+        """See ``mcplug.Manager.search_tools``."""
+        opts = search_options(max_results, server)
+        return await _run(lambda: self._core.search_tools(query, opts), None)
+
+    async def list_resources(self, server: Optional[str] = None, *, timeout: Timeout = None) -> Dict[str, Any]:
+        """See ``mcplug.Manager.list_resources``."""
+        opts = list_options(server, timeout)
+        return await _run(lambda: self._core.list_resources(opts), None)
+
+    async def read_resource(self, server: str, uri: str, *, timeout: Timeout = None, tag: Optional[str] = None) -> Dict[str, Any]:
+        """See ``mcplug.Manager.read_resource``."""
+        opts = call_options(timeout, tag or new_tag())
+        return await _run(lambda: self._core.read_resource(server, uri, opts), opts["tag"])
+
+    async def list_prompts(self, server: Optional[str] = None, *, timeout: Timeout = None) -> Dict[str, Any]:
+        """See ``mcplug.Manager.list_prompts``."""
+        opts = list_options(server, timeout)
+        return await _run(lambda: self._core.list_prompts(opts), None)
+
+    async def get_prompt(
+        self, qualified_name: str, arguments: Optional[Mapping[str, str]] = None, *, timeout: Timeout = None, tag: Optional[str] = None
+    ) -> Dict[str, Any]:
+        """See ``mcplug.Manager.get_prompt``."""
+        opts = call_options(timeout, tag or new_tag())
+        return await _run(lambda: self._core.get_prompt(qualified_name, arguments, opts), opts["tag"])
+
+    async def request(
+        self,
+        server: str,
+        method: str,
+        params: Optional[Mapping[str, Any]] = None,
+        *,
+        timeout: Timeout = None,
+        tag: Optional[str] = None,
+        all_pages: bool = False,
+    ) -> Dict[str, Any]:
+        """See ``mcplug.Manager.request``."""
+        opts = request_options(timeout, tag or new_tag(), all_pages)
+        return await _run(lambda: self._core.request(server, method, params, opts, None), opts["tag"])
+
+    async def reconnect(self, server: str) -> Dict[str, Any]:
+        """See ``mcplug.Manager.reconnect``."""
+        return await _run(lambda: self._core.reconnect(server), None)
+
+    async def set_enabled(self, server: str, enabled: bool) -> Dict[str, Any]:
+        """See ``mcplug.Manager.set_enabled``."""
+        return await _run(lambda: self._core.set_enabled(server, enabled), None)
+
+    async def add_host_server(self, name: str, tools: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
+        """See ``mcplug.Manager.add_host_server``; the tools' handlers may be ``async def``."""
+        return await _run(lambda: self._core.add_host_server(name, tools, True, "Manager"), None)
+
+    async def remove_host_server(self, name: str) -> bool:
+        """See ``mcplug.Manager.remove_host_server``."""
+        return await _run(lambda: self._core.remove_host_server(name), None)
+
+    @property
+    def host_servers(self) -> List[str]:
+        """The names of the host servers."""
+        return self._core.host_servers()
+
+    async def next_event(self, timeout: Timeout = None) -> Optional[Dict[str, Any]]:
+        """The next event no handler took, or None after ``timeout`` seconds (None: no limit);
+        ClosedError once the manager is closed and every event was read."""
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))):
+            raise InvalidArgumentError(f"`timeout` must be a number of seconds or None (got {timeout!r})")
+        return await self._sink.get(None if timeout is None or timeout == float("inf") else float(timeout))
+
+    async def events(self, timeout: Timeout = None) -> AsyncIterator[Dict[str, Any]]:
+        """The events no handler took, as they come, until the manager is closed (or, given
+        ``timeout``, until none came for that many seconds)."""
+        while True:
+            try:
+                event = await self.next_event(timeout)
+            except ClosedError:
+                return
+            if event is None:
+                return
+            yield event
+
+    def __aiter__(self) -> AsyncIterator[Dict[str, Any]]:
+        return self.events()
+
+    async def respond(self, event_id: str, result: Any = None, *, error: Any = None) -> None:
+        """See ``mcplug.Manager.respond``."""
+        await _run(lambda: self._core.respond(event_id, result, error), None)
+
+    async def close(self) -> None:
+        """Closes every connection off the loop; every server process is gone when this returns."""
+        if self.closed:
+            return
+        await asyncio.get_running_loop().run_in_executor(_EXECUTOR, self._close_now)
+
+    def __repr__(self) -> str:
+        return f"<mcplug.aio.Manager {'closed' if self.closed else 'open'}>"
