@@ -5,6 +5,8 @@ from __future__ import annotations
 import faulthandler
 import os
 import shutil
+import socket
+import subprocess
 import sys
 import time
 import uuid
@@ -22,6 +24,7 @@ EVERYTHING_JS = REPO / ".deps/npm/node_modules/@modelcontextprotocol/server-ever
 FAULT_SERVER = REPO / "tests/servers/fault_server.py"
 MODERN_SERVER = REPO / "tests/servers/modern_server.py"
 VENV_PYTHON = REPO / ".deps/venv/bin/python"
+NPM_BIN = REPO / ".deps/npm/node_modules/.bin"
 
 NPM_INSTALL = (
     "mkdir -p .deps/npm && cd .deps/npm && echo '{\"private\":true}' > package.json && "
@@ -72,6 +75,50 @@ def everything(everything_server: Dict[str, Any]) -> Iterator[mcplug.Client]:
     """One server-everything connection shared by the read-only tests."""
     with mcplug.Client.connect(everything_server, connect_timeout=30) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def everything_http() -> Iterator[str]:
+    """server-everything over Streamable HTTP on a port of its own; yields its /mcp URL."""
+    _require(EVERYTHING_JS, NPM_INSTALL)
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("`node` is not on PATH; server-everything needs Node.js", pytrace=False)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    child = subprocess.Popen(
+        [node, str(EVERYTHING_JS), "streamableHttp"],
+        env={**os.environ, "PORT": str(port)},
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        def listening() -> bool:
+            if child.poll() is not None:
+                pytest.fail(f"server-everything (streamableHttp) exited with {child.returncode}", pytrace=False)
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                return True
+            except OSError:
+                return False
+
+        if not wait_until(listening, 30, 0.05):
+            pytest.fail(f"server-everything (streamableHttp) did not listen on {port} within 30 s", pytrace=False)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        child.terminate()
+        try:
+            child.wait(5)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def npm_server(name: str) -> str:
+    """The path of an npm test peer's command (``mcp-server-filesystem``, ``mcp-server-memory``)."""
+    path = NPM_BIN / name
+    _require(path, "bash tests/install-deps.sh")
+    return str(path)
 
 
 @pytest.fixture(scope="session")
