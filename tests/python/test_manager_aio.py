@@ -1,0 +1,198 @@
+"""mcplug.aio.Manager against real servers: the same manager as coroutines. Shown: one manager
+over server-everything (stdio and Streamable HTTP), server-filesystem, server-memory, the fault
+server, one that cannot start and one slow to start, with async handlers called with
+(params, server); calls to every server at once; the events as an async iterator; a killed
+server reconnecting; cancelling a task cancels its call on the server; the loop never blocked;
+50 stdio servers 3 at a time; host servers, resources and prompts across servers."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+import mcplug
+import mcplug.aio
+from conftest import FaultFactory, alive, pids_with, text_of
+from managing import SLOW_S, ManagerHost, ask_sampling_args, many_servers, sampling_answer, slow_entry, texts
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 55))
+
+
+class AsyncEvents:
+    """Pulls a manager's events through ``async for``, keeping every one seen."""
+
+    def __init__(self, m: mcplug.aio.Manager) -> None:
+        self.m = m
+        self.seen: List[Dict[str, Any]] = []
+
+    async def state(self, server: str, state: str, timeout: float = 20, **extra: Any) -> Dict[str, Any]:
+        async def find() -> Dict[str, Any]:
+            async for event in self.m:
+                self.seen.append(event)
+                if (
+                    event.get("type") == "state" and event.get("server") == server and event.get("state") == state
+                    and all(event.get(k) == v for k, v in extra.items())
+                ):
+                    return event
+            raise AssertionError("the manager closed")
+
+        try:
+            return await asyncio.wait_for(find(), timeout)
+        except asyncio.TimeoutError:
+            recent = "\n".join(json.dumps(e)[:160] for e in self.seen[-12:])
+            raise AssertionError(f"no state {server} -> {state} {extra or ''} within {timeout} s; the last events:\n{recent}") from None
+
+
+class AsyncHost(ManagerHost):
+    """The recording host, with coroutine handlers for sampling (the roots one stays plain)."""
+
+    async def async_sampling(self, params: Dict[str, Any], server: Optional[str]) -> Dict[str, Any]:
+        await asyncio.sleep(0.01)
+        return self.sampling(params, server)
+
+    def handlers(self) -> Dict[str, Any]:
+        h = super().handlers()
+        h["sampling/createMessage"] = self.async_sampling
+        return h
+
+
+def states(status: Dict[str, Any]) -> Dict[str, str]:
+    return {name: s["state"] for name, s in status["servers"].items()}
+
+
+def test_async_manager_over_many_servers(everything_server: Dict[str, Any], everything_http: str, fault: FaultFactory, tmp_path: Path) -> None:
+    config, fault_entry, files, memory_file = many_servers(everything_server, everything_http, fault, tmp_path)
+    host = AsyncHost(files)
+
+    async def main() -> None:
+        async with mcplug.aio.Manager({"reconnect_initial_ms": 100}, handlers=host.handlers()) as m:
+            events = AsyncEvents(m)
+            t0 = time.monotonic()
+            status = await m.connect(config)
+            assert time.monotonic() - t0 < 1.0, "connect returns at once"
+            assert set(states(status).values()) == {"pending"}
+
+            await events.state("fault", "connected")
+            assert time.monotonic() - t0 < SLOW_S, "the fault server did not wait for the slow one"
+            assert states(await m.status())["slow"] == "pending"
+            assert text_of(await m.call_tool("mcp__fault__echo", {"message": "early"})) == "Echo: early"
+
+            # The loop keeps running while wait() waits for the slow server.
+            ticks = 0
+
+            async def tick() -> None:
+                nonlocal ticks
+                while True:
+                    await asyncio.sleep(0.01)
+                    ticks += 1
+
+            ticker = asyncio.create_task(tick())
+            status = await m.wait(45)
+            ticker.cancel()
+            assert ticks > 20, f"the loop ran while wait() waited ({ticks} ticks)"
+            assert states(status)["slow"] == "connected" and states(status)["broken"] == "failed", status
+            assert {s for s, st in states(status).items() if st == "connected"} == {"slow", "fault", "everything", "everything-http", "fs", "memory"}
+
+            # Calls to every server at once, each answered by its own.
+            results = await asyncio.gather(
+                m.call_tool("mcp__everything__echo", {"message": "stdio"}),
+                m.call_tool("mcp__everything-http__echo", {"message": "http"}),
+                m.call_tool("mcp__fs__list_directory", {"path": str(files)}),
+                m.call_tool("mcp__memory__create_entities", {"entities": [{"name": "Grace", "entityType": "person", "observations": ["COBOL"]}]}),
+                m.call_tool("mcp__slow__echo", {"message": "slow"}),
+                m.call_tool("mcp__fault__echo", {"message": "fault"}),
+            )
+            assert [text_of(r) for r in (results[0], results[1], results[2], results[4], results[5])] == [
+                "Echo: stdio", "Echo: http", "[FILE] hello.txt", "Echo: slow", "Echo: fault",
+            ]
+            graph = await m.call_tool("mcp__memory__read_graph", {})
+            assert [e["name"] for e in graph["structuredContent"]["entities"]] == ["Grace"], graph
+
+            # Async handlers get (params, server).
+            asked = json.loads(texts(await m.call_tool("mcp__fault__ask", ask_sampling_args(), timeout=20))[0])
+            assert asked["result"] == sampling_answer("fault"), asked
+            sampled = texts(await m.call_tool("mcp__everything-http__trigger-sampling-request", {"prompt": "x", "maxTokens": 5}, timeout=20))[0]
+            assert json.loads(sampled[len("LLM sampling result:"):])["content"]["text"] == "sampled for everything-http"
+            assert host.asked_by("sampling/createMessage") == ["fault", "everything-http"]
+            assert "everything" in host.asked_by("roots/list") and "fs" in host.asked_by("roots/list")
+
+            # Cancelling the awaiting task cancels the call on its server.
+            call = asyncio.create_task(m.call_tool("mcp__fault__sleep", {"ms": 20000}))
+            await asyncio.sleep(0.3)
+            t1 = time.monotonic()
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            assert time.monotonic() - t1 < 1.0
+            for _ in range(50):
+                cancelled = json.loads(text_of(await m.call_tool("mcp__fault__cancelled_ids", {})))
+                if cancelled:
+                    break
+                await asyncio.sleep(0.05)
+            assert len(cancelled) == 1, "the fault server was sent notifications/cancelled"
+
+            # Kill the fault server: failed, then back with its tools.
+            (pid,) = pids_with(fault_entry["args"][-1])
+            os.kill(pid, signal.SIGKILL)
+            await events.state("fault", "failed")
+            await events.state("fault", "pending", attempt=1)
+            back = await events.state("fault", "connected")
+            assert "mcp__fault__echo" in back["tools"]
+            (new_pid,) = pids_with(fault_entry["args"][-1])
+            assert new_pid != pid
+            assert text_of(await m.call_tool("mcp__fault__echo", {"message": "back"})) == "Echo: back"
+        assert not alive(new_pid), "the server process is gone once `async with` closed the manager"
+        assert m.closed
+
+    run(main())
+
+
+def test_async_fifty_stdio_servers_three_at_a_time(fault: FaultFactory) -> None:
+    n = 50
+    entries = [fault("normal") for _ in range(n)]
+    config = {"mcpServers": {f"s{i:02d}": {k: v for k, v in e.items() if k != "name"} for i, e in enumerate(entries)}}
+
+    async def main() -> float:
+        m = await mcplug.aio.Manager.create({"local_concurrency": 3})
+        async with m:
+            t0 = time.monotonic()
+            await m.connect(config)
+            status = await m.wait(120)
+            took = time.monotonic() - t0
+            assert set(states(status).values()) == {"connected"}, states(status)
+            assert status["tools"] == n * 11
+            echoes = await asyncio.gather(*(m.call_tool(f"mcp__s{i:02d}__echo", {"message": str(i)}) for i in range(n)))
+            assert [text_of(r) for r in echoes] == [f"Echo: {i}" for i in range(n)]
+        return took
+
+    took = run(main())
+    print(f"\n# {n} stdio servers (the fault server, Python) connected 3 at a time in {took:.2f} s (asyncio)")
+    assert not any(pids_with(e["args"][-1]) for e in entries)
+
+
+def test_cancelled_wait_and_construction_outside_a_loop(fault: FaultFactory) -> None:
+    with pytest.raises(RuntimeError, match="running event loop"):
+        mcplug.aio.Manager()
+
+    async def main() -> None:
+        async with mcplug.aio.Manager() as m:
+            await m.connect({"mcpServers": {"slow": slow_entry()}})
+            waiting = asyncio.create_task(m.wait())
+            await asyncio.sleep(0.2)
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            with pytest.raises(mcplug.TimeoutError, match="slow"):
+                await m.wait(0.2)
+            events = [e async for e in m.events(0.2)]
+            assert [(e["type"], e["server"], e["state"]) for e in events] == [("state", "slow", "pending")], events
+
+    run(main())
