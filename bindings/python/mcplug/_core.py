@@ -438,19 +438,17 @@ class QueueSink(EventBuffer):
                     self._cond.wait(left)
 
 
-class Core:
-    """The handle and everything that must outlive no more and no less than it.
-
-    The handle's own functions are class attributes, so that the manager (``_manager.py``) runs
-    on the same gate, pump and closing as a client with ``mcplug_manager_*`` in their place.
-    """
+class HandleCore:
+    """A handle and everything that must outlive no more and no less than it: the gate, the
+    event pump, the routing of events to handlers, closing. ``Core`` (a client) and
+    ``ManagerCore`` (``_manager.py``) give it their handle's functions and their calls."""
 
     #: What the handle is, in messages ("the client is closed").
-    WHAT = "client"
-    _NEXT_EVENT = _ffi.lib.mcplug_client_next_event
-    _RESPOND = _ffi.lib.mcplug_client_respond
-    _CLOSE = _ffi.lib.mcplug_client_close
-    _FREE = _ffi.lib.mcplug_client_free
+    WHAT = "handle"
+    _NEXT_EVENT: Any
+    _RESPOND: Any
+    _CLOSE: Any
+    _FREE: Any
 
     def __init__(
         self,
@@ -558,72 +556,6 @@ class Core:
                     if not routes:
                         self._routes.pop(options["tag"], None)
         return _ffi.checked(status, text)
-
-    def list_tools(self, options: Optional[Dict[str, Any]]) -> List[Dict[str, Any]]:
-        result = self._call(_list_tools, (), options, None)
-        return list(result.get("tools", []))
-
-    def call_tool(self, name: str, arguments: Optional[Mapping[str, Any]], options: Optional[Dict[str, Any]], progress: Progress) -> Dict[str, Any]:
-        name_b = name.encode() if type(name) is str and name.isascii() else encode(name, "name")
-        args_b: Optional[bytes]
-        if type(arguments) is dict:
-            try:
-                args_b = "".join(_encode_chunks(arguments, 0)).encode()
-            except Exception:
-                args_b = dumps(arguments, "arguments")  # again, for its error (or a cycle's)
-        else:
-            args_b = _object_json(arguments, "arguments")
-        if options or progress is not None:
-            result: Dict[str, Any] = self._call(_call_tool, (name_b, args_b), options, progress)
-            return result
-        # The common call (no options), with dumps, _invoke, _call and loads written out: every
-        # Python frame costs ~0.1 us here, and this is the path a host runs thousands of times a
-        # second.
-        calls = self._calls
-        calls.append(None)
-        out = c_char_p()
-        try:
-            if self._closing:
-                raise ClosedError(f"the {self.WHAT} is closed", kind="closed")
-            status: int = _call_tool_fast(self._handle_arg, name_b, args_b, None, byref(out))
-        finally:
-            calls.pop()
-            if self._closing:
-                self._left_while_closing()
-            raw = out.value
-            if raw is not None:
-                _string_free_fast(out)
-        text = None if raw is None else raw.decode()
-        if status == _OK:
-            if not text:
-                return None  # type: ignore[return-value]
-            try:
-                value, end = _scan(text, 0)
-            except Exception:
-                return _loads(text)  # type: ignore[no-any-return]  # json's own error
-            return value if end == len(text) else _loads(text)  # type: ignore[no-any-return]
-        raise error_from_json(status, text)
-
-    def request(self, method: str, params: Optional[Mapping[str, Any]], options: Optional[Dict[str, Any]], progress: Progress) -> Dict[str, Any]:
-        method_b = encode(method, "method")
-        result: Dict[str, Any] = self._call(_request, (method_b, _object_json(params, "params")), options, progress)
-        return result
-
-    def notify(self, method: str, params: Optional[Mapping[str, Any]]) -> None:
-        method_b = encode(method, "method")
-        status, text = self._invoke(_notify, method_b, _object_json(params, "params"))
-        _ffi.checked(status, text)
-
-    def set_roots(self, roots: Any) -> bool:
-        payload = b"null" if roots is None else dumps(roots_json(roots, "roots"), "roots")
-        status, text = self._invoke(_set_roots, payload)
-        return bool(_ffi.checked(status, text).get("notified"))
-
-    def set_log_level(self, level: str) -> str:
-        if level not in LOG_LEVELS:  # the library checks too; this names the Python argument
-            raise InvalidArgumentError(f"`level` must be one of {', '.join(LOG_LEVELS)} (got {level!r})")
-        status, text = self._invoke(_set_log_level, level.encode())
-        return str(_ffi.checked(status, text).get("sent"))
 
     def respond(self, event_id: str, result: Any = None, error: Any = None) -> None:
         if not isinstance(event_id, str):
@@ -865,3 +797,79 @@ class Core:
             self._free_pending = False
             self._cond.notify_all()
         self._FREE(c_void_p(handle))
+
+
+class Core(HandleCore):
+    """One client connection: the handle's calls."""
+
+    WHAT = "client"
+    _NEXT_EVENT = _ffi.lib.mcplug_client_next_event
+    _RESPOND = _ffi.lib.mcplug_client_respond
+    _CLOSE = _ffi.lib.mcplug_client_close
+    _FREE = _ffi.lib.mcplug_client_free
+
+    def list_tools(self, options: Optional[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        result = self._call(_list_tools, (), options, None)
+        return list(result.get("tools", []))
+
+    def call_tool(self, name: str, arguments: Optional[Mapping[str, Any]], options: Optional[Dict[str, Any]], progress: Progress) -> Dict[str, Any]:
+        name_b = name.encode() if type(name) is str and name.isascii() else encode(name, "name")
+        args_b: Optional[bytes]
+        if type(arguments) is dict:
+            try:
+                args_b = "".join(_encode_chunks(arguments, 0)).encode()
+            except Exception:
+                args_b = dumps(arguments, "arguments")  # again, for its error (or a cycle's)
+        else:
+            args_b = _object_json(arguments, "arguments")
+        if options or progress is not None:
+            result: Dict[str, Any] = self._call(_call_tool, (name_b, args_b), options, progress)
+            return result
+        # The common call (no options), with dumps, _invoke, _call and loads written out: every
+        # Python frame costs ~0.1 us here, and this is the path a host runs thousands of times a
+        # second.
+        calls = self._calls
+        calls.append(None)
+        out = c_char_p()
+        try:
+            if self._closing:
+                raise ClosedError(f"the {self.WHAT} is closed", kind="closed")
+            status: int = _call_tool_fast(self._handle_arg, name_b, args_b, None, byref(out))
+        finally:
+            calls.pop()
+            if self._closing:
+                self._left_while_closing()
+            raw = out.value
+            if raw is not None:
+                _string_free_fast(out)
+        text = None if raw is None else raw.decode()
+        if status == _OK:
+            if not text:
+                return None  # type: ignore[return-value]
+            try:
+                value, end = _scan(text, 0)
+            except Exception:
+                return _loads(text)  # type: ignore[no-any-return]  # json's own error
+            return value if end == len(text) else _loads(text)  # type: ignore[no-any-return]
+        raise error_from_json(status, text)
+
+    def request(self, method: str, params: Optional[Mapping[str, Any]], options: Optional[Dict[str, Any]], progress: Progress) -> Dict[str, Any]:
+        method_b = encode(method, "method")
+        result: Dict[str, Any] = self._call(_request, (method_b, _object_json(params, "params")), options, progress)
+        return result
+
+    def notify(self, method: str, params: Optional[Mapping[str, Any]]) -> None:
+        method_b = encode(method, "method")
+        status, text = self._invoke(_notify, method_b, _object_json(params, "params"))
+        _ffi.checked(status, text)
+
+    def set_roots(self, roots: Any) -> bool:
+        payload = b"null" if roots is None else dumps(roots_json(roots, "roots"), "roots")
+        status, text = self._invoke(_set_roots, payload)
+        return bool(_ffi.checked(status, text).get("notified"))
+
+    def set_log_level(self, level: str) -> str:
+        if level not in LOG_LEVELS:  # the library checks too; this names the Python argument
+            raise InvalidArgumentError(f"`level` must be one of {', '.join(LOG_LEVELS)} (got {level!r})")
+        status, text = self._invoke(_set_log_level, level.encode())
+        return str(_ffi.checked(status, text).get("sent"))

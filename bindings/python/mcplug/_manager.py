@@ -1,7 +1,7 @@
 """The manager: many MCP servers and their tools in one pool (``mcplug_manager_*``).
 
-``ManagerCore`` is the client's ``Core`` (the gate, the event pump, closing) over a manager
-handle, plus what only a manager has: handlers called with the server's name, and host servers —
+``ManagerCore`` is the client's ``HandleCore`` (the gate, the event pump, closing) over a
+manager handle, plus what only a manager has: handlers called with the server's name, and host servers —
 tools of the host itself, served in-process (``type: "sdk"`` entries) whose ``tools/call``
 requests the binding answers by calling their Python functions. ``Manager`` is the synchronous
 front; ``mcplug.aio.Manager`` is the asyncio one over the same core.
@@ -16,7 +16,7 @@ from ctypes import byref, c_void_p
 
 from . import _codec, _ffi
 from ._core import (
-    Core,
+    HandleCore,
     QueueSink,
     SyncRunner,
     _is_async_callable,
@@ -207,7 +207,7 @@ def new_manager(
     return int(handle.value), info, checked, manual
 
 
-class ManagerCore(Core):
+class ManagerCore(HandleCore):
     """A manager handle behind the client's gate and pump, with the manager's calls."""
 
     WHAT = "manager"
@@ -229,7 +229,8 @@ class ManagerCore(Core):
 
     def _bind(self, handler: Handler, event: Dict[str, Any]) -> Handler:
         server = event.get("server")
-        return lambda params: handler(params, server)
+        two: Callable[..., Any] = handler  # a manager's handlers take (params, server)
+        return lambda params: two(params, server)
 
     def _on_request(self, event: Dict[str, Any]) -> None:
         if event.get("method") == "tools/call":
