@@ -33,7 +33,7 @@ from ._managed import Managed
 
 TYPE_CHECKING = False  # not typing's: see _codec
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+    from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
     from ._core import Handler, Progress
 
@@ -224,6 +224,8 @@ class ManagerCore(HandleCore):
         self._config: Optional[Dict[str, Any]] = None
         #: One configuration change at a time (connect, add/remove_host_server).
         self._config_lock = threading.Lock()
+        #: Ids of host tools' calls not answered yet.
+        self._tool_calls: Set[str] = set()
 
     # -- events ----------------------------------------------------------------------------------
 
@@ -246,9 +248,31 @@ class ManagerCore(HandleCore):
                     self._respond_quietly(event_id, _text_result(f"host server {server!r} has no tool {name!r}", True), None)
                     return
                 arguments = params.get("arguments")
+                with self._cond:
+                    self._tool_calls.add(event_id)
                 self._answer_with(event_id, fn, {} if arguments is None else arguments, tool_outcome)
                 return
         super()._on_request(event)
+
+    def _dispatch(self, event: Dict[str, Any]) -> None:
+        if event.get("type") in ("request_cancelled", "request_expired"):
+            with self._cond:
+                self._tool_calls.discard(str(event.get("id")))
+        super()._dispatch(event)
+
+    def _respond_quietly(self, event_id: str, result: Any, error: Any) -> None:
+        with self._cond:
+            tool_call = event_id in self._tool_calls
+            self._tool_calls.discard(event_id)
+        if tool_call and error is None:
+            try:
+                self.respond(event_id, result, None)
+                return
+            except InvalidArgumentError as e:  # not JSON, not a CallToolResult: the caller learns why
+                result = _text_result(f"the host tool's result was refused: {e.message}", True)
+            except McpError:
+                pass  # no longer waiting, or closed: as for any request, below
+        super()._respond_quietly(event_id, result, error)
 
     # -- calls -----------------------------------------------------------------------------------
 
