@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional
 import pytest
 
 import mcplug
-from conftest import FaultFactory, alive, pids_with, text_of, wait_until
+from conftest import FaultFactory, alive, npm_server, pids_with, text_of, wait_until
 from managing import SLOW_S, ManagerHost, ask_sampling_args, many_servers, pids_with_env, texts
 
 
@@ -254,3 +254,175 @@ def test_bad_input_is_named(fault: FaultFactory) -> None:
         with pytest.raises(mcplug.InvalidArgumentError, match="server of the configuration"):
             m.add_host_server("f", [{"name": "t", "handler": str}])
         assert m.host_servers == []
+
+
+# -- host (in-process) servers ---------------------------------------------------------------------
+
+
+def test_host_server_tools_are_served_by_python(fault: FaultFactory) -> None:
+    seen: List[Any] = []
+    entry = {k: v for k, v in fault("normal").items() if k != "name"}
+
+    def add(arguments: Dict[str, Any]) -> Dict[str, Any]:
+        seen.append(("add", arguments, threading.current_thread().name))
+        return {"content": [{"type": "text", "text": str(arguments["a"] + arguments["b"])}]}
+
+    def slow(arguments: Dict[str, Any]) -> str:
+        time.sleep(float(arguments.get("s", 1.0)))
+        return "late"
+
+    def fail(arguments: Dict[str, Any]) -> Any:
+        raise ValueError("no such luck")
+
+    tools = [
+        {"name": "add", "description": "Adds two numbers", "handler": add,
+         "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}},
+        {"name": "shout", "description": "Upper-cases text", "handler": lambda a: str(a["text"]).upper()},
+        {"name": "fail", "handler": fail},
+        {"name": "number", "handler": lambda a: 42},
+        {"name": "not_a_result", "handler": lambda a: {"content": "not a list"}},
+        {"name": "not_json", "handler": lambda a: {"content": [{"type": "text", "text": {1, 2}}]}},
+        {"name": "slow", "handler": slow, "annotations": {"readOnlyHint": True}},
+    ]
+    with mcplug.Manager() as m:
+        assert m.add_host_server("host", tools) is None, "before the first connect it waits for it"
+        assert m.host_servers == ["host"]
+        status = m.connect({"mcpServers": {"fault": entry}})
+        assert status["servers"]["host"]["state"] == "connected" and status["servers"]["host"]["transport"] == "sdk", status
+        m.wait(20)
+        names = [t["name"] for t in m.list_tools()["tools"]]
+        host_names = ["mcp__host__add", "mcp__host__fail", "mcp__host__not_a_result", "mcp__host__not_json", "mcp__host__number", "mcp__host__shout", "mcp__host__slow"]
+        assert sorted(names[:7]) == host_names, f"host tools come first in the pool: {names}"
+        assert "mcp__fault__echo" in names
+        add_entry = next(t for t in m.list_tools("host")["tools"] if t["tool"] == "add")
+        assert add_entry["description"] == "Adds two numbers" and add_entry["inputSchema"]["required"] == ["a", "b"]
+        assert next(t for t in m.list_tools("host")["tools"] if t["tool"] == "slow")["read_only"] is True
+
+        assert text_of(m.call_tool("mcp__host__add", {"a": 2, "b": 40})) == "42"
+        assert seen == [("add", {"a": 2, "b": 40}, "mcplug-pump")], "the function got the arguments, on the pump thread"
+        assert m.call_tool("mcp__host__shout", {"text": "hi"}) == {"content": [{"type": "text", "text": "HI"}]}, "a str is one text item"
+        failed = m.call_tool("mcp__host__fail", {})
+        assert failed["isError"] is True and text_of(failed) == "no such luck", failed
+        number = m.call_tool("mcp__host__number", {})
+        assert number["isError"] is True and "returned int" in text_of(number), number
+        malformed = m.call_tool("mcp__host__not_a_result", {})
+        assert malformed["isError"] is True and "`content` list" in text_of(malformed), malformed
+        refused = m.call_tool("mcp__host__not_json", {})
+        assert refused["isError"] is True and "refused" in text_of(refused) and "JSON" in text_of(refused), refused
+        assert text_of(m.call_tool("mcp__fault__echo", {"message": "beside"})) == "Echo: beside"
+
+        # A call the function answers too late times out; its late answer goes nowhere.
+        t0 = time.monotonic()
+        with pytest.raises(mcplug.TimeoutError):
+            m.call_tool("mcp__host__slow", {"s": 1.0}, timeout=0.2)
+        assert time.monotonic() - t0 < 0.9
+        cancelled = Events(m).wait(lambda e: e.get("type") == "request_cancelled", 5, "request_cancelled")
+        assert cancelled["server"] == "host", cancelled
+        assert text_of(m.call_tool("mcp__host__add", {"a": 1, "b": 1}, timeout=5)) == "2", "the host server still works"
+
+        # Calls from several threads at once all get their own answer.
+        out: Dict[int, str] = {}
+
+        def call(i: int) -> None:
+            out[i] = text_of(m.call_tool("mcp__host__add", {"a": i, "b": 1000}))
+
+        threads = [threading.Thread(target=call, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        assert out == {i: str(i + 1000) for i in range(8)}
+
+        # The same name again replaces the tools (set_tools): tools_changed, the old ones gone.
+        entry_now = m.add_host_server("host", [{"name": "mul", "handler": lambda a: str(a["a"] * a["b"])}])
+        assert entry_now is not None and entry_now["tools"] == ["mcp__host__mul"], entry_now
+        changed = Events(m).wait(lambda e: e.get("type") == "tools_changed" and e.get("server") == "host", 5, "tools_changed host")
+        assert changed["tools"] == ["mcp__host__mul"]
+        assert text_of(m.call_tool("mcp__host__mul", {"a": 6, "b": 7})) == "42"
+        with pytest.raises(mcplug.NotFoundError):
+            m.call_tool("mcp__host__add", {"a": 1, "b": 2})
+
+        # Another host server after connect is added at once; a new configuration keeps both.
+        second = m.add_host_server("second", [{"name": "ping", "handler": lambda a: "pong"}])
+        assert second is not None and second["state"] == "connected"
+        assert text_of(m.call_tool("mcp__second__ping")) == "pong"
+        status = m.connect({"mcpServers": {}})
+        assert list(status["servers"]) == ["host", "second"], "the fault server went, the host servers stayed"
+        assert text_of(m.call_tool("mcp__host__mul", {"a": 2, "b": 2})) == "4"
+        assert m.remove_host_server("second") is True
+        assert m.remove_host_server("second") is False
+        assert "second" not in m.status()["servers"]
+        with pytest.raises(mcplug.NotFoundError):
+            m.call_tool("mcp__second__ping")
+        with pytest.raises(mcplug.InvalidArgumentError, match="host server"):
+            m.connect({"mcpServers": {"host": entry}})
+
+
+# -- resources, prompts and search across servers -----------------------------------------------
+
+
+def test_resources_prompts_and_search_across_servers(everything_server: Dict[str, Any], everything_http: str, fault: FaultFactory, tmp_path: Path) -> None:
+    changed: List[Any] = []
+    everything = {k: v for k, v in everything_server.items() if k != "name"}
+    fault_entry = {k: v for k, v in fault("normal").items() if k != "name"}
+    handlers = {
+        "resources_changed": lambda e: changed.append(("resources", e["server"])),
+        "prompts_changed": lambda e: changed.append(("prompts", e["server"])),
+    }
+    config = {"mcpServers": {
+        "everything": everything, "everything-http": {"type": "http", "url": everything_http},
+        "files": {"command": npm_server("mcp-server-filesystem"), "args": [str(tmp_path)]}, "fault": fault_entry,
+    }}
+    with mcplug.Manager(handlers=handlers) as m:
+        m.add_host_server("host", [{"name": "echo", "description": "Echoes on the host", "handler": lambda a: "host echo"}])
+        m.connect(config)
+        status = m.wait(45)
+        assert {s["state"] for s in status["servers"].values()} == {"connected"}, status
+
+        found = m.search_tools("echo", 3)
+        assert len(found["tools"]) == 3 and found["total"] >= 4, found
+        assert all("score" in t for t in found["tools"])
+        assert found["tools"][0]["name"] == "mcp__host__echo", "host tools first among equal scores"
+        listing = m.search_tools("directory +list")
+        assert "mcp__files__list_directory" in [t["name"] for t in listing["tools"]], listing
+        picked = m.search_tools("select:mcp__fault__echo,mcp__everything-http__echo")
+        assert [t["name"] for t in picked["tools"]] == ["mcp__fault__echo", "mcp__everything-http__echo"], picked
+        assert {t["server"] for t in m.search_tools("echo", 10, server="fault")["tools"]} == {"fault"}
+        with pytest.raises(mcplug.InvalidArgumentError, match="empty"):
+            m.search_tools("  ")
+        with pytest.raises(mcplug.InvalidArgumentError, match="max_results"):
+            m.search_tools("echo", 0)
+
+        resources = m.list_resources()
+        by_server = {r["server"] for r in resources["resources"]}
+        assert {"everything", "everything-http"} <= by_server, by_server
+        assert any(t["uriTemplate"].startswith("demo://resource/dynamic/text/{") for t in resources["templates"]), resources["templates"]
+        assert resources["errors"] == {}, resources["errors"]
+        mine = m.list_resources("everything")
+        assert mine["resources"] and {r["server"] for r in mine["resources"]} == {"everything"}
+        uri = next(r["uri"] for r in mine["resources"] if r["uri"].startswith("demo://resource/static/document/"))
+        read = m.read_resource("everything", uri, timeout=10)
+        assert read["contents"][0]["uri"] == uri, read
+        with pytest.raises(mcplug.NotFoundError, match="nobody"):
+            m.read_resource("nobody", uri)
+
+        prompts = m.list_prompts()
+        names = {p["name"]: p for p in prompts["prompts"]}
+        assert {"mcp__everything__simple-prompt", "mcp__everything-http__simple-prompt"} <= set(names), sorted(names)
+        assert names["mcp__everything__simple-prompt"]["prompt"] == "simple-prompt"
+        assert names["mcp__everything__simple-prompt"]["server"] == "everything"
+        got = m.get_prompt("mcp__everything-http__args-prompt", {"city": "Paris", "state": "TX"})
+        assert "Paris" in json.dumps(got["messages"]), got
+        with pytest.raises(mcplug.NotFoundError, match="no-such-prompt"):
+            m.get_prompt("mcp__everything__no-such-prompt")
+
+        templates = m.request("everything", "resources/templates/list")
+        assert templates["resourceTemplates"], templates
+        with pytest.raises(mcplug.InvalidArgumentError, match="in-process"):
+            m.request("host", "resources/list")
+        with pytest.raises(mcplug.NotFoundError):
+            m.request("nobody", "ping")
+
+        m.call_tool("mcp__fault__list_changed", {"what": "resources"})
+        m.call_tool("mcp__fault__list_changed", {"what": "prompts"})
+        assert wait_until(lambda: {("resources", "fault"), ("prompts", "fault")} <= set(changed), 10), changed

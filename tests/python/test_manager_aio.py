@@ -196,3 +196,94 @@ def test_cancelled_wait_and_construction_outside_a_loop(fault: FaultFactory) -> 
             assert [(e["type"], e["server"], e["state"]) for e in events] == [("state", "slow", "pending")], events
 
     run(main())
+
+
+def test_async_host_server_tools(fault: FaultFactory) -> None:
+    entry = {k: v for k, v in fault("normal").items() if k != "name"}
+    stopped: List[str] = []
+
+    async def wait_then_answer(arguments: Dict[str, Any]) -> str:
+        try:
+            await asyncio.sleep(float(arguments["s"]))
+        except asyncio.CancelledError:
+            stopped.append(str(arguments.get("who")))
+            raise
+        return f"waited {arguments['s']}"
+
+    async def fail(arguments: Dict[str, Any]) -> Any:
+        await asyncio.sleep(0)
+        raise RuntimeError("async no")
+
+    async def main() -> None:
+        async with mcplug.aio.Manager() as m:
+            await m.add_host_server("host", [
+                {"name": "wait", "handler": wait_then_answer,
+                 "inputSchema": {"type": "object", "properties": {"s": {"type": "number"}}, "required": ["s"]}},
+                {"name": "fail", "handler": fail},
+                {"name": "plain", "handler": lambda a: {"content": [{"type": "text", "text": "plain"}], "structuredContent": {"ok": True}}},
+            ])
+            await m.connect({"mcpServers": {"fault": entry}})
+            await m.wait(20)
+
+            # Async host tools run as tasks on this loop, several at once.
+            t0 = time.monotonic()
+            results = await asyncio.gather(*(m.call_tool("mcp__host__wait", {"s": 0.5}) for _ in range(6)))
+            took = time.monotonic() - t0
+            assert [text_of(r) for r in results] == ["waited 0.5"] * 6
+            assert took < 2.0, f"six 0.5 s host calls at once took {took:.2f} s"
+            failed = await m.call_tool("mcp__host__fail", {})
+            assert failed["isError"] is True and text_of(failed) == "async no", failed
+            plain = await m.call_tool("mcp__host__plain", {})
+            assert plain["structuredContent"] == {"ok": True}
+
+            # A call that times out cancels the task answering it.
+            with pytest.raises(mcplug.TimeoutError):
+                await m.call_tool("mcp__host__wait", {"s": 10, "who": "timed out"}, timeout=0.3)
+            for _ in range(100):
+                if stopped:
+                    break
+                await asyncio.sleep(0.02)
+            assert stopped == ["timed out"]
+            # And so does cancelling the task that awaits the call.
+            call = asyncio.create_task(m.call_tool("mcp__host__wait", {"s": 10, "who": "cancelled"}))
+            await asyncio.sleep(0.2)
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            for _ in range(100):
+                if len(stopped) == 2:
+                    break
+                await asyncio.sleep(0.02)
+            assert stopped == ["timed out", "cancelled"]
+
+            # Replacing the tools, and removing the server.
+            replaced = await m.add_host_server("host", [{"name": "only", "handler": lambda a: "only"}])
+            assert replaced is not None and replaced["tools"] == ["mcp__host__only"]
+            assert text_of(await m.call_tool("mcp__host__only")) == "only"
+            assert await m.remove_host_server("host") is True
+            assert "host" not in (await m.status())["servers"]
+            assert m.host_servers == []
+
+    run(main())
+
+
+def test_async_resources_and_prompts(everything_server: Dict[str, Any], everything_http: str) -> None:
+    everything = {k: v for k, v in everything_server.items() if k != "name"}
+
+    async def main() -> None:
+        async with mcplug.aio.Manager() as m:
+            await m.connect({"mcpServers": {"everything": everything, "everything-http": {"type": "http", "url": everything_http}}})
+            await m.wait(30)
+            resources, prompts, found = await asyncio.gather(m.list_resources(), m.list_prompts(), m.search_tools("echo"))
+            assert {r["server"] for r in resources["resources"]} == {"everything", "everything-http"}
+            assert {"mcp__everything__simple-prompt", "mcp__everything-http__simple-prompt"} <= {p["name"] for p in prompts["prompts"]}
+            assert {t["name"] for t in found["tools"]} >= {"mcp__everything__echo", "mcp__everything-http__echo"}
+            uri = next(r["uri"] for r in resources["resources"] if r["server"] == "everything-http")
+            read = await m.read_resource("everything-http", uri)
+            assert read["contents"][0]["uri"] == uri
+            got = await m.get_prompt("mcp__everything__simple-prompt")
+            assert got["messages"], got
+            templates = await m.request("everything-http", "resources/templates/list")
+            assert templates["resourceTemplates"]
+
+    run(main())

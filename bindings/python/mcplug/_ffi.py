@@ -85,17 +85,10 @@ _out = POINTER(c_char_p)
 _handle_out = POINTER(c_void_p)
 
 
-_PENDING = ("mcplug_manager_search_tools", "mcplug_manager_list_resources", "mcplug_manager_read_resource",
-            "mcplug_manager_list_prompts", "mcplug_manager_get_prompt", "mcplug_manager_request",
-            "mcplug_manager_set_tools")  # TEMPORARY until the lead's ABI lands
-
-
 def _declare(name: str, restype: Any, argtypes: List[Any]) -> None:
     try:
         fn = getattr(lib, name)
     except AttributeError:
-        if name in _PENDING:
-            return
         raise ImportError(
             f"mcplug: the library {LIBRARY_PATH} has no function {name}: it is older than this "
             "Python binding; rebuild it (`cargo build --release`)"

@@ -135,13 +135,16 @@ def _text_result(text: str, is_error: bool = False) -> Dict[str, Any]:
 
 
 def tool_outcome(result: Any, exc: Optional[BaseException]) -> Tuple[Any, Optional[BaseException]]:
-    """What a host tool's function did, as the CallToolResult to answer with: a dict as it is, a
-    str as one text item, a raise as an ``isError`` result with its message."""
+    """What a host tool's function did, as the CallToolResult to answer with: a dict as it is (it
+    must have a ``content`` list), a str as one text item, a raise as an ``isError`` result with
+    its message; anything else is an ``isError`` result saying what came back."""
     if exc is not None:
         return _text_result(str(exc) or type(exc).__name__, True), None
     if isinstance(result, str):
         return _text_result(result), None
     if isinstance(result, Mapping):
+        if not isinstance(result.get("content"), list):
+            return _text_result("the host tool returned a dict without a `content` list: a CallToolResult has one", True), None
         return dict(result), None
     return _text_result(
         f"the host tool returned {type(result).__name__}: a host tool returns a CallToolResult dict or a str", True
