@@ -59,13 +59,15 @@ def test_one_manager_over_many_servers(everything_server: Dict[str, Any], everyt
     config, fault_entry, files, memory_file = many_servers(everything_server, everything_http, fault, tmp_path)
     host = ManagerHost(files)
     with mcplug.Manager({"reconnect_initial_ms": 100}, handlers=host.handlers()) as m:
+        m.add_host_server("host", [{"name": "where", "description": "Where the host runs", "handler": lambda a: f"pid {os.getpid()}"}])
         events = Events(m)
         t0 = time.monotonic()
         status = m.connect(config)
         took = time.monotonic() - t0
         assert took < 1.0, f"connect returns at once, it took {took:.2f} s"
-        assert list(status["servers"]) == list(config["mcpServers"]), "servers in configuration order"
-        assert set(states(status).values()) == {"pending"}, status
+        assert list(status["servers"]) == list(config["mcpServers"]) + ["host"], "servers in configuration order, the host's added"
+        assert states(status) == {**{name: "pending" for name in config["mcpServers"]}, "host": "connected"}, status
+        assert status["servers"]["host"]["transport"] == "sdk"
 
         # The fault server (in a slot beside the slow one) connects while the slow one sleeps.
         connected = events.state("fault", "connected")
@@ -78,7 +80,7 @@ def test_one_manager_over_many_servers(everything_server: Dict[str, Any], everyt
         assert time.monotonic() - t0 >= SLOW_S, "wait() waited for the slow server"
         assert states(status) == {
             "slow": "connected", "fault": "connected", "everything": "connected", "everything-http": "connected",
-            "fs": "connected", "memory": "connected", "broken": "failed",
+            "fs": "connected", "memory": "connected", "broken": "failed", "host": "connected",
         }, status
         broken = status["servers"]["broken"]
         assert broken["error"]["kind"] == "transport" and "/nonexistent/mcp-server" in broken["error"]["message"], broken
@@ -90,7 +92,7 @@ def test_one_manager_over_many_servers(everything_server: Dict[str, Any], everyt
         names = {t["name"] for t in pool["tools"]}
         assert {
             "mcp__everything__echo", "mcp__everything-http__echo", "mcp__fs__list_directory", "mcp__memory__read_graph",
-            "mcp__memory__create_entities", "mcp__fault__ask", "mcp__slow__echo",
+            "mcp__memory__create_entities", "mcp__fault__ask", "mcp__slow__echo", "mcp__host__where",
         } <= names, sorted(names)
         assert not any(n.startswith("mcp__broken__") for n in names)
         assert status["tools"] == len(pool["tools"]) == sum(len(s["tools"]) for s in status["servers"].values())
@@ -104,6 +106,7 @@ def test_one_manager_over_many_servers(everything_server: Dict[str, Any], everyt
         assert text_of(m.call_tool("mcp__everything__echo", {"message": "stdio"})) == "Echo: stdio"
         assert text_of(m.call_tool("mcp__everything-http__echo", {"message": "over http"})) == "Echo: over http"
         assert text_of(m.call_tool("mcp__slow__echo", {"message": "late"})) == "Echo: late"
+        assert text_of(m.call_tool("mcp__host__where")) == f"pid {os.getpid()}", "the host server is this process"
         assert text_of(m.call_tool("mcp__fs__list_directory", {"path": str(files)})) == "[FILE] hello.txt"
         created = m.call_tool("mcp__memory__create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": ["wrote programs"]}]})
         assert not created.get("isError"), created
@@ -426,3 +429,33 @@ def test_resources_prompts_and_search_across_servers(everything_server: Dict[str
         m.call_tool("mcp__fault__list_changed", {"what": "resources"})
         m.call_tool("mcp__fault__list_changed", {"what": "prompts"})
         assert wait_until(lambda: {("resources", "fault"), ("prompts", "fault")} <= set(changed), 10), changed
+
+
+def test_a_request_without_handler_is_answered_by_hand(fault: FaultFactory) -> None:
+    # The capability declared for every server without a handler: the request comes to
+    # next_event with its server and the manager's own id, and respond() answers it.
+    entry = {k: v for k, v in fault("normal").items() if k != "name"}
+    with mcplug.Manager({"connection": {"capabilities": {"elicitation": {}}}}) as m:
+        m.connect({"mcpServers": {"a": entry, "b": entry}})
+        m.wait(20)
+        answers: Dict[str, Any] = {}
+        ask = {"method": "elicitation/create", "params": {"message": "name?", "requestedSchema": {"type": "object"}}, "wait_ms": 10000}
+
+        def call(server: str) -> None:
+            answers[server] = json.loads(texts(m.call_tool(f"mcp__{server}__ask", ask, timeout=15))[0])
+
+        threads = [threading.Thread(target=call, args=(s,)) for s in ("a", "b")]
+        for t in threads:
+            t.start()
+        events = Events(m)
+        requests = [events.wait(lambda e: e.get("type") == "request", 10, "a request") for _ in range(2)]
+        assert sorted(r["server"] for r in requests) == ["a", "b"]
+        assert all(r["method"] == "elicitation/create" and r["id"].startswith("m") for r in requests), requests
+        assert requests[0]["id"] != requests[1]["id"], "ids of the manager's own, unique across servers"
+        for r in requests:
+            m.respond(r["id"], {"action": "accept", "content": {"name": f"from {r['server']}"}})
+        for t in threads:
+            t.join(15)
+        assert answers == {s: {"result": {"action": "accept", "content": {"name": f"from {s}"}}} for s in ("a", "b")}, answers
+        with pytest.raises(mcplug.NotFoundError):
+            m.respond(requests[0]["id"], {"action": "decline"})

@@ -74,11 +74,16 @@ def test_async_manager_over_many_servers(everything_server: Dict[str, Any], ever
 
     async def main() -> None:
         async with mcplug.aio.Manager({"reconnect_initial_ms": 100}, handlers=host.handlers()) as m:
+            async def where(arguments: Dict[str, Any]) -> str:
+                await asyncio.sleep(0.01)
+                return f"loop {id(asyncio.get_running_loop())}"
+
+            await m.add_host_server("host", [{"name": "where", "handler": where}])
             events = AsyncEvents(m)
             t0 = time.monotonic()
             status = await m.connect(config)
             assert time.monotonic() - t0 < 1.0, "connect returns at once"
-            assert set(states(status).values()) == {"pending"}
+            assert states(status) == {**{name: "pending" for name in config["mcpServers"]}, "host": "connected"}, status
 
             await events.state("fault", "connected")
             assert time.monotonic() - t0 < SLOW_S, "the fault server did not wait for the slow one"
@@ -99,7 +104,7 @@ def test_async_manager_over_many_servers(everything_server: Dict[str, Any], ever
             ticker.cancel()
             assert ticks > 20, f"the loop ran while wait() waited ({ticks} ticks)"
             assert states(status)["slow"] == "connected" and states(status)["broken"] == "failed", status
-            assert {s for s, st in states(status).items() if st == "connected"} == {"slow", "fault", "everything", "everything-http", "fs", "memory"}
+            assert {s for s, st in states(status).items() if st == "connected"} == {"slow", "fault", "everything", "everything-http", "fs", "memory", "host"}
 
             # Calls to every server at once, each answered by its own.
             results = await asyncio.gather(
@@ -109,9 +114,10 @@ def test_async_manager_over_many_servers(everything_server: Dict[str, Any], ever
                 m.call_tool("mcp__memory__create_entities", {"entities": [{"name": "Grace", "entityType": "person", "observations": ["COBOL"]}]}),
                 m.call_tool("mcp__slow__echo", {"message": "slow"}),
                 m.call_tool("mcp__fault__echo", {"message": "fault"}),
+                m.call_tool("mcp__host__where", {}),
             )
-            assert [text_of(r) for r in (results[0], results[1], results[2], results[4], results[5])] == [
-                "Echo: stdio", "Echo: http", "[FILE] hello.txt", "Echo: slow", "Echo: fault",
+            assert [text_of(r) for r in (results[0], results[1], results[2], results[4], results[5], results[6])] == [
+                "Echo: stdio", "Echo: http", "[FILE] hello.txt", "Echo: slow", "Echo: fault", f"loop {id(asyncio.get_running_loop())}",
             ]
             graph = await m.call_tool("mcp__memory__read_graph", {})
             assert [e["name"] for e in graph["structuredContent"]["entities"]] == ["Grace"], graph
