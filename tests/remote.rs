@@ -395,6 +395,17 @@ fn http_errors_refusals_slowness_and_size_are_clear_errors() {
         "{e:?}"
     );
 
+    // HTTP 401: needs_auth (no OAuth flow yet), for both transports' first request.
+    let url = fault_url(&peer, "/locked");
+    let e = connect(json!({"type": "http", "url": url}), json!({}))
+        .err()
+        .unwrap();
+    assert_eq!(e.kind, ErrorKind::NeedsAuth, "{e:?}");
+    assert!(
+        e.message.contains("401") && e.message.contains(&url) && e.message.contains("headers"),
+        "{e:?}"
+    );
+
     // Connection refused: a clear error, quickly.
     let closed = format!("http://127.0.0.1:{}/mcp", free_port());
     let started = Instant::now();

@@ -266,7 +266,10 @@ impl HttpTransport {
                 return Ok(());
             }
             let unrecognised = matches!(status.as_u16(), 400 | 404 | 405);
-            if method == "server/discover" && status.is_client_error() {
+            if method == "server/discover"
+                && status.is_client_error()
+                && status != StatusCode::UNAUTHORIZED
+            {
                 // Not a 2026-07-28 server: an error the era negotiation reads as "legacy".
                 let error = json!({
                     "code": crate::protocol::codes::METHOD_NOT_FOUND,
@@ -617,7 +620,8 @@ pub(crate) fn parse_url(url: &str) -> Result<reqwest::Url, Error> {
     }
 }
 
-/// An HTTP error status as a `transport` error: what was sent, where, and what came back.
+/// An HTTP error status as a `transport` error: what was sent, where, and what came back; a 401
+/// is `needs_auth` (the server wants an OAuth token, which this version cannot get by itself).
 pub(crate) fn status_error(
     verb: &str,
     url: &str,
@@ -625,6 +629,15 @@ pub(crate) fn status_error(
     status: StatusCode,
     body: &[u8],
 ) -> Error {
+    if status == StatusCode::UNAUTHORIZED {
+        return Error::new(
+            crate::error::ErrorKind::NeedsAuth,
+            format!(
+                "HTTP 401 from {verb} {url} ({what}): the server needs authorization; this version of mcplug has no OAuth flow, so give a token in the server's `headers` (Authorization){}",
+                remote::snippet(body)
+            ),
+        );
+    }
     Error::transport(format!(
         "HTTP {} from {verb} {url} ({what}){}",
         status,

@@ -307,7 +307,7 @@ static void fifty(void) {
 
 int main(void) {
     char config[16384], e_everything[2048], e_fault[2048], e_slow[2048], e_modern[2048], e_off[2048];
-    char e_files[2048], e_memory[2048], memory_env[1200], files_dir[1024], memory_file[1024];
+    char e_files[2048], e_memory[2048], memory_env[1200], files_dir[1024], memory_file[1024], locked_url[512];
     char fault_pid_path[1024], *out = NULL, *ev;
     const char *http_url = peer("MCPLUG_HTTP_URL");
     mcplug_status st;
@@ -322,6 +322,8 @@ int main(void) {
                 peer("MCPLUG_PYTHON"), peer("MCPLUG_FAULT_SERVER"), (const char *)NULL);
     server_json(e_modern, sizeof e_modern, NULL, peer("MCPLUG_PYTHON"), peer("MCPLUG_MODERN_SERVER"), (const char *)NULL);
     server_json(e_off, sizeof e_off, "\"disabled\":true", peer("MCPLUG_PYTHON"), peer("MCPLUG_FAULT_SERVER"), (const char *)NULL);
+    snprintf(locked_url, sizeof locked_url, "%.*s/locked", (int)(strlen(peer("MCPLUG_FAULT_HTTP_URL")) - 4),
+             peer("MCPLUG_FAULT_HTTP_URL"));
     snprintf(files_dir, sizeof files_dir, "%s/manager-files-%ld", peer("MCPLUG_TEST_TMPDIR"), (long)getpid());
     mkdir(files_dir, 0700);
     {
@@ -339,12 +341,12 @@ int main(void) {
     snprintf(config, sizeof config,
              "{\"mcpServers\":{\"everything\":%s,\"everything-http\":{\"type\":\"http\",\"url\":\"%s\"},"
              "\"fault\":%s,\"modern\":%s,\"broken\":{\"command\":\"/nonexistent/mcp-server\"},\"slow\":%s,"
-             "\"off\":%s,\"files\":%s,\"memory\":%s,\"hfault\":{\"type\":\"http\",\"url\":\"%s\"},"
+             "\"off\":%s,\"files\":%s,\"memory\":%s,\"hfault\":{\"type\":\"http\",\"url\":\"%s\"},\"locked\":{\"type\":\"http\",\"url\":\"%s\"},"
              "\"in.process\":{\"type\":\"sdk\",\"tools\":[{\"name\":\"add\",\"description\":\"Adds two numbers\","
              "\"inputSchema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\"},\"b\":{\"type\":\"number\"}}}},"
              "{\"name\":\"echo\",\"description\":\"Echoes, in process\"}]},"
              "\"bad.sdk\":{\"type\":\"sdk\",\"tools\":{}}}}",
-             e_everything, http_url, e_fault, e_modern, e_slow, e_off, e_files, e_memory, peer("MCPLUG_FAULT_HTTP_URL"));
+             e_everything, http_url, e_fault, e_modern, e_slow, e_off, e_files, e_memory, peer("MCPLUG_FAULT_HTTP_URL"), locked_url);
 
     st = mcplug_manager_new("{\"bogus\":1}", &M, &out);
     CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && is_error(out, "invalid_argument", "bogus"), out,
@@ -393,6 +395,8 @@ int main(void) {
               out, "everything (stdio, http), modern and slow are connected");
     CHECK_OUT(server_in_state(out, "broken", "failed") && contains(out, "/nonexistent/mcp-server"), out,
               "the server that cannot start is failed, naming its command");
+    CHECK_OUT(server_in_state(out, "locked", "needs-auth") && contains(out, "\"kind\":\"needs_auth\""), out,
+              "a server that answers 401 is needs-auth");
     drop(&out);
 
     st = mcplug_manager_list_tools(M, NULL, &out);

@@ -10,6 +10,7 @@ Prints "listening <port>" once it accepts connections. Endpoints:
   GET  /mcp         405, or with Last-Event-ID the rest of a cut stream
   DELETE /mcp       ends the session (202), counted
   POST /always500   HTTP 500 to everything
+  POST /locked      HTTP 401 with a WWW-Authenticate challenge (a server that needs OAuth)
 Tools (tools/call):
   echo {message}          SSE answer with event ids: "Echo: <message>"
   cut_echo {message}      SSE: a priming event (id, retry: 100), a progress notification (id),
@@ -126,6 +127,10 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length)
         if self.path == "/always500":
             self.plain(500, "boom: this server always fails")
+            return
+        if self.path == "/locked":
+            self.json_reply(401, {"error": "invalid_token"}, {
+                "WWW-Authenticate": 'Bearer resource_metadata="http://127.0.0.1:%d/.well-known/oauth-protected-resource"' % PORT})
             return
         if self.path != "/mcp":
             self.plain(404, "not here")
