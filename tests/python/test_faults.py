@@ -98,9 +98,8 @@ def test_bad_server_entries() -> None:
         mcplug.Client.connect("node server.js")  # type: ignore[arg-type]
     with pytest.raises(mcplug.TransportError, match="http://127.0.0.1:9/mcp"):
         mcplug.Client.connect({"type": "http", "url": "http://127.0.0.1:9/mcp"})
-    with pytest.raises(mcplug.UnsupportedError) as info:
-        mcplug.Client.connect({"type": "sdk", "name": "x"})
-    assert info.value.kind == "not_implemented"
+    with pytest.raises(mcplug.InvalidArgumentError, match="through a manager"):
+        mcplug.Client.connect({"type": "sdk", "name": "x"})  # an in-process server: Manager.add_host_server
 
 
 @pytest.mark.parametrize("bad", [0, -1, math.nan, "5", True])
