@@ -306,6 +306,38 @@ fn c_everything() {
     run("everything");
 }
 
+/// The same program as c_everything, against server-everything's Streamable HTTP mode.
+#[test]
+fn c_everything_over_http() {
+    let http = peers::everything("streamableHttp");
+    run_with(
+        "everything",
+        &[
+            ("MCPLUG_EVERYTHING_TYPE", "http".to_string()),
+            (
+                "MCPLUG_EVERYTHING_URL",
+                format!("http://127.0.0.1:{}/mcp", http.port),
+            ),
+        ],
+    );
+}
+
+/// The same program as c_everything, against server-everything's HTTP+SSE mode.
+#[test]
+fn c_everything_over_sse() {
+    let sse = peers::everything("sse");
+    run_with(
+        "everything",
+        &[
+            ("MCPLUG_EVERYTHING_TYPE", "sse".to_string()),
+            (
+                "MCPLUG_EVERYTHING_URL",
+                format!("http://127.0.0.1:{}/sse", sse.port),
+            ),
+        ],
+    );
+}
+
 #[test]
 fn c_modern() {
     run("modern");

@@ -1,7 +1,9 @@
 /* server-everything (the reference TS server, legacy era) through the C ABI: the handshake,
  * every always-offered tool listed and called with valid arguments and its result checked,
  * the generic requests (resources, templates, prompts, completion, ping), progress events that
- * carry the call's tag, the progress-reset timeout, and log messages as events. */
+ * carry the call's tag, the progress-reset timeout, and log messages as events.
+ * Over stdio by default; with MCPLUG_EVERYTHING_TYPE ("http" or "sse") and MCPLUG_EVERYTHING_URL
+ * the same program runs against server-everything's streamableHttp or sse mode. */
 #include "check.h"
 
 static mcplug_client *c;
@@ -328,8 +330,15 @@ int main(void) {
     char server[4096];
     double t0;
     test_init();
-    server_json(server, sizeof server, "\"name\":\"everything\",\"env\":{\"MCPLUG_TEST_MARKER\":\"marker-42\"}",
-                peer("MCPLUG_NODE"), peer("MCPLUG_EVERYTHING"), (const char *)NULL);
+    if (getenv("MCPLUG_EVERYTHING_URL") != NULL) {
+        /* The HTTP peer was started with MCPLUG_TEST_MARKER=marker-42 in its environment. */
+        snprintf(server, sizeof server, "{\"name\":\"everything\",\"type\":\"%s\",\"url\":\"%s\"}",
+                 peer("MCPLUG_EVERYTHING_TYPE"), peer("MCPLUG_EVERYTHING_URL"));
+        printf("# over %s: %s\n", peer("MCPLUG_EVERYTHING_TYPE"), peer("MCPLUG_EVERYTHING_URL"));
+    } else {
+        server_json(server, sizeof server, "\"name\":\"everything\",\"env\":{\"MCPLUG_TEST_MARKER\":\"marker-42\"}",
+                    peer("MCPLUG_NODE"), peer("MCPLUG_EVERYTHING"), (const char *)NULL);
+    }
     handshake(server);
     tool_list();
     tools();

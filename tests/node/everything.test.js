@@ -1,13 +1,16 @@
 'use strict';
-// server-everything over stdio, through the Node binding: every always-offered tool called with
-// valid arguments and its result checked against the tool's source, the generic requests,
-// progress, log messages as events, and server requests answered by handlers.
+// server-everything through the Node binding, over stdio, Streamable HTTP and HTTP+SSE (the first
+// suite runs once per transport): every always-offered tool called with valid arguments and its
+// result checked against the tool's source, the generic requests, progress, log messages as
+// events, and server requests answered by handlers.
 
 const h = require('./helpers');
 const { test, describe, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('fs');
+const net = require('net');
 const path = require('path');
+const { spawn } = require('child_process');
 const zlib = require('zlib');
 const { McpError } = h.mcplug;
 
@@ -26,15 +29,48 @@ function tinyImage() {
   return m[1];
 }
 
-describe('server-everything (legacy era, stdio)', { timeout: 60000 }, () => {
+/** A free TCP port on 127.0.0.1. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** server-everything in an HTTP mode on its own port, with the env; resolves once it listens. */
+async function startHttpPeer(mode, env) {
+  const port = await freePort();
+  const child = spawn(process.execPath, [h.everythingServer().args[0], mode], {
+    env: { ...process.env, ...env, PORT: String(port) }, stdio: 'ignore',
+  });
+  await h.waitFor(() => new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.on('connect', () => { s.destroy(); resolve(true); });
+    s.on('error', () => resolve(false));
+  }), 20000, `server-everything ${mode} listening on ${port}`);
+  return { child, port };
+}
+
+for (const transport of ['stdio', 'http', 'sse']) describe(`server-everything (legacy era, ${transport})`, { timeout: 60000 }, () => {
   let client;
+  let peer;
   const notifications = [];
   const stderr = [];
+  const env = { MCPLUG_NODE_TEST_MARK: 'marker-4711' };
 
   before(async () => {
+    let server = { ...h.everythingServer(), env };
+    if (transport !== 'stdio') {
+      const [mode, where] = transport === 'http' ? ['streamableHttp', '/mcp'] : ['sse', '/sse'];
+      peer = await startHttpPeer(mode, env);
+      server = { type: transport, url: `http://127.0.0.1:${peer.port}${where}`, name: 'everything' };
+    }
     client = await h.within(20000, h.mcplug.Client.connect(
-      { ...h.everythingServer(), env: { MCPLUG_NODE_TEST_MARK: 'marker-4711' } },
-      { connectTimeoutMs: 15000, requestTimeoutMs: 15000 },
+      server, { connectTimeoutMs: 15000, requestTimeoutMs: 15000 },
     ), 'connect to server-everything');
     client.on('notification', (n) => notifications.push(n));
     client.on('stderr', (line) => stderr.push(line));
@@ -42,6 +78,7 @@ describe('server-everything (legacy era, stdio)', { timeout: 60000 }, () => {
 
   after(async () => {
     if (client) await h.within(10000, client.close(), 'close');
+    if (peer) peer.child.kill('SIGKILL');
   });
 
   test('negotiates 2025-11-25 (legacy era) and reports the server', () => {
@@ -316,7 +353,7 @@ describe('server-everything (legacy era, stdio)', { timeout: 60000 }, () => {
     assert.equal(typeof missing.code, 'number');
   });
 
-  test('the server\'s stderr lines arrive as stderr events', () => {
+  test('the server\'s stderr lines arrive as stderr events', { skip: transport !== 'stdio' && 'a remote server\'s stderr is not the client\'s' }, () => {
     // server-everything writes a banner to stderr at start.
     assert.ok(stderr.some((l) => /Starting default \(STDIO\) server/.test(l)), JSON.stringify(stderr));
   });

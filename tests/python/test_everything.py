@@ -1,19 +1,23 @@
-"""server-everything over stdio through the sync Python API: every always-offered tool called with
-valid arguments and its result checked against the tool's source, the generic requests, progress
-and log messages."""
+"""server-everything through the sync Python API, over stdio, Streamable HTTP and HTTP+SSE (each
+test runs once per transport): every always-offered tool called with valid arguments and its
+result checked against the tool's source, the generic requests, progress and log messages."""
 from __future__ import annotations
 
 import base64
 import gzip
 import json
+import os
+import shutil
+import socket
+import subprocess
 import threading
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterator, List
 
 import pytest
 
 import mcplug
-from conftest import text_of, wait_until
+from conftest import EVERYTHING_JS, text_of, wait_until
 
 ALWAYS_OFFERED = [
     "echo", "get-sum", "get-structured-content", "get-annotated-message", "get-resource-links",
@@ -21,6 +25,49 @@ ALWAYS_OFFERED = [
     "toggle-simulated-logging", "toggle-subscriber-updates", "get-env",
 ]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module", params=["stdio", "http", "sse"])
+def everything_server(request: pytest.FixtureRequest) -> Iterator[Dict[str, Any]]:
+    """server-everything over stdio, or its streamableHttp / sse mode on a port of its own (this
+    module's tests run once per transport)."""
+    node = shutil.which("node")
+    assert node is not None and EVERYTHING_JS.exists(), "run tests/install-deps.sh first"
+    env = {"MCPLUG_PY_TEST": "from-pytest"}
+    if request.param == "stdio":
+        yield {"command": node, "args": [str(EVERYTHING_JS)], "name": "everything", "env": env}
+        return
+    port = _free_port()
+    mode, path = {"http": ("streamableHttp", "/mcp"), "sse": ("sse", "/sse")}[request.param]
+    proc = subprocess.Popen([node, str(EVERYTHING_JS), mode], env={**os.environ, **env, "PORT": str(port)},
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None, f"server-everything ({mode}) exited before listening"
+                assert time.monotonic() < deadline, f"server-everything ({mode}) did not listen on {port}"
+                time.sleep(0.05)
+        yield {"type": request.param, "url": f"http://127.0.0.1:{port}{path}", "name": "everything"}
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="module")
+def everything(everything_server: Dict[str, Any]) -> Iterator[mcplug.Client]:
+    """One connection per transport, shared by the read-only tests."""
+    with mcplug.Client.connect(everything_server, connect_timeout=30) as client:
+        yield client
 
 
 def test_negotiates_legacy_2025_11_25(everything: mcplug.Client) -> None:
@@ -322,6 +369,8 @@ def test_log_messages_as_events_without_a_handler(everything_server: Dict[str, A
 
 
 def test_star_handler_gets_stderr(everything_server: Dict[str, Any]) -> None:
+    if "command" not in everything_server:
+        pytest.skip("a remote server's stderr is not the client's to read")
     events: List[Dict[str, Any]] = []
     with mcplug.Client.connect(everything_server, handlers={"*": events.append}):
         assert wait_until(lambda: any(e["type"] == "stderr" for e in events), 10)
@@ -341,6 +390,8 @@ def test_roots_handler_answers_the_server(everything_server: Dict[str, Any]) -> 
 
 
 def test_a_raising_request_handler_becomes_a_json_rpc_error(everything_server: Dict[str, Any]) -> None:
+    if "command" not in everything_server:
+        pytest.skip("server-everything reports the error on its stderr, which only stdio shows the client")
     stderr: List[str] = []
 
     def boom(params: Any) -> Any:

@@ -63,6 +63,8 @@ pub fn everything(mode: &str) -> Peer {
         .arg(js)
         .arg(mode)
         .env("PORT", port.to_string())
+        // tests/c/everything.c checks that get-env shows it, over every transport.
+        .env("MCPLUG_TEST_MARKER", "marker-42")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
