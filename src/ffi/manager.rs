@@ -111,7 +111,8 @@ pub unsafe extern "C" fn mcplug_manager_new(
 /// `mcplug_config_discover` (`{"servers": {"<name>": {"config": {...}}}}`), or VS Code's
 /// `{"servers": {...}}`. An entry with `"disabled": true` starts `disabled`. An entry
 /// `{"type": "sdk", "tools": [...]}` is an in-process server the host serves itself (see
-/// `mcplug_manager_set_tools`): `connected` at once, with no process and no socket.
+/// `mcplug_manager_set_tools`): `connected` at once, with no process and no socket; applied again
+/// with only its `tools` changed, its tools are replaced in place (as `set_tools`), not reconnected.
 ///
 /// Local servers connect `local_concurrency` at a time and remote ones `remote_concurrency` at a
 /// time, each in its own slot: a slow or failing server never delays the others. Each state
@@ -372,7 +373,8 @@ pub unsafe extern "C" fn mcplug_manager_request(
 /// "outputSchema"?, "annotations"?, "_meta"?}`. Their pool names come first in the pool (host
 /// tools). A call of one through `mcplug_manager_call_tool` is the event `{"type": "request",
 /// "server", "id": "m7", "method": "tools/call", "params": {"name", "arguments"}}`, answered
-/// with `mcplug_manager_respond` (`{"id", "result": CallToolResult}` or `{"id", "error":
+/// with `mcplug_manager_respond` (`{"id", "result": CallToolResult}` — an object with a `content`
+/// array, else `invalid_argument` and the call still waits — or `{"id", "error":
 /// {"code", "message"}}`, which the caller gets as an `rpc` error); a call that times out
 /// (`timeout_ms`, or the connection option `tool_timeout_ms`), is cancelled (`tag`), or whose
 /// server closes ends with that error and the event `{"type": "request_cancelled", "server",

@@ -196,12 +196,20 @@ impl Manager {
         let entries = options::entries(config)?;
         let mut start = Vec::new();
         let mut gone = Vec::new();
+        let mut retool = Vec::new();
         {
             let mut servers = inner.servers.lock();
             let mut next: Vec<Arc<Server>> = Vec::with_capacity(entries.len());
             for (name, entry) in entries {
                 if let Some(old) = servers.iter().find(|s| s.name == name) {
                     if old.entry == entry {
+                        next.push(old.clone());
+                        continue;
+                    }
+                    if old.is_sdk() && sdk::same_but_tools(&old.entry, &entry) {
+                        // The host's own server with other tools: replaced in place (calls in
+                        // flight go on), not reconnected.
+                        retool.push((old.clone(), entry.get("tools").cloned()));
                         next.push(old.clone());
                         continue;
                     }
@@ -219,6 +227,12 @@ impl Manager {
                 }
             }
             *servers = next;
+        }
+        for (server, tools) in retool {
+            let tools = tools.unwrap_or_else(|| json!([]));
+            if *server.sdk_tools.lock() != tools.as_array().cloned().unwrap_or_default() {
+                self.set_tools(&server.name, &tools)?;
+            }
         }
         for old in gone {
             let still = inner.servers.lock().iter().any(|s| s.name == old.name);
@@ -1392,4 +1406,83 @@ async fn pump(inner: Weak<Inner>, server: Arc<Server>, client: Arc<Client>, gen:
     let Some(inner) = inner.upgrade() else { return };
     let why = end.unwrap_or_else(|| Error::closed("the connection closed"));
     inner.lost(&server, gen, why);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime;
+
+    fn events(m: &Manager) -> Vec<Value> {
+        let mut out = Vec::new();
+        while let Pulled::Event(text) = m.next_event(Some(Duration::ZERO)) {
+            out.push(serde_json::from_str(&text).unwrap());
+        }
+        out
+    }
+
+    fn pool_names(m: &Manager) -> Vec<String> {
+        m.list_tools(None)["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn in_process_servers_connect_at_once_and_are_retooled_in_place() {
+        let m = Manager::new(ManagerOptions::parse(None).unwrap());
+        let config =
+            |tools: Value| json!({"mcpServers": {"host": {"type": "sdk", "tools": tools}}});
+        let status = runtime::block_on(m.connect(&config(json!([{"name": "a"}])))).unwrap();
+        assert_eq!(status["servers"]["host"]["state"], "connected", "{status}");
+        assert_eq!(pool_names(&m), ["mcp__host__a"]);
+        events(&m);
+        // The same server with other tools: new tools, no reconnect.
+        runtime::block_on(m.connect(&config(json!([{"name": "b"}])))).unwrap();
+        assert_eq!(pool_names(&m), ["mcp__host__b"]);
+        let seen = events(&m);
+        assert!(
+            seen.iter().all(|e| e["type"] != "state"),
+            "no state change: {seen:?}"
+        );
+        assert!(
+            seen.iter().any(|e| e["type"] == "tools_changed"),
+            "{seen:?}"
+        );
+        // A call is a request event; the host's answer is the result.
+        let m = Arc::new(m);
+        let m2 = m.clone();
+        let caller = runtime::spawn(async move {
+            m2.call_tool("mcp__host__b", None, &CallOptions::default())
+                .await
+        });
+        let request = loop {
+            match m.next_event(Some(Duration::from_secs(10))) {
+                Pulled::Event(t) => {
+                    let v: Value = serde_json::from_str(&t).unwrap();
+                    if v["type"] == "request" {
+                        break v;
+                    }
+                }
+                _ => panic!("no request event for the host call"),
+            }
+        };
+        assert_eq!(request["method"], "tools/call");
+        assert_eq!(request["server"], "host");
+        assert_eq!(request["params"], json!({"name": "b", "arguments": {}}));
+        let bad = json!({"id": request["id"], "result": {"text": "no content"}});
+        assert!(runtime::block_on(m.respond(&bad)).is_err());
+        let good =
+            json!({"id": request["id"], "result": {"content": [{"type": "text", "text": "ok"}]}});
+        runtime::block_on(m.respond(&good)).unwrap();
+        let result = runtime::block_on(caller).unwrap().unwrap();
+        assert!(
+            result.as_str().contains("\"text\":\"ok\""),
+            "{}",
+            result.as_str()
+        );
+        runtime::block_on(m.close());
+    }
 }

@@ -68,11 +68,30 @@ pub fn parse_tools(tools: Option<&Value>, server: &str) -> Result<Vec<Value>> {
     Ok(out)
 }
 
-/// What the host answered for a host tool call: a result object, or its error as an `rpc`
-/// error.
+/// Two entries of one in-process server that differ at most in their tools.
+pub fn same_but_tools(a: &Value, b: &Value) -> bool {
+    let without = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("tools");
+        }
+        v
+    };
+    without(a) == without(b)
+}
+
+/// What the host answered for a host tool call: a `CallToolResult` (an object with a `content`
+/// array), or its error as an `rpc` error.
 pub fn answer(response: &Value, id: &str) -> Result<Value> {
     match (response.get("result"), response.get("error")) {
-        (Some(Value::Object(_)), None) => Ok(response["result"].clone()),
+        (Some(r @ Value::Object(_)), None) => {
+            if !r.get("content").is_some_and(Value::is_array) {
+                return Err(Error::invalid(format!(
+                    "the answer to {id:?} is not a CallToolResult: its `result` needs a `content` array (got {r})"
+                )));
+            }
+            Ok(r.clone())
+        }
         (None, Some(e @ Value::Object(_))) => Err(Error::from_rpc(e)),
         _ => Err(Error::invalid(format!(
             "the answer to {id:?} needs exactly one of `result` (a CallToolResult object) or `error` (an object)"
@@ -105,6 +124,15 @@ mod tests {
     #[test]
     fn answers() {
         assert!(answer(&json!({"result": {"content": []}}), "m1").is_ok());
+        assert!(answer(&json!({"result": {"isError": true}}), "m1").is_err());
+        assert!(same_but_tools(
+            &json!({"type": "sdk", "tools": [1]}),
+            &json!({"type": "sdk"})
+        ));
+        assert!(!same_but_tools(
+            &json!({"type": "sdk"}),
+            &json!({"type": "sdk", "disabled": true})
+        ));
         let e = answer(&json!({"error": {"code": 7, "message": "no"}}), "m1").unwrap_err();
         assert_eq!((e.code, e.message.as_str()), (Some(7), "no"));
         assert!(answer(&json!({"result": 3}), "m1").is_err());
