@@ -538,24 +538,28 @@ impl HttpTransport {
         sse.send(init.to_vec()).await
     }
 
-    /// Opens the GET stream of server-initiated messages (legacy era), once per session.
-    fn start_listening(&self) {
+    /// Opens the GET stream of server-initiated messages (legacy era), once per session. The
+    /// receiver (when a stream starts) resolves once the server answered the first GET.
+    fn start_listening(&self) -> Option<tokio::sync::oneshot::Receiver<()>> {
         {
             let mut state = self.state.lock();
             if state.get_running || state.session.is_none() && state.legacy_version.is_none() {
-                return;
+                return None;
             }
             state.get_running = true;
         }
+        let (answered, ready) = tokio::sync::oneshot::channel();
         let me = self.me();
         let task = crate::runtime::spawn(async move {
-            me.listen().await;
+            me.listen(answered).await;
             me.state.lock().get_running = false;
         });
         self.background.lock().push(task.abort_handle());
+        Some(ready)
     }
 
-    async fn listen(&self) {
+    async fn listen(&self, answered: tokio::sync::oneshot::Sender<()>) {
+        let mut answered = Some(answered);
         let mut retry = DEFAULT_RETRY;
         let mut failures = 0;
         let what = format!("the GET stream of {}", self.url);
@@ -567,7 +571,11 @@ impl HttpTransport {
             if let Some(last) = &last {
                 req = req.header(LAST_EVENT_ID, last.as_str());
             }
-            match req.send().await {
+            let sent = req.send().await;
+            if let Some(a) = answered.take() {
+                let _ = a.send(());
+            }
+            match sent {
                 Ok(resp)
                     if resp.status().is_success()
                         && remote::is_content_type(&resp, "text/event-stream") =>
@@ -599,6 +607,9 @@ impl HttpTransport {
         }
     }
 }
+
+/// How long `notifications/initialized` waits for the GET stream's answer.
+const GET_STREAM_WAIT: Duration = Duration::from_millis(250);
 
 fn note_event(event: &Event, last_id: &mut Option<String>, retry: &mut Duration) {
     if let Some(id) = &event.id {
@@ -696,10 +707,16 @@ impl Transport for HttpTransport {
                         }
                     }
                     _ => {
-                        self.post_simple(line, &out).await?;
                         if out.method.as_deref() == Some("notifications/initialized") {
-                            self.start_listening();
+                            // The GET stream first: a server that asks the client something as
+                            // soon as it is initialized (roots/list, say) sends it there, and
+                            // one that has no stream open drops it. Bounded: a server that
+                            // holds the GET's headers back only delays the connect that long.
+                            if let Some(ready) = self.start_listening() {
+                                let _ = tokio::time::timeout(GET_STREAM_WAIT, ready).await;
+                            }
                         }
+                        self.post_simple(line, &out).await?;
                     }
                 }
             }

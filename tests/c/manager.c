@@ -365,7 +365,9 @@ int main(void) {
     t0 = now_s();
     st = mcplug_manager_connect(M, config, &out);
     CHECK_STATUS(st, MCPLUG_OK, out, "connect -> OK");
-    CHECK_OUT(now_s() - t0 < bound_s(0.5), out, "connect returns at once (%.3f s)", now_s() - t0);
+    /* Under valgrind (reduced) one thread runs at a time: the connect tasks' start-up work
+     * (processes, TLS set-up) competes with this call, so only the plain run bounds it tightly. */
+    CHECK_OUT(now_s() - t0 < (reduced() ? 30.0 : 0.5), out, "connect returns at once (%.3f s)", now_s() - t0);
     CHECK_OUT(server_in_state(out, "fault", "pending") && server_in_state(out, "slow", "pending") &&
                   server_in_state(out, "off", "disabled"),
               out, "the servers start pending, 'off' disabled");
