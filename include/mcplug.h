@@ -503,7 +503,9 @@ enum mcplug_status mcplug_manager_new(const char *options_json,
  * for an entry that cannot be used). `config_json`: a config file's content
  * (`{"mcpServers": {"<name>": {...entry...}}}`), the output of `mcplug_config_merge` or
  * `mcplug_config_discover` (`{"servers": {"<name>": {"config": {...}}}}`), or VS Code's
- * `{"servers": {...}}`. An entry with `"disabled": true` starts `disabled`.
+ * `{"servers": {...}}`. An entry with `"disabled": true` starts `disabled`. An entry
+ * `{"type": "sdk", "tools": [...]}` is an in-process server the host serves itself (see
+ * `mcplug_manager_set_tools`): `connected` at once, with no process and no socket.
  *
  * Local servers connect `local_concurrency` at a time and remote ones `remote_concurrency` at a
  * time, each in its own slot: a slow or failing server never delays the others. Each state
@@ -567,13 +569,110 @@ enum mcplug_status mcplug_manager_call_tool(struct mcplug_manager *manager,
                                             char **out);
 
 /**
+ * Ranks the pool's tools by a query, for hosts that load tools on demand (deferred loading).
+ * `query`: words matched case-insensitively against each tool's name, its search hint
+ * (`_meta["anthropic/searchHint"]`) and its description — a word of the name counts most, then
+ * the hint, then the description; `+word` must match; `select:<name>,<name>` picks tools
+ * exactly (pool names, or the servers' own names), in that order. `options_json` (NULL: the
+ * defaults): `max_results` (5), `server` (one server's tools only). `out`: `{"tools": [the pool
+ * entries of `mcplug_manager_list_tools`, each with `score`, best first], "total": N (every
+ * match, before `max_results`)}`. Errors: `invalid_argument` (an empty query, bad options).
+ */
+enum mcplug_status mcplug_manager_search_tools(struct mcplug_manager *manager,
+                                               const char *query,
+                                               const char *options_json,
+                                               char **out);
+
+/**
+ * The resources and resource templates of every connected server that has the `resources`
+ * capability, listed now (every page; the servers asked in parallel). `options_json` (NULL:
+ * the defaults): `server` (that server only; then an error of it is this call's error),
+ * `timeout_ms` (per request). `out`: `{"resources": [each resource with "server"], "templates":
+ * [each template with "server"], "errors": {"<server>": {"kind", "message"}}}` — a server that
+ * failed to answer is in `errors`, the others' lists are whole.
+ */
+enum mcplug_status mcplug_manager_list_resources(struct mcplug_manager *manager,
+                                                 const char *options_json,
+                                                 char **out);
+
+/**
+ * Reads a resource of one server (`resources/read`). `out`: the `ReadResourceResult`, with
+ * bidirectional controls and zero-width characters removed from its text and the text capped
+ * like tool output. Options as `mcplug_client_request`. Errors: `not_found` (no such server),
+ * `closed` (not connected), `invalid_argument` (an in-process server), and the server's own.
+ */
+enum mcplug_status mcplug_manager_read_resource(struct mcplug_manager *manager,
+                                                const char *server,
+                                                const char *uri,
+                                                const char *options_json,
+                                                char **out);
+
+/**
+ * The prompts of every connected server that has the `prompts` capability, listed now.
+ * `options_json` as `mcplug_manager_list_resources`. `out`: `{"prompts": [each prompt as the
+ * server sent it, with "server", "prompt" (the server's own name) and "name" the qualified name
+ * `mcp__{server}__{prompt}`, made like pool names], "errors": {"<server>": {...}}}`.
+ */
+enum mcplug_status mcplug_manager_list_prompts(struct mcplug_manager *manager,
+                                               const char *options_json,
+                                               char **out);
+
+/**
+ * Gets a prompt (`prompts/get`) by its qualified name `mcp__{server}__{prompt}`, with
+ * `arguments_json` (a JSON object of strings, or NULL). `out`: the `GetPromptResult`, its text
+ * cleaned like tool output. Errors: `not_found` (no server or prompt of that name), `closed`,
+ * `invalid_argument`, and the server's own.
+ */
+enum mcplug_status mcplug_manager_get_prompt(struct mcplug_manager *manager,
+                                             const char *qualified_name,
+                                             const char *arguments_json,
+                                             const char *options_json,
+                                             char **out);
+
+/**
+ * Sends any request (`resources/subscribe`, `completion/complete`, `resources/templates/list`,
+ * ...) to one connected server, as `mcplug_client_request` does; `out` is its result,
+ * untouched. Errors: `not_found` (no such server), `closed` (not connected),
+ * `invalid_argument` (an in-process server, bad params), and the server's own.
+ */
+enum mcplug_status mcplug_manager_request(struct mcplug_manager *manager,
+                                          const char *server,
+                                          const char *method,
+                                          const char *params_json,
+                                          const char *options_json,
+                                          char **out);
+
+/**
+ * Replaces the tools of an in-process server (a configuration entry `{"type": "sdk", "tools":
+ * [...]}`: the host serves it — no process, no socket). `tools_json`: a JSON array of tools,
+ * each `{"name", "description"?, "inputSchema"? (absent: any object), "title"?,
+ * "outputSchema"?, "annotations"?, "_meta"?}`. Their pool names come first in the pool (host
+ * tools). A call of one through `mcplug_manager_call_tool` is the event `{"type": "request",
+ * "server", "id": "m7", "method": "tools/call", "params": {"name", "arguments"}}`, answered
+ * with `mcplug_manager_respond` (`{"id", "result": CallToolResult}` or `{"id", "error":
+ * {"code", "message"}}`, which the caller gets as an `rpc` error); a call that times out
+ * (`timeout_ms`, or the connection option `tool_timeout_ms`), is cancelled (`tag`), or whose
+ * server closes ends with that error and the event `{"type": "request_cancelled", "server",
+ * "id"}`. When the server is connected, the event `tools_changed` follows. `out`: the server's
+ * status entry. Errors: `not_found` (no such server), `invalid_argument` (not an in-process
+ * server, a bad tool list — named by its index and field).
+ */
+enum mcplug_status mcplug_manager_set_tools(struct mcplug_manager *manager,
+                                            const char *server,
+                                            const char *tools_json,
+                                            char **out);
+
+/**
  * Waits up to `timeout_ms` (negative: forever; 0: only looks) for the next event of any
  * server: every event of `mcplug_client_next_event` with `"server": "<name>"` added (request
  * events get ids of the manager's own, unique across servers, for `mcplug_manager_respond`),
  * except each connection's `closed`, which becomes a `state` event; plus `{"type": "state",
  * ...}` (see `mcplug_manager_connect`), `{"type": "tools_changed", "server", "tools": [its pool
  * names], "pool": [every pool name]}` after a server's `notifications/tools/list_changed`, and
- * `{"type": "removed", "server"}`. The last event is `{"type": "closed"}` once the manager is
+ * `{"type": "removed", "server"}`, `{"type": "resources_changed" | "prompts_changed", "server"}`
+ * (after the server's list_changed notification for them: list them again), and the `tools/call`
+ * requests of in-process servers (see `mcplug_manager_set_tools`). The last event is
+ * `{"type": "closed"}` once the manager is
  * closed. Returns `MCPLUG_OK`, `MCPLUG_TIMEOUT`, or `MCPLUG_CLOSED` (closed, every event pulled).
  */
 enum mcplug_status mcplug_manager_next_event(struct mcplug_manager *manager,

@@ -87,6 +87,11 @@ fn peers() -> &'static Vec<(&'static str, PathBuf)> {
         let everything = root
             .join(".deps/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
         let python = root.join(".deps/venv/bin/python");
+        let npm_peer = |name: &str| {
+            root.join(format!(
+                ".deps/npm/node_modules/@modelcontextprotocol/{name}/dist/index.js"
+            ))
+        };
         let list = vec![
             ("MCPLUG_NODE", node),
             ("MCPLUG_EVERYTHING", everything),
@@ -99,11 +104,13 @@ fn peers() -> &'static Vec<(&'static str, PathBuf)> {
                 "MCPLUG_MODERN_SERVER",
                 root.join("tests/servers/modern_server.py"),
             ),
+            ("MCPLUG_FILESYSTEM", npm_peer("server-filesystem")),
+            ("MCPLUG_MEMORY", npm_peer("server-memory")),
         ];
         for (name, path) in &list {
             if !path.exists() {
                 let install = match *name {
-                    "MCPLUG_EVERYTHING" => {
+                    "MCPLUG_EVERYTHING" | "MCPLUG_FILESYSTEM" | "MCPLUG_MEMORY" => {
                         format!("install it from the checkout's root:\n    {NPM_INSTALL}")
                     }
                     "MCPLUG_PYTHON" => {
@@ -350,12 +357,19 @@ fn c_remote() {
 #[test]
 fn c_manager() {
     let http = peers::everything("streamableHttp");
+    let fault = peers::fault_http();
     run_with(
         "manager",
-        &[(
-            "MCPLUG_HTTP_URL",
-            format!("http://127.0.0.1:{}/mcp", http.port),
-        )],
+        &[
+            (
+                "MCPLUG_HTTP_URL",
+                format!("http://127.0.0.1:{}/mcp", http.port),
+            ),
+            (
+                "MCPLUG_FAULT_HTTP_URL",
+                format!("http://127.0.0.1:{}/mcp", fault.port),
+            ),
+        ],
     );
 }
 

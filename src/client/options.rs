@@ -778,9 +778,9 @@ impl ServerSpec {
                 return Ok(ServerSpec::Ws { name, config });
             }
             "sdk" => {
-                return Err(Error::not_implemented(format!(
-                    "transport type {kind:?} is not implemented in this version of mcplug (stdio, http, sse and ws are)"
-                )))
+                return Err(Error::invalid(
+                    "an in-process server (`type` \"sdk\") is served by the host through a manager (mcplug_manager_connect), not by a client connection",
+                ))
             }
             other => {
                 return Err(Error::invalid(format!(
@@ -967,7 +967,7 @@ mod tests {
             ServerSpec::parse(&json!({"type": "sdk", "name": "x"}))
                 .unwrap_err()
                 .kind,
-            crate::error::ErrorKind::NotImplemented
+            crate::error::ErrorKind::InvalidArgument
         );
         for kind in ["http", "streamable-http", "sse", "sse-ide"] {
             let s = ServerSpec::parse(

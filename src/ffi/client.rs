@@ -274,7 +274,7 @@ pub(super) fn pulled(p: Pulled, timeout_ms: i32) -> Result<String, Error> {
 }
 
 /// `params_json`: a JSON object, or NULL / `null` for none.
-fn params_arg(params_json: *const c_char) -> Result<Option<serde_json::Value>, Error> {
+pub(super) fn params_arg(params_json: *const c_char) -> Result<Option<serde_json::Value>, Error> {
     let params = json_arg(params_json, "params_json")?.filter(|p| !p.is_null());
     match &params {
         Some(p) if !p.is_object() => Err(Error::invalid(format!(

@@ -40,6 +40,27 @@ fn enter<'a>(m: *mut mcplug_manager) -> Result<Active<'a>, Error> {
     Ok(Active(handle))
 }
 
+/// The optional `server` option (a server's name) of a listing function.
+fn server_option(opts: Option<&Value>) -> Result<Option<String>, Error> {
+    match opts.and_then(|o| o.get("server")) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(v) => Err(Error::invalid(format!(
+            "option `server` must be a string (got {v})"
+        ))),
+    }
+}
+
+/// `options_json` of the functions that take a `server` beside the call options.
+fn listing_options(
+    options_json: *const c_char,
+) -> Result<(Option<String>, crate::client::options::CallOptions), Error> {
+    let opts = json_arg(options_json, "options_json")?;
+    let server = server_option(opts.as_ref())?;
+    let call = crate::client::options::CallOptions::parse(opts.as_ref())?;
+    Ok((server, call))
+}
+
 fn wait_of(timeout_ms: i64) -> Option<Duration> {
     (timeout_ms >= 0).then(|| Duration::from_millis(timeout_ms as u64))
 }
@@ -88,7 +109,9 @@ pub unsafe extern "C" fn mcplug_manager_new(
 /// for an entry that cannot be used). `config_json`: a config file's content
 /// (`{"mcpServers": {"<name>": {...entry...}}}`), the output of `mcplug_config_merge` or
 /// `mcplug_config_discover` (`{"servers": {"<name>": {"config": {...}}}}`), or VS Code's
-/// `{"servers": {...}}`. An entry with `"disabled": true` starts `disabled`.
+/// `{"servers": {...}}`. An entry with `"disabled": true` starts `disabled`. An entry
+/// `{"type": "sdk", "tools": [...]}` is an in-process server the host serves itself (see
+/// `mcplug_manager_set_tools`): `connected` at once, with no process and no socket.
 ///
 /// Local servers connect `local_concurrency` at a time and remote ones `remote_concurrency` at a
 /// time, each in its own slot: a slow or failing server never delays the others. Each state
@@ -161,15 +184,7 @@ pub unsafe extern "C" fn mcplug_manager_list_tools(
     ffi_boundary!(out, {
         let h = enter(manager)?;
         let opts = json_arg(options_json, "options_json")?;
-        let server = match opts.as_ref().and_then(|o| o.get("server")) {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(v) => {
-                return Err(Error::invalid(format!(
-                    "option `server` must be a string (got {v})"
-                )))
-            }
-        };
+        let server = server_option(opts.as_ref())?;
         Ok(h.0.manager.list_tools(server.as_deref()).to_string())
     })
 }
@@ -199,13 +214,209 @@ pub unsafe extern "C" fn mcplug_manager_call_tool(
     })
 }
 
+/// Ranks the pool's tools by a query, for hosts that load tools on demand (deferred loading).
+/// `query`: words matched case-insensitively against each tool's name, its search hint
+/// (`_meta["anthropic/searchHint"]`) and its description — a word of the name counts most, then
+/// the hint, then the description; `+word` must match; `select:<name>,<name>` picks tools
+/// exactly (pool names, or the servers' own names), in that order. `options_json` (NULL: the
+/// defaults): `max_results` (5), `server` (one server's tools only). `out`: `{"tools": [the pool
+/// entries of `mcplug_manager_list_tools`, each with `score`, best first], "total": N (every
+/// match, before `max_results`)}`. Errors: `invalid_argument` (an empty query, bad options).
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_search_tools(
+    manager: *mut mcplug_manager,
+    query: *const c_char,
+    options_json: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        let query = str_arg(query, "query")?;
+        let opts = json_arg(options_json, "options_json")?;
+        let server = server_option(opts.as_ref())?;
+        let max = match opts.as_ref().and_then(|o| o.get("max_results")) {
+            None | Some(Value::Null) => 5,
+            Some(v) => match v.as_u64() {
+                Some(n) if n >= 1 => n as usize,
+                _ => {
+                    return Err(Error::invalid(format!(
+                        "option `max_results` must be a whole number >= 1 (got {v})"
+                    )))
+                }
+            },
+        };
+        Ok(h.0
+            .manager
+            .search_tools(query, max, server.as_deref())?
+            .to_string())
+    })
+}
+
+/// The resources and resource templates of every connected server that has the `resources`
+/// capability, listed now (every page; the servers asked in parallel). `options_json` (NULL:
+/// the defaults): `server` (that server only; then an error of it is this call's error),
+/// `timeout_ms` (per request). `out`: `{"resources": [each resource with "server"], "templates":
+/// [each template with "server"], "errors": {"<server>": {"kind", "message"}}}` — a server that
+/// failed to answer is in `errors`, the others' lists are whole.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_list_resources(
+    manager: *mut mcplug_manager,
+    options_json: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        let (server, opts) = listing_options(options_json)?;
+        let v = runtime::block_on(h.0.manager.list_resources(server.as_deref(), &opts))?;
+        if let Some(name) = &server {
+            if let Some(e) = v["errors"].get(name) {
+                return Err(error_of(e));
+            }
+        }
+        Ok(v.to_string())
+    })
+}
+
+/// Reads a resource of one server (`resources/read`). `out`: the `ReadResourceResult`, with
+/// bidirectional controls and zero-width characters removed from its text and the text capped
+/// like tool output. Options as `mcplug_client_request`. Errors: `not_found` (no such server),
+/// `closed` (not connected), `invalid_argument` (an in-process server), and the server's own.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_read_resource(
+    manager: *mut mcplug_manager,
+    server: *const c_char,
+    uri: *const c_char,
+    options_json: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        let server = str_arg(server, "server")?;
+        let uri = str_arg(uri, "uri")?;
+        let opts = call_options(options_json)?;
+        Ok(runtime::block_on(h.0.manager.read_resource(server, uri, &opts))?.into_string())
+    })
+}
+
+/// The prompts of every connected server that has the `prompts` capability, listed now.
+/// `options_json` as `mcplug_manager_list_resources`. `out`: `{"prompts": [each prompt as the
+/// server sent it, with "server", "prompt" (the server's own name) and "name" the qualified name
+/// `mcp__{server}__{prompt}`, made like pool names], "errors": {"<server>": {...}}}`.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_list_prompts(
+    manager: *mut mcplug_manager,
+    options_json: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        let (server, opts) = listing_options(options_json)?;
+        let v = runtime::block_on(h.0.manager.list_prompts(server.as_deref(), &opts))?;
+        if let Some(name) = &server {
+            if let Some(e) = v["errors"].get(name) {
+                return Err(error_of(e));
+            }
+        }
+        Ok(v.to_string())
+    })
+}
+
+/// Gets a prompt (`prompts/get`) by its qualified name `mcp__{server}__{prompt}`, with
+/// `arguments_json` (a JSON object of strings, or NULL). `out`: the `GetPromptResult`, its text
+/// cleaned like tool output. Errors: `not_found` (no server or prompt of that name), `closed`,
+/// `invalid_argument`, and the server's own.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_get_prompt(
+    manager: *mut mcplug_manager,
+    qualified_name: *const c_char,
+    arguments_json: *const c_char,
+    options_json: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        let name = str_arg(qualified_name, "qualified_name")?;
+        let args = json_arg(arguments_json, "arguments_json")?.filter(|a| !a.is_null());
+        let opts = call_options(options_json)?;
+        Ok(runtime::block_on(h.0.manager.get_prompt(name, args, &opts))?.into_string())
+    })
+}
+
+/// Sends any request (`resources/subscribe`, `completion/complete`, `resources/templates/list`,
+/// ...) to one connected server, as `mcplug_client_request` does; `out` is its result,
+/// untouched. Errors: `not_found` (no such server), `closed` (not connected),
+/// `invalid_argument` (an in-process server, bad params), and the server's own.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_request(
+    manager: *mut mcplug_manager,
+    server: *const c_char,
+    method: *const c_char,
+    params_json: *const c_char,
+    options_json: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        let server = str_arg(server, "server")?;
+        let method = str_arg(method, "method")?;
+        let params = super::client::params_arg(params_json)?;
+        let opts = call_options(options_json)?;
+        let v = runtime::block_on(Box::pin(h.0.manager.request(server, method, params, &opts)))?;
+        Ok(v.into_string())
+    })
+}
+
+/// Replaces the tools of an in-process server (a configuration entry `{"type": "sdk", "tools":
+/// [...]}`: the host serves it — no process, no socket). `tools_json`: a JSON array of tools,
+/// each `{"name", "description"?, "inputSchema"? (absent: any object), "title"?,
+/// "outputSchema"?, "annotations"?, "_meta"?}`. Their pool names come first in the pool (host
+/// tools). A call of one through `mcplug_manager_call_tool` is the event `{"type": "request",
+/// "server", "id": "m7", "method": "tools/call", "params": {"name", "arguments"}}`, answered
+/// with `mcplug_manager_respond` (`{"id", "result": CallToolResult}` or `{"id", "error":
+/// {"code", "message"}}`, which the caller gets as an `rpc` error); a call that times out
+/// (`timeout_ms`, or the connection option `tool_timeout_ms`), is cancelled (`tag`), or whose
+/// server closes ends with that error and the event `{"type": "request_cancelled", "server",
+/// "id"}`. When the server is connected, the event `tools_changed` follows. `out`: the server's
+/// status entry. Errors: `not_found` (no such server), `invalid_argument` (not an in-process
+/// server, a bad tool list — named by its index and field).
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_set_tools(
+    manager: *mut mcplug_manager,
+    server: *const c_char,
+    tools_json: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        let server = str_arg(server, "server")?;
+        let tools = json_required(tools_json, "tools_json")?;
+        Ok(h.0.manager.set_tools(server, &tools)?.to_string())
+    })
+}
+
+/// A listing's per-server error entry as this call's error.
+fn error_of(e: &Value) -> Error {
+    let kind = e
+        .get("kind")
+        .and_then(Value::as_str)
+        .and_then(ErrorKind::from_name)
+        .unwrap_or(ErrorKind::Protocol);
+    let mut err = Error::new(kind, e.get("message").and_then(Value::as_str).unwrap_or(""));
+    err.code = e.get("code").and_then(Value::as_i64);
+    err.data = e.get("data").cloned();
+    err
+}
+
 /// Waits up to `timeout_ms` (negative: forever; 0: only looks) for the next event of any
 /// server: every event of `mcplug_client_next_event` with `"server": "<name>"` added (request
 /// events get ids of the manager's own, unique across servers, for `mcplug_manager_respond`),
 /// except each connection's `closed`, which becomes a `state` event; plus `{"type": "state",
 /// ...}` (see `mcplug_manager_connect`), `{"type": "tools_changed", "server", "tools": [its pool
 /// names], "pool": [every pool name]}` after a server's `notifications/tools/list_changed`, and
-/// `{"type": "removed", "server"}`. The last event is `{"type": "closed"}` once the manager is
+/// `{"type": "removed", "server"}`, `{"type": "resources_changed" | "prompts_changed", "server"}`
+/// (after the server's list_changed notification for them: list them again), and the `tools/call`
+/// requests of in-process servers (see `mcplug_manager_set_tools`). The last event is
+/// `{"type": "closed"}` once the manager is
 /// closed. Returns `MCPLUG_OK`, `MCPLUG_TIMEOUT`, or `MCPLUG_CLOSED` (closed, every event pulled).
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_manager_next_event(

@@ -18,9 +18,12 @@
 //! `reconnect_attempts` times. Each connection is one *generation* of its server: whatever a task
 //! learns about an older generation (a late connect, a late event) is dropped.
 
+pub mod catalog;
 pub mod hygiene;
 pub mod options;
 pub mod pool;
+pub mod sdk;
+pub mod search;
 
 use crate::client::events::{EventQueue, Pulled};
 use crate::client::options::{CallOptions, ConnectOptions, ServerSpec};
@@ -39,7 +42,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{oneshot, watch, Semaphore};
 
 /// A server's state (M1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +87,14 @@ struct Inner {
     changed: tokio::sync::Notify,
     /// Tells this manager's cancel tags apart from every other's.
     id: u64,
+    /// Calls of in-process (sdk) servers' tools waiting for the host's answer, by event id.
+    host_calls: Mutex<HashMap<String, HostCall>>,
+}
+
+/// A host tool call in flight: its server, and where the host's answer goes.
+struct HostCall {
+    server: String,
+    answer: oneshot::Sender<Result<Value>>,
 }
 
 static NEXT_MANAGER: AtomicU64 = AtomicU64::new(1);
@@ -97,11 +108,20 @@ struct Routes {
     by_inner: HashMap<(String, u64, String), String>,
 }
 
+/// How a server is reached.
+enum Spec {
+    Client(ServerSpec),
+    /// In-process: the host serves it (`sdk.rs`).
+    Sdk,
+}
+
 struct Server {
     name: String,
     entry: Value,
     remote: bool,
-    spec: std::result::Result<ServerSpec, Error>,
+    spec: std::result::Result<Spec, Error>,
+    /// An in-process server's tools, as the host gave them last.
+    sdk_tools: Mutex<Vec<Value>>,
     st: Mutex<ServerState>,
     /// Consecutive terminal errors of calls on the current connection.
     errors: AtomicU32,
@@ -161,6 +181,7 @@ impl Manager {
                 closed: AtomicBool::new(false),
                 changed: tokio::sync::Notify::new(),
                 id: NEXT_MANAGER.fetch_add(1, Ordering::Relaxed),
+                host_calls: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -207,7 +228,15 @@ impl Manager {
             }
         }
         for server in start {
-            let initial = server.st.lock().state;
+            let (initial, gen) = {
+                let st = server.st.lock();
+                (st.state, st.gen)
+            };
+            if initial == State::Pending && server.is_sdk() {
+                // Nothing to wait for: connected before connect returns.
+                inner.settle_sdk(&server, gen);
+                continue;
+            }
             inner.emit_state(&server);
             if initial == State::Pending {
                 inner.start(&server, Mode::Once);
@@ -282,6 +311,10 @@ impl Manager {
         let server = inner
             .server(&server_name)
             .ok_or_else(|| inner.unknown_tool(pool_name))?;
+        if server.is_sdk() {
+            let result = inner.host_call(&server, &tool, arguments, options).await?;
+            return Ok(inner.clean(RawJson::from_value(&result)));
+        }
         let (client, gen) = {
             let st = server.st.lock();
             match &st.client {
@@ -318,6 +351,146 @@ impl Manager {
         }
     }
 
+    /// Ranks the pool by a query (see `search.rs`).
+    pub fn search_tools(
+        &self,
+        query: &str,
+        max_results: usize,
+        server: Option<&str>,
+    ) -> Result<Value> {
+        let pool = self.inner.pool.read().clone();
+        search::search(&pool, query, max_results, server)
+    }
+
+    /// Every resource and template of the connected servers that have resources (or of one).
+    pub async fn list_resources(
+        &self,
+        server: Option<&str>,
+        options: &CallOptions,
+    ) -> Result<Value> {
+        let targets = self.inner.targets(server, "resources")?;
+        Ok(catalog::list_resources(targets, options).await)
+    }
+
+    /// `resources/read` on one server; the contents' text cleaned and capped like tool output.
+    pub async fn read_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        options: &CallOptions,
+    ) -> Result<RawJson> {
+        let t = self.inner.target(server)?;
+        let result = t
+            .client
+            .request("resources/read", Some(json!({ "uri": uri })), options)
+            .await?;
+        Ok(self.inner.clean(result))
+    }
+
+    /// Every prompt of the connected servers that have prompts (or of one), with qualified names.
+    pub async fn list_prompts(&self, server: Option<&str>, options: &CallOptions) -> Result<Value> {
+        let targets = self.inner.targets(server, "prompts")?;
+        Ok(catalog::list_prompts(targets, options).await)
+    }
+
+    /// `prompts/get` by the qualified name `mcp__{server}__{prompt}`.
+    pub async fn get_prompt(
+        &self,
+        qualified: &str,
+        arguments: Option<Value>,
+        options: &CallOptions,
+    ) -> Result<RawJson> {
+        let inner = &self.inner;
+        inner.check_open()?;
+        // The longest server prefix that fits (one server's name may prefix another's).
+        let mut owners: Vec<Arc<Server>> = inner
+            .servers
+            .lock()
+            .iter()
+            .filter(|s| qualified.starts_with(&format!("mcp__{}__", pool::normalize(&s.name))))
+            .cloned()
+            .collect();
+        owners.sort_by_key(|s| std::cmp::Reverse(s.name.len()));
+        let Some(owner) = owners.first() else {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!("no server of the manager has a prompt named {qualified:?} (prompt names are mcp__<server>__<prompt>)"),
+            ));
+        };
+        let t = inner.target(&owner.name)?;
+        let own = catalog::resolve_prompt(&t, qualified, options).await?;
+        let mut params = json!({ "name": own });
+        if let Some(a) = arguments {
+            if !a.is_object() {
+                return Err(Error::invalid(format!(
+                    "prompt arguments must be a JSON object (got {a})"
+                )));
+            }
+            params["arguments"] = a;
+        }
+        let result = t
+            .client
+            .request("prompts/get", Some(params), options)
+            .await?;
+        Ok(inner.clean(result))
+    }
+
+    /// Any request to one connected server, its result untouched.
+    pub async fn request(
+        &self,
+        server: &str,
+        method: &str,
+        params: Option<Value>,
+        options: &CallOptions,
+    ) -> Result<RawJson> {
+        let t = self.inner.target(server)?;
+        t.client.request(method, params, options).await
+    }
+
+    /// Replaces an in-process server's tools (event `tools_changed` when it is connected);
+    /// returns its status entry.
+    pub fn set_tools(&self, name: &str, tools: &Value) -> Result<Value> {
+        let inner = &self.inner;
+        inner.check_open()?;
+        let server = inner
+            .server(name)
+            .ok_or_else(|| inner.unknown_server(name))?;
+        if !server.is_sdk() {
+            return Err(Error::invalid(format!(
+                "server {name:?} is not an in-process (\"type\": \"sdk\") server: its tools are its own"
+            )));
+        }
+        if !tools.is_array() {
+            return Err(Error::invalid(format!(
+                "the tools of in-process server {name:?} must be an array (got {tools})"
+            )));
+        }
+        let tools = sdk::parse_tools(Some(tools), name)?;
+        *server.sdk_tools.lock() = tools.clone();
+        let connected = {
+            let mut st = server.st.lock();
+            let connected = st.state == State::Connected;
+            if connected {
+                st.tools = tools;
+            }
+            connected
+        };
+        let pool = if connected {
+            inner.rebuild_pool();
+            let pool = inner.pool.read().clone();
+            inner.push(
+                json!({"type": "tools_changed", "server": name,
+                       "tools": pool.tools.iter().filter(|t| t.server == name).map(|t| json!(t.name)).collect::<Vec<_>>(),
+                       "pool": pool.names()}),
+                false,
+            );
+            pool
+        } else {
+            inner.pool.read().clone()
+        };
+        Ok(server.status(&pool))
+    }
+
     /// The next event of any server (`None`: wait forever).
     pub fn next_event(&self, wait: Option<Duration>) -> Pulled {
         self.inner.events.pull(wait)
@@ -338,6 +511,19 @@ impl Manager {
             .get("id")
             .and_then(Value::as_str)
             .ok_or_else(|| Error::invalid("the response needs the event's `id` (a string)"))?;
+        let host_call = inner.host_calls.lock().remove(id);
+        if let Some(call) = host_call {
+            let answer = sdk::answer(response, id);
+            if let Err(e) = &answer {
+                if e.kind == ErrorKind::InvalidArgument {
+                    // A malformed answer: the call still waits for a good one.
+                    inner.host_calls.lock().insert(id.to_string(), call);
+                    return answer.map(|_| ());
+                }
+            }
+            let _ = call.answer.send(answer);
+            return Ok(());
+        }
         let (server, gen, inner_id) =
             inner.routes.lock().by_id.get(id).cloned().ok_or_else(|| {
                 Error::new(
@@ -434,7 +620,15 @@ impl Server {
         if let Some(o) = spec_entry.as_object_mut() {
             o.insert("name".into(), json!(name));
         }
-        let spec = ServerSpec::parse(&spec_entry);
+        let mut sdk_tools = Vec::new();
+        let spec = if spec_entry.get("type").and_then(Value::as_str) == Some("sdk") {
+            sdk::parse_tools(spec_entry.get("tools"), &name).map(|tools| {
+                sdk_tools = tools;
+                Spec::Sdk
+            })
+        } else {
+            ServerSpec::parse(&spec_entry).map(Spec::Client)
+        };
         let remote = matches!(
             entry.get("type").and_then(Value::as_str),
             Some("http" | "streamable-http" | "sse" | "sse-ide" | "ws" | "ws-ide")
@@ -449,6 +643,7 @@ impl Server {
             entry,
             remote,
             spec,
+            sdk_tools: Mutex::new(sdk_tools),
             st: Mutex::new(ServerState {
                 state,
                 error,
@@ -461,6 +656,10 @@ impl Server {
             }),
             errors: AtomicU32::new(0),
         }
+    }
+
+    fn is_sdk(&self) -> bool {
+        matches!(self.spec, Ok(Spec::Sdk))
     }
 
     fn kind(&self) -> &str {
@@ -495,6 +694,12 @@ impl Server {
 }
 
 impl Routes {
+    /// A new manager-wide event id.
+    fn next_id(&mut self) -> String {
+        self.next += 1;
+        format!("m{}", self.next)
+    }
+
     fn forget(&mut self, server: &str, gen: u64, inner: &str) {
         if let Some(id) = self
             .by_inner
@@ -520,6 +725,57 @@ impl Inner {
 
     fn server(&self, name: &str) -> Option<Arc<Server>> {
         self.servers.lock().iter().find(|s| s.name == name).cloned()
+    }
+
+    /// One connected server's connection, for a request to it.
+    fn target(&self, name: &str) -> Result<catalog::Target> {
+        self.check_open()?;
+        let server = self.server(name).ok_or_else(|| self.unknown_server(name))?;
+        if server.is_sdk() {
+            return Err(Error::invalid(format!(
+                "server {name:?} is in-process (\"type\": \"sdk\"): the host serves its tools, nothing else"
+            )));
+        }
+        let st = server.st.lock();
+        match &st.client {
+            Some(c) if st.state == State::Connected => Ok(catalog::Target {
+                server: server.name.clone(),
+                client: c.clone(),
+            }),
+            _ => Err(Error::closed(format!(
+                "server {name:?} is {}",
+                st.state.as_str()
+            ))),
+        }
+    }
+
+    /// The connected servers (or the one named) whose capabilities include `capability`.
+    fn targets(&self, only: Option<&str>, capability: &str) -> Result<Vec<catalog::Target>> {
+        self.check_open()?;
+        if let Some(name) = only {
+            return Ok(vec![self.target(name)?]);
+        }
+        Ok(self
+            .servers
+            .lock()
+            .iter()
+            .filter_map(|s| {
+                let st = s.st.lock();
+                let has = st
+                    .info
+                    .as_ref()
+                    .and_then(|i| i.get("capabilities"))
+                    .and_then(|c| c.get(capability))
+                    .is_some_and(|v| !v.is_null());
+                match &st.client {
+                    Some(c) if st.state == State::Connected && has => Some(catalog::Target {
+                        server: s.name.clone(),
+                        client: c.clone(),
+                    }),
+                    _ => None,
+                }
+            })
+            .collect())
     }
 
     fn unknown_server(&self, name: &str) -> Error {
@@ -576,7 +832,8 @@ impl Inner {
             .iter()
             .filter_map(|s| {
                 let st = s.st.lock();
-                (st.state == State::Connected).then(|| (s.name.clone(), false, st.tools.clone()))
+                (st.state == State::Connected)
+                    .then(|| (s.name.clone(), s.is_sdk(), st.tools.clone()))
             })
             .collect();
         *self.pool.write() = Arc::new(Pool::build(&servers, &self.limits));
@@ -616,6 +873,7 @@ impl Inner {
             (st.client.take(), st.task.take())
         };
         self.routes.lock().forget_server(&server.name);
+        self.end_host_calls(Some(&server.name));
         if let Some(c) = client {
             c.close().await;
         }
@@ -668,7 +926,11 @@ impl Inner {
 
     async fn run_connect(self: Arc<Self>, server: Arc<Server>, gen: u64, mode: Mode, tag: String) {
         let spec = match &server.spec {
-            Ok(s) => s.clone(),
+            Ok(Spec::Client(s)) => s.clone(),
+            Ok(Spec::Sdk) => {
+                self.settle_sdk(&server, gen);
+                return;
+            }
             Err(e) => {
                 self.settle_failed(&server, gen, e.clone());
                 return;
@@ -799,6 +1061,122 @@ impl Inner {
         }
     }
 
+    /// An in-process server is up as soon as it is started: its tools are the host's.
+    fn settle_sdk(&self, server: &Server, gen: u64) {
+        {
+            let mut st = server.st.lock();
+            if st.gen != gen || self.closed.load(Ordering::SeqCst) {
+                return;
+            }
+            st.state = State::Connected;
+            st.error = None;
+            st.attempt = 0;
+            st.info = Some(json!({"server_info": {"name": server.name}, "era": "in-process"}));
+            st.tools = server.sdk_tools.lock().clone();
+        }
+        self.rebuild_pool();
+        self.emit_state(server);
+    }
+
+    /// A call of an in-process server's tool: a request event for the host, answered with
+    /// `respond`; the call's timeout and tag apply, and a call that ends without the answer
+    /// tells the host with `request_cancelled`.
+    async fn host_call(
+        &self,
+        server: &Server,
+        tool: &str,
+        arguments: Option<&RawValue>,
+        options: &CallOptions,
+    ) -> Result<Value> {
+        {
+            let st = server.st.lock();
+            if st.state != State::Connected {
+                return Err(Error::closed(format!(
+                    "server {:?} is {}",
+                    server.name,
+                    st.state.as_str()
+                )));
+            }
+        }
+        let arguments: Value = match arguments {
+            Some(raw) => serde_json::from_str(raw.get())
+                .map_err(|e| Error::invalid(format!("`arguments_json` is not JSON: {e}")))?,
+            None => json!({}),
+        };
+        let id = self.routes.lock().next_id();
+        let (tx, rx) = oneshot::channel();
+        self.host_calls.lock().insert(
+            id.clone(),
+            HostCall {
+                server: server.name.clone(),
+                answer: tx,
+            },
+        );
+        self.push(
+            json!({"type": "request", "server": server.name, "id": id, "method": "tools/call",
+                   "params": {"name": tool, "arguments": arguments}}),
+            false,
+        );
+        let default_timeout = ConnectOptions::parse(self.options.connection.as_ref())
+            .ok()
+            .and_then(|o| o.tool_timeout);
+        let limit = options.timeout.or(default_timeout);
+        let guard = options.tag.as_deref().map(cancel::register);
+        let cancelled = async {
+            match &guard {
+                Some(g) => g.signal.fired().await,
+                None => std::future::pending().await,
+            }
+        };
+        let expired = async {
+            match limit {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        let outcome = tokio::select! {
+            answer = rx => answer.unwrap_or_else(|_| Err(Error::closed(format!(
+                "server {:?} was closed before the host answered the call", server.name)))),
+            _ = cancelled => Err(Error::new(ErrorKind::Cancelled, format!(
+                "the call of {tool:?} (in-process server {:?}) was cancelled", server.name))),
+            _ = expired => Err(Error::timeout(format!(
+                "the host did not answer the call of {tool:?} (in-process server {:?}) within {} ms",
+                server.name, limit.unwrap_or_default().as_millis()))),
+        };
+        if self.host_calls.lock().remove(&id).is_some() {
+            self.push(
+                json!({"type": "request_cancelled", "server": server.name, "id": id}),
+                false,
+            );
+        }
+        outcome
+    }
+
+    /// Ends the host calls of one server (`None`: of all) with `closed`.
+    fn end_host_calls(&self, server: Option<&str>) {
+        let ended: Vec<(String, HostCall)> = {
+            let mut calls = self.host_calls.lock();
+            let ids: Vec<String> = calls
+                .iter()
+                .filter(|(_, c)| server.is_none_or(|s| s == c.server))
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| calls.remove(&id).map(|c| (id, c)))
+                .collect()
+        };
+        for (id, call) in ended {
+            let _ = call.answer.send(Err(Error::closed(format!(
+                "server {:?} was closed before the host answered the call",
+                call.server
+            ))));
+            self.push(
+                json!({"type": "request_cancelled", "server": call.server, "id": id}),
+                false,
+            );
+        }
+    }
+
     fn settle_failed(&self, server: &Server, gen: u64, e: Error) {
         {
             let mut st = server.st.lock();
@@ -877,8 +1255,7 @@ impl Inner {
                     .to_string();
                 let id = {
                     let mut r = self.routes.lock();
-                    r.next += 1;
-                    let id = format!("m{}", r.next);
+                    let id = r.next_id();
                     r.by_id
                         .insert(id.clone(), (server.name.clone(), gen, inner_id.clone()));
                     r.by_inner
@@ -906,6 +1283,21 @@ impl Inner {
                 let me = self.clone();
                 let s = server.clone();
                 crate::runtime::spawn(async move { me.relist(s, gen).await });
+            }
+            "notification" => {
+                let changed = match event.get("method").and_then(Value::as_str) {
+                    Some("notifications/resources/list_changed") => Some("resources_changed"),
+                    Some("notifications/prompts/list_changed") => Some("prompts_changed"),
+                    _ => None,
+                };
+                if let Some(changed) = changed {
+                    // After the notification itself, so a host sees the cause first.
+                    let mut note = event.clone();
+                    note.insert("server".into(), json!(server.name));
+                    self.push(Value::Object(note), true);
+                    self.push(json!({"type": changed, "server": server.name}), false);
+                    return None;
+                }
             }
             _ => {}
         }

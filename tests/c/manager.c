@@ -1,14 +1,19 @@
 /* The manager through the C ABI: one manager over server-everything (stdio and Streamable HTTP),
- * the fault server, the 2026-07-28 Python server, a server that cannot start, one slow to start
- * (sh -c 'sleep 2; exec ...') and one disabled. Shown: connect returns at once; the states as
+ * server-filesystem, server-memory, the fault server (stdio and HTTP), the 2026-07-28 Python
+ * server, an in-process (sdk) server the test serves itself, a server that cannot start, one slow
+ * to start (sh -c 'sleep 2; exec ...') and one disabled. Shown: connect returns at once; the states as
  * events; the fast servers' tools are callable while the slow one is still pending; the pool's
  * names; calls routed by pool name; output hygiene (bidi/zero-width stripped, a large output
  * capped with a marker); a server request answered through the manager's own id; list_changed;
+ * the in-process server's calls answered as events (result, error, timeout), set_tools; tool
+ * search; resources and prompts across servers by qualified name; three consecutive connection
+ * errors (HTTP 500s) close and reconnect a server;
  * a killed server goes failed, reconnects and its tools return; set_enabled; reconnect; free
  * leaves no process. Then 50 stdio servers connect, 3 at a time, and the time is printed. */
 #include "check.h"
 
 #include <pthread.h>
+#include <sys/stat.h>
 
 static mcplug_manager *M;
 
@@ -69,6 +74,194 @@ static void *ask_thread(void *arg) {
     return NULL;
 }
 
+/* A host thread that calls a tool and keeps the outcome. */
+struct caller {
+    const char *name, *args, *options;
+    char *out;
+    mcplug_status st;
+};
+
+static void *call_thread(void *arg) {
+    struct caller *c = arg;
+    c->st = mcplug_manager_call_tool(M, c->name, c->args, c->options, &c->out);
+    return NULL;
+}
+
+/* The manager id ("m12") of a request event, into id. */
+static void event_id(const char *ev, char *id, size_t cap) {
+    const char *at = strstr(ev, "\"id\":\"m");
+    id[0] = 0;
+    if (at != NULL) snprintf(id, cap, "%.*s", (int)strcspn(at + 6, "\""), at + 6);
+}
+
+/* The in-process server: its tool calls arrive as request events the test answers. */
+static void in_process(void) {
+    pthread_t t;
+    struct caller c = {"mcp__in_process__add", "{\"a\":2,\"b\":40}", NULL, NULL, MCPLUG_OK};
+    char id[64], answer[512], *ev, *out = NULL;
+    mcplug_status st;
+
+    pthread_create(&t, NULL, call_thread, &c);
+    ev = wait_mevent(bound_s(10), "\"method\":\"tools/call\"", "\"server\":\"in.process\"", "\"name\":\"add\"");
+    CHECK(ev != NULL, "a call of the in-process tool reaches the host as a tools/call request event");
+    CHECK_OUT(ev && contains(ev, "\"arguments\":{\"a\":2,\"b\":40}"), ev, "with its arguments");
+    event_id(ev ? ev : "", id, sizeof id);
+    drop(&ev);
+    st = mcplug_manager_respond(M, "{\"id\":\"m999999\",\"result\":{\"content\":[]}}", &out);
+    CHECK_OUT(st == MCPLUG_NOT_FOUND, out, "an answer to an unknown id is not_found");
+    drop(&out);
+    snprintf(answer, sizeof answer, "{\"id\":\"%s\",\"result\":7}", id);
+    st = mcplug_manager_respond(M, answer, &out);
+    CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && contains(out, "CallToolResult"), out, "a malformed answer is refused, naming what is wanted");
+    drop(&out);
+    snprintf(answer, sizeof answer,
+             "{\"id\":\"%s\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"4\u200b2\"}]}}", id);
+    st = mcplug_manager_respond(M, answer, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "the host answers the call");
+    drop(&out);
+    pthread_join(t, NULL);
+    CHECK_OUT(c.st == MCPLUG_OK && contains(c.out, "\"text\":\"42\""), c.out,
+              "the caller gets the host's result, cleaned like any tool output");
+    drop(&c.out);
+
+    c.out = NULL;
+    pthread_create(&t, NULL, call_thread, &c);
+    ev = wait_mevent(bound_s(10), "\"method\":\"tools/call\"", "\"server\":\"in.process\"", NULL);
+    event_id(ev ? ev : "", id, sizeof id);
+    drop(&ev);
+    snprintf(answer, sizeof answer, "{\"id\":\"%s\",\"error\":{\"code\":-32000,\"message\":\"host says no\"}}", id);
+    st = mcplug_manager_respond(M, answer, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "the host answers with an error");
+    drop(&out);
+    pthread_join(t, NULL);
+    CHECK_OUT(c.st == MCPLUG_RPC && is_error(c.out, "rpc", "host says no"), c.out, "the caller gets it as an rpc error");
+    drop(&c.out);
+
+    {
+        struct caller slow = {"mcp__in_process__echo", "{}", "{\"timeout_ms\":200}", NULL, MCPLUG_OK};
+        call_thread(&slow);
+        CHECK_OUT(slow.st == MCPLUG_TIMEOUT && contains(slow.out, "did not answer"), slow.out,
+                  "a call the host never answers times out");
+        drop(&slow.out);
+        ev = wait_mevent(bound_s(5), "\"type\":\"request_cancelled\"", "\"server\":\"in.process\"", NULL);
+        CHECK(ev != NULL, "and the host is told (request_cancelled)");
+        drop(&ev);
+    }
+
+    st = mcplug_manager_set_tools(M, "in.process", "[{\"name\":\"add\"},{\"name\":\"mul\",\"description\":\"multiplies\"}]", &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "mcp__in_process__mul"), out, "set_tools replaces the in-process tools");
+    drop(&out);
+    ev = wait_mevent(bound_s(5), "\"type\":\"tools_changed\"", "\"server\":\"in.process\"", "mcp__in_process__mul");
+    CHECK(ev != NULL, "with a tools_changed event");
+    CHECK_OUT(ev && !contains(ev, "mcp__in_process__echo\""), ev, "echo is gone from it");
+    drop(&ev);
+    st = mcplug_manager_set_tools(M, "in.process", "[{\"name\":\"a\"},{\"name\":\"a\"}]", &out);
+    CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && contains(out, "twice"), out, "a tool listed twice is refused");
+    drop(&out);
+    st = mcplug_manager_set_tools(M, "everything", "[]", &out);
+    CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && contains(out, "not an in-process"), out, "set_tools on a real server is refused");
+    drop(&out);
+}
+
+/* Tool search, resources and prompts across servers. */
+static void catalogue(void) {
+    char *out = NULL, uri[512] = {0};
+    const char *at;
+    mcplug_status st;
+
+    st = mcplug_manager_search_tools(M, "echo", "{\"max_results\":3}", &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "search_tools(echo)");
+    CHECK_OUT(contains(out, "\"tools\":[{\"name\":\"mcp__in_process__echo\",\"server\":\"in.process\",\"tool\":\"echo\""), out,
+              "results come as pool entries, host tools first among equal scores");
+    CHECK_OUT(count_of(out, "\"score\":") == 3 && json_int(out, "total") >= 4, out,
+              "three results (max_results) of more matches (total %ld)", json_int(out, "total"));
+    drop(&out);
+    st = mcplug_manager_search_tools(M, "directory +list", NULL, &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"name\":\"mcp__files__list_directory\""), out,
+              "words find server-filesystem's list_directory");
+    drop(&out);
+    st = mcplug_manager_search_tools(M, "select:mcp__memory__read_graph,echo", NULL, &out);
+    CHECK_OUT(st == MCPLUG_OK && json_int(out, "total") == 2 && contains(out, "mcp__memory__read_graph"), out,
+              "select: picks tools by name");
+    drop(&out);
+    st = mcplug_manager_search_tools(M, "  ", NULL, &out);
+    CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && contains(out, "empty"), out, "an empty query is refused");
+    drop(&out);
+
+    st = mcplug_manager_list_resources(M, NULL, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "list_resources");
+    CHECK_OUT(contains(out, "demo://resource/static/document/") && contains(out, "\"server\":\"everything\"") &&
+                  contains(out, "\"server\":\"everything-http\""),
+              out, "server-everything's resources from both connections, each with its server");
+    CHECK_OUT(contains(out, "\"templates\":[") && contains(out, "demo://resource/dynamic/text/{"), out, "and its templates");
+    drop(&out);
+    st = mcplug_manager_list_resources(M, "{\"server\":\"everything\"}", &out);
+    CHECK_OUT(st == MCPLUG_OK && !contains(out, "everything-http"), out, "one server's resources");
+    at = out ? strstr(out, "\"uri\":\"demo://resource/static/document/") : NULL;
+    if (at) snprintf(uri, sizeof uri, "%.*s", (int)strcspn(at + 7, "\""), at + 7);
+    drop(&out);
+    CHECK(uri[0] != 0, "a resource uri to read (%s)", uri);
+    st = mcplug_manager_read_resource(M, "everything", uri, NULL, &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"contents\":[") && contains(out, uri), out, "read_resource on the server named");
+    drop(&out);
+    st = mcplug_manager_read_resource(M, "nobody", uri, NULL, &out);
+    CHECK_OUT(st == MCPLUG_NOT_FOUND && contains(out, "nobody"), out, "read_resource of an unknown server is not_found");
+    drop(&out);
+
+    st = mcplug_manager_list_prompts(M, NULL, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "list_prompts");
+    CHECK_OUT(contains(out, "\"name\":\"mcp__everything__simple-prompt\"") && contains(out, "\"prompt\":\"simple-prompt\""), out,
+              "prompts carry qualified names and their own");
+    drop(&out);
+    st = mcplug_manager_get_prompt(M, "mcp__everything__args-prompt", "{\"city\":\"Paris\",\"state\":\"TX\"}", NULL, &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"messages\":[") && contains(out, "Paris"), out,
+              "get_prompt by qualified name, with arguments");
+    drop(&out);
+    st = mcplug_manager_get_prompt(M, "mcp__everything__no-such-prompt", NULL, NULL, &out);
+    CHECK_OUT(st == MCPLUG_NOT_FOUND && contains(out, "no-such-prompt"), out, "an unknown prompt is not_found");
+    drop(&out);
+    st = mcplug_manager_request(M, "everything", "resources/templates/list", NULL, NULL, &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "resourceTemplates"), out, "request() reaches one named server");
+    drop(&out);
+    st = mcplug_manager_request(M, "in.process", "resources/list", NULL, NULL, &out);
+    CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && contains(out, "in-process"), out, "an in-process server serves tools only");
+    drop(&out);
+}
+
+/* Two HTTP 500s, a success, then three 500s in a row: only the three close and reconnect it. */
+static void terminal_errors(void) {
+    char *out = NULL, *ev;
+    mcplug_status st;
+    int i;
+    for (i = 0; i < 2; i++) {
+        out = mcall("mcp__hfault__fail500", NULL, &st);
+        CHECK_OUT(st == MCPLUG_TRANSPORT, out, "HTTP 500 -> transport (%d)", i + 1);
+        drop(&out);
+    }
+    out = mcall("mcp__hfault__echo", "{\"message\":\"fine\"}", &st);
+    CHECK_OUT(st == MCPLUG_OK, out, "a success between them resets the count");
+    drop(&out);
+    for (i = 0; i < 3; i++) {
+        out = mcall("mcp__hfault__fail500", NULL, &st);
+        CHECK_OUT(st == MCPLUG_TRANSPORT, out, "HTTP 500 again (%d of 3)", i + 1);
+        drop(&out);
+        if (i < 2) {
+            char *s = state_of("hfault");
+            CHECK_OUT(server_in_state(s, "hfault", "connected"), s, "still connected after %d", i + 1);
+            drop(&s);
+        }
+    }
+    ev = wait_mevent(bound_s(5), "\"server\":\"hfault\"", "\"state\":\"failed\"", "3 consecutive connection errors");
+    CHECK(ev != NULL, "the third closes the connection: failed, saying why");
+    drop(&ev);
+    ev = wait_mevent(bound_s(10), "\"server\":\"hfault\"", "\"state\":\"connected\"", NULL);
+    CHECK(ev != NULL, "and it reconnects");
+    drop(&ev);
+    out = mcall("mcp__hfault__stats", NULL, &st);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "\\\"initializes\\\": 2"), out, "a second session was initialized");
+    drop(&out);
+}
+
 static void pid_file(char *buf, size_t cap, const char *name) {
     snprintf(buf, cap, "%s/manager-%ld-%s.pid", peer("MCPLUG_TEST_TMPDIR"), (long)getpid(), name);
     unlink(buf);
@@ -114,6 +307,7 @@ static void fifty(void) {
 
 int main(void) {
     char config[16384], e_everything[2048], e_fault[2048], e_slow[2048], e_modern[2048], e_off[2048];
+    char e_files[2048], e_memory[2048], memory_env[1200], files_dir[1024], memory_file[1024];
     char fault_pid_path[1024], *out = NULL, *ev;
     const char *http_url = peer("MCPLUG_HTTP_URL");
     mcplug_status st;
@@ -128,11 +322,29 @@ int main(void) {
                 peer("MCPLUG_PYTHON"), peer("MCPLUG_FAULT_SERVER"), (const char *)NULL);
     server_json(e_modern, sizeof e_modern, NULL, peer("MCPLUG_PYTHON"), peer("MCPLUG_MODERN_SERVER"), (const char *)NULL);
     server_json(e_off, sizeof e_off, "\"disabled\":true", peer("MCPLUG_PYTHON"), peer("MCPLUG_FAULT_SERVER"), (const char *)NULL);
+    snprintf(files_dir, sizeof files_dir, "%s/manager-files-%ld", peer("MCPLUG_TEST_TMPDIR"), (long)getpid());
+    mkdir(files_dir, 0700);
+    {
+        char note[1200];
+        FILE *f;
+        snprintf(note, sizeof note, "%s/note.txt", files_dir);
+        f = fopen(note, "w");
+        if (f) { fputs("hello from the manager test\n", f); fclose(f); }
+    }
+    snprintf(memory_file, sizeof memory_file, "%s/manager-memory-%ld.jsonl", peer("MCPLUG_TEST_TMPDIR"), (long)getpid());
+    unlink(memory_file);
+    server_json(e_files, sizeof e_files, NULL, peer("MCPLUG_NODE"), peer("MCPLUG_FILESYSTEM"), files_dir, (const char *)NULL);
+    snprintf(memory_env, sizeof memory_env, "\"env\":{\"MEMORY_FILE_PATH\":\"%s\"}", memory_file);
+    server_json(e_memory, sizeof e_memory, memory_env, peer("MCPLUG_NODE"), peer("MCPLUG_MEMORY"), (const char *)NULL);
     snprintf(config, sizeof config,
              "{\"mcpServers\":{\"everything\":%s,\"everything-http\":{\"type\":\"http\",\"url\":\"%s\"},"
              "\"fault\":%s,\"modern\":%s,\"broken\":{\"command\":\"/nonexistent/mcp-server\"},\"slow\":%s,"
-             "\"off\":%s,\"in.process\":{\"type\":\"sdk\",\"name\":\"x\"}}}",
-             e_everything, http_url, e_fault, e_modern, e_slow, e_off);
+             "\"off\":%s,\"files\":%s,\"memory\":%s,\"hfault\":{\"type\":\"http\",\"url\":\"%s\"},"
+             "\"in.process\":{\"type\":\"sdk\",\"tools\":[{\"name\":\"add\",\"description\":\"Adds two numbers\","
+             "\"inputSchema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\"},\"b\":{\"type\":\"number\"}}}},"
+             "{\"name\":\"echo\",\"description\":\"Echoes, in process\"}]},"
+             "\"bad.sdk\":{\"type\":\"sdk\",\"tools\":{}}}}",
+             e_everything, http_url, e_fault, e_modern, e_slow, e_off, e_files, e_memory, peer("MCPLUG_FAULT_HTTP_URL"));
 
     st = mcplug_manager_new("{\"bogus\":1}", &M, &out);
     CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && is_error(out, "invalid_argument", "bogus"), out,
@@ -155,8 +367,10 @@ int main(void) {
     CHECK_OUT(server_in_state(out, "fault", "pending") && server_in_state(out, "slow", "pending") &&
                   server_in_state(out, "off", "disabled"),
               out, "the servers start pending, 'off' disabled");
-    CHECK_OUT(server_in_state(out, "in.process", "failed") && contains(out, "not_implemented"), out,
-              "an sdk server is failed with not_implemented (not in this version)");
+    CHECK_OUT(server_in_state(out, "in.process", "connected") && contains(out, "\"transport\":\"sdk\""), out,
+              "the in-process server is connected at once");
+    CHECK_OUT(server_in_state(out, "bad.sdk", "failed") && contains(out, "must be an array"), out,
+              "an in-process server with a bad tool list is failed, saying why");
     drop(&out);
 
     ev = wait_mevent(bound_s(10), "\"type\":\"state\"", "\"server\":\"fault\"", "\"state\":\"connected\"");
@@ -187,8 +401,12 @@ int main(void) {
                   contains(out, "\"name\":\"mcp__modern__add\"") && contains(out, "\"name\":\"mcp__slow__echo\"") &&
                   contains(out, "\"name\":\"mcp__fault__last_meta\""),
               out, "the pool names every server's tools as mcp__{server}__{tool}");
-    CHECK_OUT(contains(out, "\"name\":\"mcp__in_process__") == 0 && !contains(out, "mcp__off__"), out,
+    CHECK_OUT(!contains(out, "mcp__off__") && !contains(out, "mcp__broken__"), out,
               "no tools from disabled or failed servers");
+    CHECK_OUT(contains(out, "{\"tools\":[{\"name\":\"mcp__in_process__add\""), out,
+              "the in-process (host) tools come first in the pool");
+    CHECK_OUT(contains(out, "\"name\":\"mcp__files__list_directory\"") && contains(out, "\"name\":\"mcp__memory__read_graph\""),
+              out, "server-filesystem's and server-memory's tools are in the pool");
     CHECK_OUT(contains(out, "\"tool\":\"echo\",\"description\":\"Echoes back the input string\"") ||
                   contains(out, "\"server\":\"everything\",\"tool\":\"echo\""),
               out, "each tool names its server and its own tool name");
@@ -203,6 +421,20 @@ int main(void) {
     drop(&out);
     out = mcall("mcp__modern__add", "{\"a\":2,\"b\":3}", &st);
     CHECK_OUT(st == MCPLUG_OK && contains(out, "5"), out, "mcp__modern__add -> 5 (2026-07-28 server)");
+    drop(&out);
+    {
+        char args[1200];
+        snprintf(args, sizeof args, "{\"path\":\"%s\"}", files_dir);
+        out = mcall("mcp__files__list_directory", args, &st);
+        CHECK_OUT(st == MCPLUG_OK && contains(out, "note.txt"), out, "mcp__files__list_directory routes to server-filesystem");
+        drop(&out);
+    }
+    out = mcall("mcp__memory__create_entities",
+                "{\"entities\":[{\"name\":\"mcplug\",\"entityType\":\"library\",\"observations\":[\"speaks MCP\"]}]}", &st);
+    CHECK_OUT(st == MCPLUG_OK, out, "mcp__memory__create_entities routes to server-memory");
+    drop(&out);
+    out = mcall("mcp__memory__read_graph", "{}", &st);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "speaks MCP"), out, "and read_graph sees the entity");
     drop(&out);
     out = mcall("mcp__fault__echo", "{\"message\":\"a\\u202eb\\u200bc\\u2066d\"}", &st);
     CHECK_OUT(st == MCPLUG_OK && contains(out, "\"Echo: abcd\""), out, "bidi overrides and zero-width characters are stripped from output");
@@ -242,11 +474,25 @@ int main(void) {
         drop(&out);
     }
 
+    catalogue();
+    in_process();
+    terminal_errors();
+
     out = mcall("mcp__fault__list_changed", NULL, &st);
     CHECK_STATUS(st, MCPLUG_OK, out, "the fault server says its tools changed");
     drop(&out);
     ev = wait_mevent(bound_s(10), "\"type\":\"tools_changed\"", "\"server\":\"fault\"", "mcp__fault__echo");
     CHECK(ev != NULL, "list_changed -> re-listed, a tools_changed event with the pool");
+    drop(&ev);
+    out = mcall("mcp__fault__list_changed", "{\"what\":\"resources\"}", &st);
+    drop(&out);
+    ev = wait_mevent(bound_s(10), "\"type\":\"resources_changed\"", "\"server\":\"fault\"", NULL);
+    CHECK(ev != NULL, "resources list_changed -> a resources_changed event");
+    drop(&ev);
+    out = mcall("mcp__fault__list_changed", "{\"what\":\"prompts\"}", &st);
+    drop(&out);
+    ev = wait_mevent(bound_s(10), "\"type\":\"prompts_changed\"", "\"server\":\"fault\"", NULL);
+    CHECK(ev != NULL, "prompts list_changed -> a prompts_changed event");
     drop(&ev);
 
     /* kill the fault server: failed, reconnect, tools back */

@@ -21,7 +21,8 @@ ask {method, params, wait_ms} (sends that request to the client and answers with
 response as JSON text, or "no answer" after wait_ms), stop_reading {} (never reads stdin again),
 weather {mode} (declares an outputSchema {temperature: number}; mode "ok" matches it, "bad" breaks
 it, "missing" has no structuredContent, "error" is an isError result that breaks it),
-list_changed {} (sends notifications/tools/list_changed, then answers).
+list_changed {what?} (sends notifications/<what: tools (default), resources, prompts>/list_changed,
+  then answers).
 """
 import json
 import os
@@ -116,7 +117,8 @@ def call_tool(rid, params):
             result["isError"] = True
         return send({"jsonrpc": "2.0", "id": rid, "result": result})
     if name == "list_changed":
-        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        what = args.get("what", "tools") if isinstance(args, dict) else "tools"
+        send({"jsonrpc": "2.0", "method": "notifications/%s/list_changed" % what})
         return send({"jsonrpc": "2.0", "id": rid, "result": text("ok")})
     if name == "last_meta":
         return send({"jsonrpc": "2.0", "id": rid, "result": text(json.dumps(params.get("_meta")))})

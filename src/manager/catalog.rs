@@ -1,0 +1,130 @@
+//! Resources and prompts across servers (FEATURES M8). Listed when the host asks — every page,
+//! the servers in parallel, a failing server named in `errors` while the others answer — so a
+//! list is never stale; `read_resource` and `get_prompt` go to one server. Prompts carry a
+//! qualified name, `mcp__{server}__{prompt}`, made the way pool names are.
+
+use super::pool;
+use crate::client::options::CallOptions;
+use crate::client::Client;
+use crate::error::{Error, ErrorKind, Result};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// One connected server that can be asked.
+pub struct Target {
+    pub server: String,
+    pub client: Arc<Client>,
+}
+
+/// Every page of `method`'s `field`, each item with `"server"` added.
+async fn list_of(
+    t: &Target,
+    method: &str,
+    field: &str,
+    options: &CallOptions,
+) -> Result<Vec<Value>> {
+    let mut o = options.clone();
+    o.all_pages = true;
+    let mut v = t.client.request(method, None, &o).await?.value();
+    let Some(Value::Array(items)) = v.get_mut(field).map(Value::take) else {
+        return Err(Error::protocol(format!(
+            "server {:?} answered {method} without a `{field}` array",
+            t.server
+        )));
+    };
+    Ok(items
+        .into_iter()
+        .filter_map(|mut item| {
+            item.as_object_mut()?
+                .insert("server".into(), json!(t.server));
+            Some(item)
+        })
+        .collect())
+}
+
+fn error_entry(e: &Error) -> Value {
+    e.to_json()["error"].clone()
+}
+
+/// `{"resources": [...], "templates": [...], "errors": {server: error}}`.
+pub async fn list_resources(targets: Vec<Target>, options: &CallOptions) -> Value {
+    let runs = targets.iter().map(|t| async move {
+        let resources = list_of(t, "resources/list", "resources", options).await;
+        // Templates are optional for a server: one that does not know the method has none.
+        let templates =
+            match list_of(t, "resources/templates/list", "resourceTemplates", options).await {
+                Err(e) if e.kind == ErrorKind::Rpc && e.code == Some(-32601) => Ok(Vec::new()),
+                other => other,
+            };
+        (t.server.clone(), resources, templates)
+    });
+    let mut out_resources = Vec::new();
+    let mut out_templates = Vec::new();
+    let mut errors = Map::new();
+    for (server, resources, templates) in futures_util::future::join_all(runs).await {
+        match (resources, templates) {
+            (Ok(r), Ok(t)) => {
+                out_resources.extend(r);
+                out_templates.extend(t);
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                errors.insert(server, error_entry(&e));
+            }
+        }
+    }
+    json!({"resources": out_resources, "templates": out_templates, "errors": errors})
+}
+
+/// `{"prompts": [...], "errors": {...}}`; each prompt's `name` is its qualified name and
+/// `prompt` the server's own name for it.
+pub async fn list_prompts(targets: Vec<Target>, options: &CallOptions) -> Value {
+    let runs = targets.iter().map(|t| async move {
+        (
+            t.server.clone(),
+            list_of(t, "prompts/list", "prompts", options).await,
+        )
+    });
+    let mut prompts = Vec::new();
+    let mut errors = Map::new();
+    for (server, listed) in futures_util::future::join_all(runs).await {
+        match listed {
+            Ok(items) => prompts.extend(items.into_iter().map(|p| qualify(&server, p))),
+            Err(e) => {
+                errors.insert(server, error_entry(&e));
+            }
+        }
+    }
+    json!({"prompts": prompts, "errors": errors})
+}
+
+fn qualify(server: &str, mut prompt: Value) -> Value {
+    if let Some(own) = prompt
+        .get("name")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+    {
+        prompt["prompt"] = json!(own);
+        prompt["name"] = json!(pool::pool_name(server, &own));
+    }
+    prompt
+}
+
+/// The server's own name for the prompt `qualified` names (asking the server for its list:
+/// normalization is not reversible).
+pub async fn resolve_prompt(t: &Target, qualified: &str, options: &CallOptions) -> Result<String> {
+    let listed = list_of(t, "prompts/list", "prompts", options).await?;
+    listed
+        .iter()
+        .filter_map(|p| p.get("name").and_then(Value::as_str))
+        .find(|own| pool::pool_name(&t.server, own) == qualified)
+        .map(str::to_string)
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "server {:?} has no prompt named {qualified:?} (see mcplug_manager_list_prompts)",
+                    t.server
+                ),
+            )
+        })
+}
