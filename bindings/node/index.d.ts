@@ -664,10 +664,9 @@ export interface HostTool {
     CallToolResult | string | void | Promise<CallToolResult | string | void>;
 }
 
-export interface ListOptions {
-  /** One server only. */
+export interface ListOptions extends CallOptions {
+  /** One server only (asked whatever its capabilities; its error is the call's error). */
   server?: string;
-  timeoutMs?: TimeoutMs;
 }
 
 export type ManagerEvent =

@@ -213,10 +213,10 @@ const native = {
   config_remove_server: lib.func('mcplug_config_remove_server', 'int', ['str', OutString]),
 };
 
-// The manager (many servers, one tool pool). Calls that wait (connect may stop servers, wait,
-// call_tool, respond, reconnect, set_enabled, close, free) go to the threadpool with `.async`;
-// those that only read the manager's state (status, list_tools, next_event, event_fd) are made
-// from the JS thread.
+// The manager (many servers, one tool pool). Calls that wait (connect may stop servers,
+// call_tool, the resource and prompt calls, request, respond, reconnect, set_enabled, close,
+// free) go to the threadpool with `.async`; those that only read or change the manager's state
+// (status, list_tools, search_tools, set_tools, next_event, event_fd) are made from the JS thread.
 const ManagerHandle = koffi.pointer(koffi.opaque());
 const OutManagerHandle = koffi.out(koffi.pointer(ManagerHandle));
 
@@ -250,7 +250,7 @@ const mnative = {
   list_prompts: optionalFunc('mcplug_manager_list_prompts', 'int', [ManagerHandle, 'str', OutString]),
   get_prompt: optionalFunc('mcplug_manager_get_prompt', 'int', [ManagerHandle, 'str', 'str', 'str', OutString]),
   request: optionalFunc('mcplug_manager_request', 'int', [ManagerHandle, 'str', 'str', 'str', 'str', OutString]),
-  set_tools: optionalFunc('mcplug_manager_set_tools', 'int', [ManagerHandle, 'str', 'str', OutString]),
+  set_tools: optionalFunc('mcplug_manager_set_tools', 'int', [ManagerHandle, 'str', 'str', RawOut]),
 };
 
 /** Runs a native function on the threadpool; resolves with its return value and `out` string. */
@@ -1553,7 +1553,8 @@ class Manager extends EventEmitter {
     this._opWaiters = [];
     this._byTag = new Map(); // tag -> Set<onProgress>
     this._pendingRequests = new Map(); // manager request id -> {controller, server}
-    this._hostServers = new Map(); // name -> {handlers: Map<tool, fn>, tools: [entries for the library]}
+    // name -> {handlers: Map<tool, fn>, tools: [its tools now, without handlers], entry: its config entry}
+    this._hostServers = new Map();
     this._config = null; // the last configuration given to connect (without the host servers)
     this._waiters = new Set(); // wait() calls: re-checked after each drain
     this._closeReason = null;
@@ -1705,9 +1706,8 @@ class Manager extends EventEmitter {
    * Resources of every connected server with the resources capability (or `server`'s):
    * `{resources: [... + server], templates: [... + server], errors: {<server>: {kind, message}}}`.
    */
-  async listResources({ server, timeoutMs } = {}) {
-    const fn = this._need(mnative.list_resources, 'mcplug_manager_list_resources');
-    return this._blocking('resources/list', workGate, fn, [this._listOptions(server, timeoutMs)]);
+  listResources({ server, timeoutMs, tag, signal } = {}) {
+    return this._listing('resources/list', mnative.list_resources, 'mcplug_manager_list_resources', { server, timeoutMs, tag, signal });
   }
 
   /** `resources/read` of `uri` on `server`; resolves with the ReadResourceResult. */
@@ -1726,9 +1726,8 @@ class Manager extends EventEmitter {
    * Prompts of every connected server with the prompts capability (or `server`'s):
    * `{prompts: [... + server, prompt (its own name), name 'mcp__<server>__<prompt>'], errors}`.
    */
-  async listPrompts({ server, timeoutMs } = {}) {
-    const fn = this._need(mnative.list_prompts, 'mcplug_manager_list_prompts');
-    return this._blocking('prompts/list', workGate, fn, [this._listOptions(server, timeoutMs)]);
+  listPrompts({ server, timeoutMs, tag, signal } = {}) {
+    return this._listing('prompts/list', mnative.list_prompts, 'mcplug_manager_list_prompts', { server, timeoutMs, tag, signal });
   }
 
   /** `prompts/get` by qualified name (`mcp__<server>__<prompt>`); resolves with the GetPromptResult. */
@@ -1796,13 +1795,15 @@ class Manager extends EventEmitter {
     if (before === undefined && this._config !== null && this._configNames(this._config).includes(name)) {
       throw errorOf('invalid_argument', `a server named ${name} is already in the configuration`);
     }
-    this._hostServers.set(name, { handlers, tools: entries });
     try {
       if (before !== undefined && this._sync(mnative.status, []).servers[name] !== undefined) {
-        // Known to the library: replace its tools in place.
-        const fn = this._need(mnative.set_tools, 'mcplug_manager_set_tools');
-        return await this._control(`setTools ${name}`, fn, [name, toolsJson]);
+        // Known to the library: its tools are replaced in place. Its configuration entry stays
+        // the one the library made it from (set_tools does not change that entry): a later
+        // connect() then finds it unchanged, rather than closing it and its calls in flight.
+        this._hostServers.set(name, { handlers, tools: entries, entry: before.entry });
+        return this._sync(this._need(mnative.set_tools, 'mcplug_manager_set_tools'), [name, toolsJson]);
       }
+      this._hostServers.set(name, { handlers, tools: entries, entry: { type: 'sdk', tools: entries } });
       const status = await this.connect(this._config || { mcpServers: {} });
       return status.servers[name];
     } catch (e) {
@@ -1861,12 +1862,16 @@ class Manager extends EventEmitter {
     return fn;
   }
 
-  _listOptions(server, timeoutMs) {
-    const options = {};
-    if (server !== undefined && server !== null) options.server = checkString(server, 'server');
-    const limit = timeoutValue(timeoutMs, 'timeoutMs');
-    if (typeof limit === 'number') options.timeout_ms = limit;
-    return JSON.stringify(options);
+  /** listResources / listPrompts: every server's list (or `server`'s), on the work lane. */
+  _listing(label, fn, name, { server, timeoutMs, tag, signal }) {
+    try {
+      this._need(fn, name);
+      const extra = {};
+      if (server !== undefined && server !== null) extra.server = checkString(server, 'server');
+      return this._work(label, fn, { timeoutMs, tag, signal, extra }, (opts) => [opts]);
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 
   /** A call that only reads the manager's state, from the JS thread. */
@@ -1900,7 +1905,7 @@ class Manager extends EventEmitter {
       if (Object.prototype.hasOwnProperty.call(servers, name)) {
         throw errorOf('invalid_argument', `\`${key}.${name}\` has the name of a host server (addHostServer)`);
       }
-      servers[name] = { type: 'sdk', tools: host.tools };
+      servers[name] = host.entry;
     }
     return { ...config, [key]: servers };
   }

@@ -5,8 +5,10 @@
 // the states as events; the fast servers' tools work while the slow one is pending; pool names;
 // every call routed to its server; handlers called with (params, server); a killed server goes
 // failed, reconnects and its tools return; setEnabled, reconnect, a new configuration; calls
-// cancelled and timed out; close leaves no process and no handle. Then 50 stdio servers
-// connected 3 at a time (the time is printed), bad input, and a process that exits by itself.
+// cancelled and timed out; close leaves no process and no handle. Then host (in-process)
+// servers, searchTools, resources and prompts across servers, any request to one server; 50
+// stdio servers connected 3 at a time (the time is printed); bad input; a process that exits by
+// itself.
 
 const h = require('./helpers');
 const { test, describe, before, after } = require('node:test');
@@ -367,6 +369,203 @@ describe('one manager over many real servers', { timeout: 180000 }, () => {
       assert.equal((await rejection(call)).kind, 'closed');
     }
     await m.close(); // twice is fine
+  });
+});
+
+describe('host servers, tool search, resources and prompts across servers', { timeout: 120000 }, () => {
+  let m;
+  let rec;
+  let http;
+  let config;
+  const calls = []; // [tool, arguments, context] of each host tool call
+  let sawAbort = null;
+
+  before(async () => {
+    http = await h.everythingHttp();
+    const everything = h.everythingServer();
+    const fault = h.faultServer();
+    config = {
+      mcpServers: {
+        everything: { command: everything.command, args: everything.args },
+        'everything-http': { type: 'http', url: http.url },
+        fault: { command: fault.command, args: fault.args },
+      },
+    };
+    m = new Manager({ connection: { connectTimeoutMs: 30000 } });
+    rec = recorder(m);
+    // Before any configuration: the host server exists at once.
+    const host = await m.addHostServer('host', [
+      {
+        name: 'now',
+        description: 'The time in a zone',
+        inputSchema: { type: 'object', properties: { zone: { type: 'string' } } },
+        handler: (args, ctx) => {
+          calls.push(['now', args, ctx]);
+          return { content: [{ type: 'text', text: `12:00 in ${args.zone}` }], structuredContent: { zone: args.zone } };
+        },
+      },
+      { name: 'plain', handler: async (args) => `plain ${JSON.stringify(args)}` },
+      { name: 'boom', description: 'Always fails', handler: () => { throw new Error('the host tool broke'); } },
+      {
+        name: 'wait_for_abort',
+        handler: (args, { signal }) => new Promise((resolve) => {
+          signal.addEventListener('abort', () => { sawAbort = signal.reason; resolve('too late'); });
+        }),
+      },
+    ]);
+    assert.equal(host.state, 'connected');
+    assert.equal(host.transport, 'sdk');
+    assert.deepEqual(host.tools, ['mcp__host__boom', 'mcp__host__now', 'mcp__host__plain', 'mcp__host__wait_for_abort']);
+    await m.connect(config);
+    const status = await m.wait(60000);
+    for (const name of ['host', 'everything', 'everything-http', 'fault']) assert.equal(status.servers[name].state, 'connected', name);
+  });
+
+  after(async () => {
+    if (m) await h.within(20000, m.close(), 'close() in cleanup');
+    if (http) await http.close();
+  });
+
+  test('a host server\'s tools are in the pool (first) and its handlers answer the calls', async () => {
+    const tools = await m.listTools();
+    assert.deepEqual(tools.slice(0, 4).map((t) => t.name), ['mcp__host__boom', 'mcp__host__now', 'mcp__host__plain', 'mcp__host__wait_for_abort']);
+    const now = tools.find((t) => t.name === 'mcp__host__now');
+    assert.equal(now.server, 'host');
+    assert.equal(now.description, 'The time in a zone');
+    assert.deepEqual(now.inputSchema.properties.zone, { type: 'string' });
+    assert.ok(tools.some((t) => t.name === 'mcp__everything__echo') && tools.some((t) => t.name === 'mcp__fault__echo'));
+    const r = await m.callTool('mcp__host__now', { zone: 'UTC' });
+    assert.deepEqual(r, { content: [{ type: 'text', text: '12:00 in UTC' }], structuredContent: { zone: 'UTC' } });
+    const [tool, args, ctx] = calls.at(-1);
+    assert.equal(tool, 'now');
+    assert.deepEqual(args, { zone: 'UTC' });
+    assert.equal(ctx.server, 'host');
+    assert.equal(ctx.tool, 'now');
+    assert.match(ctx.id, /^m\d+$/);
+    assert.equal(ctx.manager, m);
+    assert.deepEqual(await m.callTool('mcp__host__plain', { a: 1 }), { content: [{ type: 'text', text: 'plain {"a":1}' }] });
+    assert.deepEqual(await m.callTool('mcp__host__boom', {}), { content: [{ type: 'text', text: 'the host tool broke' }], isError: true });
+    // Host calls and server calls at once, each to its own.
+    const mixed = await Promise.all([
+      m.callTool('mcp__host__now', { zone: 'CET' }),
+      m.callTool('mcp__everything__echo', { message: 'e' }),
+      m.callTool('mcp__everything-http__echo', { message: 'h' }),
+      m.callTool('mcp__fault__echo', { message: 'f' }),
+    ]);
+    assert.deepEqual(mixed.map((x) => h.textOf(x)), ['12:00 in CET', 'Echo: e', 'Echo: h', 'Echo: f']);
+  });
+
+  test('a host call that times out: the caller gets timeout, the handler\'s signal aborts', async () => {
+    const from = rec.mark();
+    const err = await rejection(m.callTool('mcp__host__wait_for_abort', {}, { timeoutMs: 300 }));
+    assert.equal(err.kind, 'timeout');
+    const cancelled = await rec.next((e) => e.type === 'request_cancelled' && e.server === 'host', 5000, 'request_cancelled of the host call', from);
+    assert.match(cancelled.id, /^m\d+$/);
+    await h.waitFor(() => sawAbort !== null, 5000, 'the handler\'s signal');
+    assert.equal(sawAbort.kind, 'cancelled');
+  });
+
+  test('addHostServer again replaces its tools in place; a new configuration keeps it as it is', async () => {
+    const from = rec.mark();
+    const entry = await m.addHostServer('host', [{ name: 'later', handler: () => 'later it is' }]);
+    assert.deepEqual(entry.tools, ['mcp__host__later']);
+    const changed = await rec.next((e) => e.type === 'tools_changed' && e.server === 'host', 5000, 'tools_changed of host', from);
+    assert.deepEqual(changed.tools, ['mcp__host__later']);
+    assert.equal((await rejection(m.callTool('mcp__host__now', {}))).kind, 'not_found');
+    assert.equal(h.textOf(await m.callTool('mcp__host__later', {})), 'later it is');
+    // The same configuration again: nobody reconnects, the host server keeps its new tools.
+    await m.connect(config);
+    assert.deepEqual(rec.all.slice(from).filter((e) => e.type === 'state'), []);
+    assert.equal(h.textOf(await m.callTool('mcp__host__later', {})), 'later it is');
+    assert.deepEqual(m.hostServers, ['host']);
+    // A configuration with a server of the host server's name is refused.
+    const err = await rejection(m.connect({ mcpServers: { ...config.mcpServers, host: { command: 'x' } } }));
+    assert.equal(err.kind, 'invalid_argument');
+    assert.match(err.message, /host/);
+    const bad = await rejection(m.addHostServer('h2', [{ name: 'x' }]));
+    assert.equal(bad.kind, 'invalid_argument');
+    assert.match(bad.message, /handler/);
+  });
+
+  test('searchTools ranks the pool', async () => {
+    const found = await m.searchTools('echo', { maxResults: 2 });
+    assert.equal(found.tools.length, 2);
+    assert.ok(found.total >= 3, `every echo matched (${found.total})`);
+    for (const t of found.tools) {
+      assert.equal(t.tool, 'echo');
+      assert.equal(typeof t.score, 'number');
+    }
+    const picked = await m.searchTools('select:mcp__host__later,mcp__fault__sleep');
+    assert.deepEqual(picked.tools.map((t) => t.name), ['mcp__host__later', 'mcp__fault__sleep']);
+    const one = await m.searchTools('echo', { server: 'fault' });
+    assert.deepEqual(one.tools.map((t) => t.name), ['mcp__fault__echo']);
+    assert.equal((await rejection(m.searchTools(''))).kind, 'invalid_argument');
+    assert.equal((await rejection(m.searchTools('echo', { maxResults: 0 }))).kind, 'invalid_argument');
+  });
+
+  test('resources of every server that has them, and a read routed to one', async () => {
+    const all = await m.listResources();
+    assert.deepEqual(all.errors, {});
+    const servers = new Set(all.resources.map((r) => r.server));
+    assert.deepEqual([...servers].sort(), ['everything', 'everything-http'], 'the fault and host servers have no resources');
+    const doc = all.resources.find((r) => r.server === 'everything-http' && r.uri === 'demo://resource/static/document/architecture.md');
+    assert.ok(doc, JSON.stringify(all.resources.slice(0, 3)));
+    assert.ok(all.templates.some((t) => t.server === 'everything' && /\{/.test(t.uriTemplate)));
+    const one = await m.listResources({ server: 'everything' });
+    assert.ok(one.resources.length > 0 && one.resources.every((r) => r.server === 'everything'));
+    const read = await m.readResource('everything-http', doc.uri);
+    assert.equal(read.contents[0].uri, doc.uri);
+    assert.match(read.contents[0].text, /\S/);
+    assert.equal((await rejection(m.readResource('nobody', doc.uri))).kind, 'not_found');
+    assert.equal((await rejection(m.readResource('host', doc.uri))).kind, 'invalid_argument');
+    const missing = await rejection(m.readResource('everything', 'demo://no/such/thing'));
+    assert.equal(missing.kind, 'rpc');
+  });
+
+  test('prompts by qualified name, across servers', async () => {
+    const all = await m.listPrompts();
+    assert.deepEqual(all.errors, {});
+    const names = all.prompts.map((p) => p.name).sort();
+    for (const server of ['everything', 'everything-http']) {
+      for (const prompt of ['args-prompt', 'simple-prompt']) assert.ok(names.includes(`mcp__${server}__${prompt}`), names.join(', '));
+    }
+    const args = all.prompts.find((p) => p.name === 'mcp__everything-http__args-prompt');
+    assert.equal(args.server, 'everything-http');
+    assert.equal(args.prompt, 'args-prompt');
+    const got = await m.getPrompt('mcp__everything-http__args-prompt', { city: 'Paris', state: 'TX' });
+    assert.equal(got.messages[0].content.text, "What's weather in Paris, TX?");
+    const simple = await m.getPrompt('mcp__everything__simple-prompt');
+    assert.equal(simple.messages[0].content.text, 'This is a simple prompt without arguments.');
+    assert.equal((await rejection(m.getPrompt('mcp__nobody__x'))).kind, 'not_found');
+    // One named server is asked whatever its capabilities: the fault server has no prompts/list.
+    const none = await rejection(m.listPrompts({ server: 'fault' }));
+    assert.equal(none.kind, 'rpc');
+    assert.equal(none.code, -32601);
+  });
+
+  test('any request to one named server', async () => {
+    const dept = await m.request('everything-http', 'completion/complete', {
+      ref: { type: 'ref/prompt', name: 'completable-prompt' },
+      argument: { name: 'department', value: 'S' },
+    });
+    assert.deepEqual(dept.completion.values, ['Sales', 'Support']);
+    assert.deepEqual(await m.request('fault', 'ping'), {});
+    const err = await rejection(m.request('fault', 'no/such/method'));
+    assert.equal(err.kind, 'rpc');
+    assert.equal(err.code, -32601);
+    assert.equal((await rejection(m.request('host', 'ping'))).kind, 'invalid_argument');
+    assert.equal((await rejection(m.request('nobody', 'ping'))).kind, 'not_found');
+  });
+
+  test('removeHostServer: its tools leave the pool', async () => {
+    const from = rec.mark();
+    await m.removeHostServer('host');
+    await rec.next((e) => e.type === 'removed' && e.server === 'host', 5000, 'host removed', from);
+    assert.ok(!(await m.listTools()).some((t) => t.server === 'host'));
+    assert.equal((await rejection(m.callTool('mcp__host__later', {}))).kind, 'not_found');
+    assert.deepEqual(m.hostServers, []);
+    assert.equal((await rejection(m.removeHostServer('host'))).kind, 'not_found');
+    assert.equal((await m.status()).servers.everything.state, 'connected');
   });
 });
 
