@@ -537,3 +537,231 @@ export declare function addConfigServer(
 export declare function removeConfigServer(
   scope: 'user' | 'local' | 'project', name: string, options?: { home?: string; cwd?: string },
 ): { file: string; scope: string; name: string; removed: JsonObject };
+
+// ---------------------------------------------------------------------------------------------
+// Manager: many servers, their tools in one pool
+
+export type ServerState = 'pending' | 'connected' | 'failed' | 'needs-auth' | 'disabled';
+
+/** The library's options for one manager (camelCase here; snake_case names work too). */
+export interface ManagerOptions {
+  /** stdio servers connecting at once; default 3. */
+  localConcurrency?: number;
+  /** http/sse/ws servers connecting at once; default 20. */
+  remoteConcurrency?: number;
+  /** Connection options for every server, as Client.connect's (`connectTimeoutMs`,
+   *  `toolTimeoutMs`, `capabilities`, `clientInfo`, `logLevel`, ...; camelCase or snake_case).
+   *  The handlers' capabilities are merged under `capabilities`. */
+  connection?: Record<string, unknown>;
+  /** Longer tool descriptions are cut, ending with "… [truncated]"; default 2048. */
+  maxDescriptionChars?: number;
+  /** Tool output text beyond this (4 characters each) is cut with a line saying how much; default 25000, null: no cap. */
+  maxOutputTokens?: number | null;
+  /** The same cap in characters. */
+  maxOutputChars?: number | null;
+  /** That many consecutive connection errors of one server's calls reconnect it; default 3. */
+  terminalErrors?: number;
+  /** Reconnect backoff: the first retry at once, then this, doubling; default 1000. */
+  reconnectInitialMs?: number;
+  /** Default 30000. */
+  reconnectMaxMs?: number;
+  /** Attempts before a lost server is left `failed`; default 5, 0: never. */
+  reconnectAttempts?: number;
+  /** Server names that start `disabled`. */
+  disabled?: string[];
+  /** Default 10000. */
+  maxEvents?: number;
+  [key: string]: unknown;
+}
+
+export interface ManagerHandlerContext {
+  method: string;
+  /** The server that sent the request or notification (also the handler's second argument). */
+  server: string;
+  /** The manager's id of a server request (absent for notifications). */
+  id?: string;
+  manager: Manager;
+  /** For a request: aborts when nobody waits for the answer any more (expired, cancelled, its
+   *  server's connection went); a later answer is dropped. */
+  signal?: AbortSignal;
+}
+
+/** A handler of the Manager: as the Client's, with the server's name as second argument. */
+export type ManagerHandler<P = JsonObject, R = unknown> = (params: P, server: string, context: ManagerHandlerContext) => R | Promise<R>;
+
+export interface ManagerHandlers {
+  'sampling/createMessage'?: ManagerHandler<CreateMessageParams, CreateMessageResult>;
+  'elicitation/create'?: ManagerHandler<ElicitParams, ElicitResult>;
+  'roots/list'?: ManagerHandler<JsonObject, ListRootsResult>;
+  [method: string]: ManagerHandler<any, any> | undefined;
+}
+
+/** A manager configuration: a config file's content, mergeConfig/discoverConfig's result, or VS Code's. */
+export type ManagerConfig =
+  | { mcpServers: { [name: string]: ServerConfig & { disabled?: boolean } }; [key: string]: unknown }
+  | { servers: { [name: string]: (ServerConfig & { disabled?: boolean }) | MergedServer }; [key: string]: unknown };
+
+export interface ServerStatus {
+  state: ServerState;
+  transport: 'stdio' | 'http' | 'sse' | 'ws' | 'sdk' | string;
+  /** Its pool names. */
+  tools: string[];
+  error?: { kind: ErrorKind; message: string };
+  /** The reconnect attempt under way. */
+  attempt?: number;
+  server_info?: ConnectResult['server_info'];
+  protocol_version?: string;
+  era?: 'modern' | 'legacy';
+  [key: string]: unknown;
+}
+
+export interface ManagerStatus {
+  /** In configuration order. */
+  servers: { [name: string]: ServerStatus };
+  /** The pool's size. */
+  tools: number;
+}
+
+/** A tool of the pool. */
+export interface PoolTool {
+  /** `mcp__<server>__<tool>` (characters outside [a-zA-Z0-9_-] become `_`; capped at 64 with a hash). */
+  name: string;
+  server: string;
+  /** The server's own name for it. */
+  tool: string;
+  /** Cleaned (no bidi controls or zero-width characters) and capped. */
+  description: string;
+  /** How many characters were cut from the description. */
+  description_cut?: number;
+  inputSchema: JsonObject;
+  outputSchema?: JsonObject;
+  annotations?: JsonObject;
+  title?: string;
+  _meta?: JsonObject;
+  read_only: boolean;
+  destructive: boolean;
+  always_load: boolean;
+  search_hint: string | null;
+  /** searchTools() only. */
+  score?: number;
+  [key: string]: unknown;
+}
+
+export interface DroppedTool { name: string; server: string; tool: string; reason: string; detail: string }
+
+/** A tool of a host (in-process) server. */
+export interface HostTool {
+  name: string;
+  description?: string;
+  inputSchema?: JsonObject;
+  outputSchema?: JsonObject;
+  annotations?: JsonObject;
+  title?: string;
+  _meta?: JsonObject;
+  /** Runs the tool: a CallToolResult, or a string (one text item). A throw becomes an
+   *  `isError: true` result with its message. `signal` aborts when the caller gave up. */
+  handler: (args: JsonObject, context: { server: string; tool: string; id: string; signal: AbortSignal; manager: Manager }) =>
+    CallToolResult | string | void | Promise<CallToolResult | string | void>;
+}
+
+export interface ListOptions extends CallOptions {
+  /** One server only (asked whatever its capabilities; its error is the call's error). */
+  server?: string;
+}
+
+export type ManagerEvent =
+  | { type: 'state'; server: string; state: ServerState; transport: string; tools: string[]; error?: { kind: ErrorKind; message: string }; attempt?: number; [key: string]: unknown }
+  | { type: 'tools_changed'; server: string; tools: string[]; pool: string[] }
+  | { type: 'removed'; server: string }
+  | { type: 'resources_changed'; server: string }
+  | { type: 'prompts_changed'; server: string }
+  | { type: 'closed'; reason: string }
+  | (RawEvent & { server?: string });
+
+export interface ManagerEvents {
+  /** Every event, with its `server`, before the specific ones below. */
+  event: [event: ManagerEvent];
+  /** A server's state changed. */
+  state: [event: Extract<ManagerEvent, { type: 'state' }>];
+  /** A server's tools changed (it said so, or set_tools): its pool names and the whole pool's. */
+  toolsChanged: [event: { type: 'tools_changed'; server: string; tools: string[]; pool: string[] }];
+  /** A server left the configuration (a new connect() without it). */
+  removed: [event: { type: 'removed'; server: string }];
+  resourcesChanged: [event: { type: 'resources_changed'; server: string }];
+  promptsChanged: [event: { type: 'prompts_changed'; server: string }];
+  notification: [notification: Notification & { server: string }];
+  /** A server request with no handler: answer it with respond()/respondError(). */
+  request: [request: ServerRequest & { server: string }];
+  stderr: [info: { server: string; line: string }];
+  invalidMessage: [info: { server: string; error: string; line: string }];
+  overflow: [event: { type: 'overflow'; dropped: number; server?: string }];
+  requestExpired: [info: { server: string; id: string; method: string }];
+  requestCancelled: [info: { server: string; id: string; method?: string; reason?: string }];
+  warning: [warning: Warning & { server?: string }];
+  log: [message: LogMessage & { server: string }];
+  channel: [message: ChannelMessage & { server: string }];
+  channelPermission: [verdict: ChannelPermission & { server: string }];
+  /** Once, when close() is done. */
+  closed: [info: { reason: string }];
+  handlerError: [error: unknown, where: string];
+}
+
+/**
+ * Many MCP servers and their tools in one pool. Blocking library calls (tool calls, resources,
+ * prompts, reconnect, close) run on libuv's threadpool (`workLimit` tool calls at once, more wait
+ * in JS); events arrive through a descriptor the event loop watches. An open manager keeps the
+ * process alive.
+ */
+export declare class Manager extends EventEmitter {
+  constructor(options?: ManagerOptions | null, opts?: { handlers?: ManagerHandlers });
+  static create(options?: ManagerOptions | null, opts?: { handlers?: ManagerHandlers }): Promise<Manager>;
+
+  /** 'open' until close(), then 'closing', then 'closed'. */
+  readonly state: 'open' | 'closing' | 'closed';
+  /** The names of the host servers (addHostServer). */
+  readonly hostServers: string[];
+
+  /** Starts connecting every server of the configuration (plus the host servers); resolves at
+   *  once, new servers `pending`. Again: unchanged servers stay, changed ones reconnect, missing ones go. */
+  connect(config: ManagerConfig): Promise<ManagerStatus>;
+  /** Resolves once no server is `pending`; kind 'timeout' (naming the pending ones) after `timeoutMs`. */
+  wait(timeoutMs?: TimeoutMs | { timeoutMs?: TimeoutMs }): Promise<ManagerStatus>;
+  status(): Promise<ManagerStatus>;
+  /** The pool (or one server's tools); `dropped`: tools left out for a name clash. */
+  listTools(server?: string | null): Promise<PoolTool[] & { dropped: DroppedTool[] }>;
+  /** Ranks the pool by a query: words against names, search hints and descriptions; `+word` must
+   *  match; `select:a,b` picks by name. */
+  searchTools(query: string, options?: { maxResults?: number; server?: string }): Promise<{ tools: PoolTool[]; total: number }>;
+  /** Calls a tool by pool name; the result's text is cleaned and capped. Kind 'not_found' for a
+   *  name not in the pool (the message says when its server is not connected). */
+  callTool(poolName: string, args?: JsonObject | null, options?: CallToolOptions): Promise<CallToolResult>;
+  /** Resources and templates of every server with the resources capability (each with `server`);
+   *  `errors` by server. */
+  listResources(options?: ListOptions): Promise<{ resources: JsonObject[]; templates: JsonObject[]; errors: { [server: string]: { kind: ErrorKind; message: string } } }>;
+  readResource(server: string, uri: string, options?: CallOptions): Promise<JsonObject>;
+  /** Prompts of every server with the prompts capability: `name` is `mcp__<server>__<prompt>`,
+   *  `prompt` the server's own name. */
+  listPrompts(options?: ListOptions): Promise<{ prompts: JsonObject[]; errors: { [server: string]: { kind: ErrorKind; message: string } } }>;
+  getPrompt(qualifiedName: string, args?: { [name: string]: string } | null, options?: CallOptions): Promise<JsonObject>;
+  /** Any request to one server (`resources/subscribe`, `completion/complete`, ...). */
+  request<T = JsonObject>(server: string, method: string, params?: JsonObject | null, options?: CallOptions): Promise<T>;
+  /** Closes the server's connection and connects it again (awaited); resolves with its status. */
+  reconnect(server: string): Promise<ServerStatus>;
+  /** false: its connection closes and its tools leave the pool; true: it connects again (not awaited). */
+  setEnabled(server: string, enabled: boolean): Promise<ServerStatus>;
+  /** Adds (or replaces the tools of) an in-process server answered by the handlers here. */
+  addHostServer(name: string, tools: HostTool[]): Promise<ServerStatus>;
+  removeHostServer(name: string): Promise<void>;
+  respond(id: string, result?: unknown): Promise<void>;
+  respondError(id: string, error: { code: number; message: string; data?: unknown }): Promise<void>;
+  /** Closes every connection and frees the manager; every server process is gone when it resolves. Idempotent. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+
+  on<E extends keyof ManagerEvents>(event: E, listener: (...args: ManagerEvents[E]) => void): this;
+  once<E extends keyof ManagerEvents>(event: E, listener: (...args: ManagerEvents[E]) => void): this;
+  off<E extends keyof ManagerEvents>(event: E, listener: (...args: ManagerEvents[E]) => void): this;
+  addListener<E extends keyof ManagerEvents>(event: E, listener: (...args: ManagerEvents[E]) => void): this;
+  removeListener<E extends keyof ManagerEvents>(event: E, listener: (...args: ManagerEvents[E]) => void): this;
+  emit<E extends keyof ManagerEvents>(event: E, ...args: ManagerEvents[E]): boolean;
+}

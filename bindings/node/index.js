@@ -213,6 +213,46 @@ const native = {
   config_remove_server: lib.func('mcplug_config_remove_server', 'int', ['str', OutString]),
 };
 
+// The manager (many servers, one tool pool). Calls that wait (connect may stop servers,
+// call_tool, the resource and prompt calls, request, respond, reconnect, set_enabled, close,
+// free) go to the threadpool with `.async`; those that only read or change the manager's state
+// (status, list_tools, search_tools, set_tools, next_event, event_fd) are made from the JS thread.
+const ManagerHandle = koffi.pointer(koffi.opaque());
+const OutManagerHandle = koffi.out(koffi.pointer(ManagerHandle));
+
+/** A function the loaded library may lack (added after ABI 1 was fixed): null if absent. */
+function optionalFunc(name, result, params) {
+  try {
+    return lib.func(name, result, params);
+  } catch {
+    return null;
+  }
+}
+
+const mnative = {
+  create: lib.func('mcplug_manager_new', 'int', ['str', OutManagerHandle, RawOut]),
+  connect: lib.func('mcplug_manager_connect', 'int', [ManagerHandle, 'str', OutString]),
+  wait: lib.func('mcplug_manager_wait', 'int', [ManagerHandle, 'str', OutString]),
+  status: lib.func('mcplug_manager_status', 'int', [ManagerHandle, RawOut]),
+  list_tools: lib.func('mcplug_manager_list_tools', 'int', [ManagerHandle, 'str', RawOut]),
+  call_tool: lib.func('mcplug_manager_call_tool', 'int', [ManagerHandle, 'str', 'str', 'str', OutString]),
+  next_event: lib.func('mcplug_manager_next_event', 'int', [ManagerHandle, 'int32', RawOut]),
+  respond: lib.func('mcplug_manager_respond', 'int', [ManagerHandle, 'str', OutString]),
+  reconnect: lib.func('mcplug_manager_reconnect', 'int', [ManagerHandle, 'str', OutString]),
+  set_enabled: lib.func('mcplug_manager_set_enabled', 'int', [ManagerHandle, 'str', 'int32', OutString]),
+  event_fd: lib.func('mcplug_manager_event_fd', 'int', [ManagerHandle, RawOut, RawOut]),
+  close: lib.func('mcplug_manager_close', 'int', [ManagerHandle, OutString]),
+  free: lib.func('mcplug_manager_free', 'void', [ManagerHandle]),
+  // Deferred tool loading, resources, prompts, any request, in-process servers.
+  search_tools: optionalFunc('mcplug_manager_search_tools', 'int', [ManagerHandle, 'str', 'str', RawOut]),
+  list_resources: optionalFunc('mcplug_manager_list_resources', 'int', [ManagerHandle, 'str', OutString]),
+  read_resource: optionalFunc('mcplug_manager_read_resource', 'int', [ManagerHandle, 'str', 'str', 'str', OutString]),
+  list_prompts: optionalFunc('mcplug_manager_list_prompts', 'int', [ManagerHandle, 'str', OutString]),
+  get_prompt: optionalFunc('mcplug_manager_get_prompt', 'int', [ManagerHandle, 'str', 'str', 'str', OutString]),
+  request: optionalFunc('mcplug_manager_request', 'int', [ManagerHandle, 'str', 'str', 'str', 'str', OutString]),
+  set_tools: optionalFunc('mcplug_manager_set_tools', 'int', [ManagerHandle, 'str', 'str', RawOut]),
+};
+
 /** Runs a native function on the threadpool; resolves with its return value and `out` string. */
 function callAsync(fn, args, wantsOut = true) {
   return new Promise((resolve, reject) => {
@@ -613,10 +653,13 @@ class Started {
   }
 }
 
-/** A socket on a new descriptor of the client's event queue: readable while events wait. */
-function openEventSocket(handle, onReadable) {
+/**
+ * A socket on a new descriptor of a client's (or, with `eventFd` = mcplug_manager_event_fd, a
+ * manager's) event queue: readable while events wait.
+ */
+function openEventSocket(handle, onReadable, eventFd = native.event_fd) {
   fdOut[0] = -1;
-  const status = native.event_fd(handle, fdOut, textOut);
+  const status = eventFd(handle, fdOut, textOut);
   const text = takeText();
   if (status !== Status.OK) throw errorFromNative(status, text);
   const fd = fdOut[0];
@@ -1409,6 +1452,740 @@ async function controlGateRun(fn) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Manager: many servers, their tools in one pool (mcplug_manager_*).
+//
+// The manager's C ABI has no started calls: `mcplug_manager_call_tool` (and the other calls that
+// talk to a server) blocks until the answer, so those run on the threadpool through the same
+// gates as the Client's blocking calls (`workLimit` tool calls run at once, more wait in JS).
+// What only reads the manager's state (status, listTools, searchTools, the events) is called
+// from the JS thread. Events come like the Client's: `mcplug_manager_event_fd` in a net.Socket,
+// `mcplug_manager_next_event(m, 0)` until the queue is empty. `wait()` never holds a thread: it
+// re-reads the status after the events of each turn.
+
+/** `localConcurrency` -> `local_concurrency` (snake_case names pass unchanged). */
+function snakeKey(key) {
+  return key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+/** An options object with snake_case keys (one level; the values are untouched). */
+function snakeKeys(obj, what) {
+  if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) {
+    throw errorOf('invalid_argument', `\`${what}\` must be an object (got ${obj === null ? 'null' : Array.isArray(obj) ? 'an array' : typeof obj})`);
+  }
+  const out = {};
+  for (const [key, value] of Object.entries(obj)) {
+    if (value !== undefined) out[snakeKey(key)] = value;
+  }
+  return out;
+}
+
+function checkHandlers(handlers) {
+  if (handlers === null || typeof handlers !== 'object' || Array.isArray(handlers)) throw errorOf('invalid_argument', '`handlers` must be an object');
+  for (const [method, fn] of Object.entries(handlers)) {
+    if (typeof fn !== 'function') throw errorOf('invalid_argument', `handler for ${method} is not a function`);
+  }
+  return handlers;
+}
+
+/** What a host tool's handler returned, as a CallToolResult. */
+function hostToolResult(value, tool) {
+  if (value === undefined || value === null) return { content: [] };
+  if (typeof value === 'string') return { content: [{ type: 'text', text: value }] };
+  if (typeof value === 'object' && !Array.isArray(value)) return value;
+  return {
+    content: [{ type: 'text', text: `the handler of ${tool} returned ${Array.isArray(value) ? 'an array' : typeof value}, not a CallToolResult or a string` }],
+    isError: true,
+  };
+}
+
+/** The manager events that also come under a name of their own (with the event as argument). */
+const MANAGER_EVENT_NAMES = Object.freeze({
+  __proto__: null,
+  state: 'state',
+  tools_changed: 'toolsChanged',
+  removed: 'removed',
+  resources_changed: 'resourcesChanged',
+  prompts_changed: 'promptsChanged',
+  warning: 'warning',
+  overflow: 'overflow',
+});
+
+/** How many events one drain dispatches before it lets the event loop run (and goes on after). */
+const MANAGER_DRAIN_LIMIT = 1024;
+
+class Manager extends EventEmitter {
+  /** Same as `new Manager(options, opts)`, as a Promise. */
+  static async create(options, opts) {
+    return new Manager(options, opts);
+  }
+
+  /**
+   * A manager with no server yet (see `connect`). `options`: `localConcurrency`,
+   * `remoteConcurrency`, `connection` (Client.connect's options for every server, e.g.
+   * `{connectTimeoutMs, toolTimeoutMs}`), `maxDescriptionChars`, `maxOutputTokens` or
+   * `maxOutputChars`, `terminalErrors`, `reconnectInitialMs`, `reconnectMaxMs`,
+   * `reconnectAttempts`, `disabled`, `maxEvents` (snake_case names work too). `handlers`: as
+   * the Client's, called with `(params, server, ctx)`; each declares its capability.
+   */
+  constructor(options, { handlers = {} } = {}) {
+    super();
+    checkHandlers(handlers);
+    const merged = snakeKeys(options === undefined || options === null ? {} : options, 'options');
+    const connection = merged.connection === undefined ? {} : snakeKeys(merged.connection, 'options.connection');
+    const fromHandlers = {};
+    for (const method of Object.keys(handlers)) {
+      const cap = CAPABILITY_OF_HANDLER[method];
+      if (cap) fromHandlers[cap[0]] = cap[1];
+    }
+    if (Object.keys(fromHandlers).length > 0 || connection.capabilities !== undefined) {
+      connection.capabilities = mergeCapabilities(fromHandlers, [connection.capabilities, 'options.connection.capabilities']);
+    }
+    if (merged.connection !== undefined || Object.keys(connection).length > 0) merged.connection = connection;
+    const out = [null];
+    const status = mnative.create(toJson(merged, 'options'), out, textOut);
+    const text = takeText();
+    if (status !== Status.OK) throw errorFromNative(status, text);
+    const handle = out[0];
+    this._handle = handle;
+    this._handlers = { ...handlers };
+    this._state = 'open';
+    this._ops = new Set(); // blocking calls (threadpool) of this manager
+    this._opWaiters = [];
+    this._byTag = new Map(); // tag -> Set<onProgress>
+    this._pendingRequests = new Map(); // manager request id -> {controller, server}
+    // name -> {handlers: Map<tool, fn>, tools: [its tools now, without handlers], entry: its config entry}
+    this._hostServers = new Map();
+    this._config = null; // the last configuration given to connect (without the host servers)
+    this._waiters = new Set(); // wait() calls: re-checked after each drain
+    this._closeReason = null;
+    this._closedEmitted = false;
+    this._shutdownPromise = null;
+    this._draining = false;
+    this._drainAgain = false;
+    this._drainLater = null;
+    this._eventsEnded = false;
+    this._pollTimer = null;
+    try {
+      this._eventSocket = openEventSocket(handle, () => this._drain(), mnative.event_fd);
+    } catch (e) {
+      this._handle = null;
+      this._state = 'closed';
+      callAsync(mnative.free, [handle], false).catch(() => {});
+      throw e;
+    }
+    this._eventSocket.on('error', (e) => {
+      process.emitWarning(`mcplug: the manager's event descriptor failed (${e && e.message}); polling for events every ${FALLBACK_POLL_MS} ms`, 'McplugWarning');
+      if (this._pollTimer === null && !this._eventsEnded) this._pollTimer = setInterval(() => this._drain(), FALLBACK_POLL_MS);
+      this._drain();
+    });
+  }
+
+  /** 'open' until close(), then 'closing', then 'closed'. */
+  get state() { return this._state; }
+
+  /**
+   * Takes a configuration (`{mcpServers: {...}}`, the result of mergeConfig/discoverConfig, or
+   * VS Code's `{servers: {...}}`) and starts connecting every server in it; resolves at once
+   * (before any server is up) with the status, new servers `pending`. Again with another
+   * configuration: unchanged servers stay, changed ones reconnect, missing ones are closed.
+   * The host servers (addHostServer) are added to every configuration.
+   */
+  async connect(config) {
+    if (config === null || typeof config !== 'object' || Array.isArray(config)) {
+      throw errorOf('invalid_argument', '`config` must be an object such as {mcpServers: {name: {command, args}}}');
+    }
+    const json = toJson(this._withHostServers(config), 'config');
+    // It returns at once (servers connect in the background), but may first close the servers
+    // the new configuration drops: a short wait, on the control lane.
+    const status = await this._blocking('connect', controlGate, mnative.connect, [json]);
+    this._config = config;
+    return status;
+  }
+
+  /**
+   * Resolves with the status once no server is `pending`; with `timeoutMs` (a number, or
+   * `{timeoutMs}`), rejects with kind `timeout` naming the servers still pending. Holds no thread.
+   */
+  wait(timeoutMs) {
+    try {
+      const limit = timeoutValue(timeoutMs !== null && typeof timeoutMs === 'object' ? timeoutMs.timeoutMs : timeoutMs, 'timeoutMs');
+      this._checkOpen('wait');
+      return new Promise((resolve, reject) => {
+        let timer = null;
+        let pending = [];
+        const waiter = {
+          check: () => {
+            let status;
+            try {
+              this._checkOpen('wait');
+              status = this._sync(mnative.status, []);
+            } catch (e) {
+              waiter.done();
+              reject(e);
+              return;
+            }
+            pending = Object.keys(status.servers).filter((name) => status.servers[name].state === 'pending');
+            if (pending.length === 0) {
+              waiter.done();
+              resolve(status);
+            }
+          },
+          done: () => {
+            this._waiters.delete(waiter);
+            if (timer !== null) clearTimeout(timer);
+          },
+        };
+        this._waiters.add(waiter);
+        if (typeof limit === 'number') {
+          timer = setTimeout(() => {
+            waiter.done();
+            reject(errorOf('timeout', `servers still pending after ${limit} ms: ${pending.join(', ')}`));
+          }, limit);
+        }
+        waiter.check();
+      });
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /** `{servers: {<name>: {state, transport, tools, error?, attempt?, server_info?, ...}}, tools: N}`. */
+  async status() {
+    return this._sync(mnative.status, []);
+  }
+
+  /**
+   * The tool pool (one server's tools with `server`): pool entries `{name: 'mcp__<server>__<tool>',
+   * server, tool, description, inputSchema, read_only, destructive, ...}`; the array's `dropped`
+   * lists the tools left out for a name clash.
+   */
+  async listTools(server) {
+    const options = server === undefined || server === null ? null : JSON.stringify({ server: checkString(server, 'server') });
+    const res = this._sync(mnative.list_tools, [options]);
+    const tools = res.tools;
+    Object.defineProperty(tools, 'dropped', { value: res.dropped || [], enumerable: false });
+    return tools;
+  }
+
+  /**
+   * Ranks the pool by `query` (words matched against names, search hints and descriptions;
+   * `+word` must match; `select:a,b` picks by name). Resolves `{tools: [entry + score], total}`.
+   */
+  async searchTools(query, { maxResults, server } = {}) {
+    const fn = this._need(mnative.search_tools, 'mcplug_manager_search_tools');
+    checkString(query, 'query');
+    const options = {};
+    if (maxResults !== undefined) options.max_results = checkCount(maxResults, 'maxResults');
+    if (server !== undefined && server !== null) options.server = checkString(server, 'server');
+    return this._sync(fn, [query, JSON.stringify(options)]);
+  }
+
+  /**
+   * Calls a tool of the pool by its pool name (`mcp__<server>__<tool>`); resolves with the
+   * CallToolResult (text cleaned and capped). Options as Client.callTool's (`timeoutMs`, `tag`,
+   * `signal`, `onProgress`, `task`, ...). Kind `not_found` for a name not in the pool.
+   */
+  callTool(poolName, args, options = {}) {
+    try {
+      checkString(poolName, 'poolName');
+      const argsJson = args === undefined ? '{}' : optionalObject(args, 'arguments');
+      const { timeoutMs, tag, signal, onProgress, resetTimeoutOnProgress, maxTotalTimeoutMs } = options || {};
+      let extra = null;
+      if (resetTimeoutOnProgress) extra = { reset_timeout_on_progress: true };
+      const maxTotal = timeoutValue(maxTotalTimeoutMs, 'maxTotalTimeoutMs');
+      if (maxTotal !== undefined) (extra || (extra = {})).max_total_timeout_ms = maxTotal;
+      extra = taskAndSchemaOptions(extra, options || {});
+      return this._work(TOOL_LABEL + poolName, mnative.call_tool, { timeoutMs, tag, signal, onProgress, extra: extra || {} },
+        (opts) => [poolName, argsJson, opts]);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * Resources of every connected server with the resources capability (or `server`'s):
+   * `{resources: [... + server], templates: [... + server], errors: {<server>: {kind, message}}}`.
+   */
+  listResources({ server, timeoutMs, tag, signal } = {}) {
+    return this._listing('resources/list', mnative.list_resources, 'mcplug_manager_list_resources', { server, timeoutMs, tag, signal });
+  }
+
+  /** `resources/read` of `uri` on `server`; resolves with the ReadResourceResult. */
+  readResource(server, uri, { timeoutMs, tag, signal } = {}) {
+    try {
+      const fn = this._need(mnative.read_resource, 'mcplug_manager_read_resource');
+      checkString(server, 'server');
+      checkString(uri, 'uri');
+      return this._work(`resources/read ${uri}`, fn, { timeoutMs, tag, signal }, (opts) => [server, uri, opts]);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * Prompts of every connected server with the prompts capability (or `server`'s):
+   * `{prompts: [... + server, prompt (its own name), name 'mcp__<server>__<prompt>'], errors}`.
+   */
+  listPrompts({ server, timeoutMs, tag, signal } = {}) {
+    return this._listing('prompts/list', mnative.list_prompts, 'mcplug_manager_list_prompts', { server, timeoutMs, tag, signal });
+  }
+
+  /** `prompts/get` by qualified name (`mcp__<server>__<prompt>`); resolves with the GetPromptResult. */
+  getPrompt(qualifiedName, args, { timeoutMs, tag, signal } = {}) {
+    try {
+      const fn = this._need(mnative.get_prompt, 'mcplug_manager_get_prompt');
+      checkString(qualifiedName, 'qualifiedName');
+      const argsJson = optionalObject(args, 'arguments');
+      return this._work(`prompts/get ${qualifiedName}`, fn, { timeoutMs, tag, signal }, (opts) => [qualifiedName, argsJson, opts]);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /** Any request to one named server (`resources/subscribe`, `completion/complete`, ...); resolves with its result. */
+  request(server, method, params, { timeoutMs, tag, signal } = {}) {
+    try {
+      const fn = this._need(mnative.request, 'mcplug_manager_request');
+      checkString(server, 'server');
+      checkString(method, 'method');
+      const paramsJson = optionalObject(params, 'params');
+      return this._work(method, fn, { timeoutMs, tag, signal }, (opts) => [server, method, paramsJson, opts]);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /** Closes `server`'s connection and connects it again (one attempt, awaited); resolves with its status entry. */
+  async reconnect(server) {
+    checkString(server, 'server');
+    return this._blocking(`reconnect ${server}`, workGate, mnative.reconnect, [server]);
+  }
+
+  /** Disables `server` (its connection closes, its tools leave the pool) or enables it again (not awaited); resolves with its status entry. */
+  async setEnabled(server, enabled) {
+    checkString(server, 'server');
+    checkBoolean(enabled, 'enabled');
+    return this._control(`setEnabled ${server}`, mnative.set_enabled, [server, enabled ? 1 : 0]);
+  }
+
+  /**
+   * Adds (or replaces) an in-process server whose tools run in this process: `tools` is
+   * `[{name, description?, inputSchema?, annotations?, title?, outputSchema?, _meta?, handler}]`,
+   * `handler(arguments, {server, tool, id, signal, manager})` returning a CallToolResult or a
+   * string (sync or async); a throw becomes an `isError: true` result with its message. Its
+   * tools join the pool as `mcp__<name>__<tool>`. Resolves with the server's status entry.
+   */
+  async addHostServer(name, tools) {
+    checkString(name, 'name');
+    if (!Array.isArray(tools)) throw errorOf('invalid_argument', '`tools` must be an array of {name, description, inputSchema, handler}');
+    const handlers = new Map();
+    const entries = [];
+    tools.forEach((tool, i) => {
+      if (tool === null || typeof tool !== 'object' || Array.isArray(tool)) throw errorOf('invalid_argument', `\`tools[${i}]\` must be an object`);
+      const { handler, ...entry } = tool;
+      checkString(entry.name, `tools[${i}].name`);
+      if (typeof handler !== 'function') throw errorOf('invalid_argument', `\`tools[${i}].handler\` (${entry.name}) must be a function`);
+      if (handlers.has(entry.name)) throw errorOf('invalid_argument', `two tools named ${entry.name} in \`tools\``);
+      handlers.set(entry.name, handler);
+      entries.push(entry);
+    });
+    const toolsJson = toJson(entries, 'tools');
+    this._checkOpen('addHostServer');
+    const before = this._hostServers.get(name);
+    if (before === undefined && this._config !== null && this._configNames(this._config).includes(name)) {
+      throw errorOf('invalid_argument', `a server named ${name} is already in the configuration`);
+    }
+    try {
+      if (before !== undefined && this._sync(mnative.status, []).servers[name] !== undefined) {
+        // Known to the library: its tools are replaced in place. Its configuration entry stays
+        // the one the library made it from (set_tools does not change that entry): a later
+        // connect() then finds it unchanged, rather than closing it and its calls in flight.
+        this._hostServers.set(name, { handlers, tools: entries, entry: before.entry });
+        return this._sync(this._need(mnative.set_tools, 'mcplug_manager_set_tools'), [name, toolsJson]);
+      }
+      this._hostServers.set(name, { handlers, tools: entries, entry: { type: 'sdk', tools: entries } });
+      const status = await this.connect(this._config || { mcpServers: {} });
+      return status.servers[name];
+    } catch (e) {
+      if (before === undefined) this._hostServers.delete(name);
+      else this._hostServers.set(name, before);
+      throw e;
+    }
+  }
+
+  /** Removes a host server (its tools leave the pool). Kind `not_found` if there is none of that name. */
+  async removeHostServer(name) {
+    checkString(name, 'name');
+    const before = this._hostServers.get(name);
+    if (before === undefined) throw errorOf('not_found', `no host server named ${name}`);
+    this._checkOpen('removeHostServer');
+    this._hostServers.delete(name);
+    try {
+      await this.connect(this._config || { mcpServers: {} });
+    } catch (e) {
+      this._hostServers.set(name, before);
+      throw e;
+    }
+  }
+
+  /** The names of the host servers. */
+  get hostServers() {
+    return [...this._hostServers.keys()];
+  }
+
+  /** Answers a server request event (one without a handler) with a result. */
+  async respond(id, result = {}) {
+    checkString(id, 'id');
+    await this._control('respond', mnative.respond, [toJson({ id, result }, 'result')]);
+    this._pendingRequests.delete(id);
+  }
+
+  /** Answers a server request event with a JSON-RPC error `{code, message, data?}`. */
+  async respondError(id, error) {
+    checkString(id, 'id');
+    if (!error || typeof error !== 'object') throw errorOf('invalid_argument', '`error` must be {code, message}');
+    const body = { code: Number.isInteger(error.code) ? error.code : -32603, message: String(error.message ?? 'error') };
+    if (error.data !== undefined) body.data = error.data;
+    await this._control('respond', mnative.respond, [toJson({ id, error: body }, 'error')]);
+    this._pendingRequests.delete(id);
+  }
+
+  /** Closes every connection and frees the manager; every server process is gone when this resolves. */
+  close() {
+    return this._shutdown('the manager was closed by the host');
+  }
+
+  // -- internals -------------------------------------------------------------------------------
+
+  _need(fn, name) {
+    if (fn === null) throw errorOf('not_implemented', `${libraryPath} has no ${name}; use a newer libmcplug`);
+    return fn;
+  }
+
+  /** listResources / listPrompts: every server's list (or `server`'s), on the work lane. */
+  _listing(label, fn, name, { server, timeoutMs, tag, signal }) {
+    try {
+      this._need(fn, name);
+      const extra = {};
+      if (server !== undefined && server !== null) extra.server = checkString(server, 'server');
+      return this._work(label, fn, { timeoutMs, tag, signal, extra }, (opts) => [opts]);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /** A call that only reads the manager's state, from the JS thread. */
+  _sync(fn, args) {
+    this._checkOpen();
+    const status = fn(this._handle, ...args, textOut);
+    return decode(status, takeText());
+  }
+
+  /** A blocking call through a gate, without a tag (it cannot be cancelled, only closed). */
+  _blocking(label, gate, fn, args) {
+    this._checkOpen(label);
+    return runOp({ gate, fn, op: new Op(null, label), owner: this, build: () => [this._handle, ...args] });
+  }
+
+  /** The server names of a configuration (either shape). */
+  _configNames(config) {
+    const servers = config.mcpServers !== undefined ? config.mcpServers : config.servers;
+    return servers !== null && typeof servers === 'object' ? Object.keys(servers) : [];
+  }
+
+  /** The configuration with an `sdk` entry for every host server (their handlers stay here). */
+  _withHostServers(config) {
+    if (this._hostServers.size === 0) return config;
+    const key = config.mcpServers !== undefined ? 'mcpServers' : config.servers !== undefined ? 'servers' : null;
+    if (key === null) return config; // the library names what is missing
+    const given = config[key];
+    if (given === null || typeof given !== 'object' || Array.isArray(given)) return config;
+    const servers = { ...given };
+    for (const [name, host] of this._hostServers) {
+      if (Object.prototype.hasOwnProperty.call(servers, name)) {
+        throw errorOf('invalid_argument', `\`${key}.${name}\` has the name of a host server (addHostServer)`);
+      }
+      servers[name] = host.entry;
+    }
+    return { ...config, [key]: servers };
+  }
+
+  /**
+   * Takes every queued event (never waits) and dispatches them in order. After
+   * MANAGER_DRAIN_LIMIT events it lets the loop run and goes on in the next turn (the descriptor
+   * stays quiet while the queue is not emptied, so it cannot be left for a wake-up).
+   */
+  _drain() {
+    if (this._draining) {
+      this._drainAgain = true;
+      return;
+    }
+    this._draining = true;
+    if (this._drainLater !== null) {
+      clearImmediate(this._drainLater);
+      this._drainLater = null;
+    }
+    let n = 0;
+    try {
+      do {
+        this._drainAgain = false;
+        while (this._handle !== null && !this._eventsEnded) {
+          if (n >= MANAGER_DRAIN_LIMIT) {
+            this._drainLater = setImmediate(() => {
+              this._drainLater = null;
+              this._drain();
+            });
+            return;
+          }
+          const status = mnative.next_event(this._handle, 0, textOut);
+          const text = takeText();
+          if (status === Status.TIMEOUT) break;
+          if (status === Status.CLOSED) {
+            this._endOfEvents();
+            break;
+          }
+          if (status !== Status.OK) {
+            process.emitWarning(`mcplug: mcplug_manager_next_event failed: ${errorFromNative(status, text).message}`, 'McplugWarning');
+            break;
+          }
+          n++;
+          let ev;
+          try {
+            ev = JSON.parse(text);
+          } catch {
+            process.emitWarning(`mcplug: a manager event that is not JSON: ${String(text).slice(0, 200)}`, 'McplugWarning');
+            continue;
+          }
+          this._dispatch(ev);
+        }
+      } while (this._drainAgain);
+    } finally {
+      this._draining = false;
+      if (this._waiters.size > 0) for (const w of [...this._waiters]) w.check();
+    }
+  }
+
+  _dispatch(ev) {
+    if (!ev || typeof ev !== 'object') return;
+    this._emitSafe('event', ev);
+    const named = MANAGER_EVENT_NAMES[ev.type];
+    if (named !== undefined) this._emitSafe(named, ev);
+    switch (ev.type) {
+      case 'state':
+        // A request of a connection that is gone will not be answered.
+        if (ev.state !== 'connected') this._withdrawServer(ev.server, `server ${ev.server} is ${ev.state}`);
+        break;
+      case 'removed':
+        this._withdrawServer(ev.server, `server ${ev.server} was removed`);
+        break;
+      case 'notification': {
+        const params = ev.params || {};
+        if (ev.method === 'notifications/progress' && ev.tag) {
+          const set = this._byTag.get(ev.tag);
+          if (set) {
+            for (const fn of [...set]) {
+              try {
+                fn(params, ev.server);
+              } catch (e) {
+                this._reportHandlerError(e, 'onProgress');
+              }
+            }
+          }
+        }
+        const handler = this._handlers[ev.method];
+        if (handler) {
+          try {
+            const r = handler(params, ev.server, { method: ev.method, server: ev.server, manager: this });
+            if (r && typeof r.then === 'function') r.then(undefined, (e) => this._reportHandlerError(e, ev.method));
+          } catch (e) {
+            this._reportHandlerError(e, ev.method);
+          }
+        }
+        const n = { server: ev.server, method: ev.method, params };
+        if (ev.tag) n.tag = ev.tag;
+        this._emitSafe('notification', n);
+        const name = NAMED_NOTIFICATIONS[ev.method];
+        if (name !== undefined) this._emitSafe(name, { ...params, server: ev.server });
+        break;
+      }
+      case 'request':
+        this._handleRequest(ev);
+        break;
+      case 'stderr':
+        this._emitSafe('stderr', { server: ev.server, line: ev.line });
+        break;
+      case 'invalid_message':
+        this._emitSafe('invalidMessage', { server: ev.server, error: ev.error, line: ev.line });
+        break;
+      case 'request_expired':
+        this._withdrawRequest(ev.id, `the host did not answer ${ev.method} in time`);
+        this._emitSafe('requestExpired', { server: ev.server, id: ev.id, method: ev.method });
+        break;
+      case 'request_cancelled':
+        this._withdrawRequest(ev.id, `${ev.method || 'the request'} is no longer needed${ev.reason ? `: ${ev.reason}` : ''}`);
+        this._emitSafe('requestCancelled', { server: ev.server, id: ev.id, method: ev.method, reason: ev.reason });
+        break;
+      default:
+        break;
+    }
+  }
+
+  _withdrawRequest(id, why) {
+    const pending = this._pendingRequests.get(id);
+    if (pending === undefined) return;
+    this._pendingRequests.delete(id);
+    pending.controller.abort(errorOf('cancelled', why));
+  }
+
+  _withdrawServer(server, why) {
+    for (const [id, pending] of [...this._pendingRequests]) {
+      if (pending.server === server) this._withdrawRequest(id, why);
+    }
+  }
+
+  async _handleRequest(ev) {
+    if (this._state !== 'open') return;
+    const controller = new AbortController();
+    const pending = { controller, server: ev.server };
+    this._pendingRequests.set(ev.id, pending);
+    const params = ev.params || {};
+    const host = this._hostServers.get(ev.server);
+    const handler = this._handlers[ev.method];
+    let answer;
+    if (host !== undefined && ev.method === 'tools/call') {
+      answer = await this._callHostTool(host, ev, params, controller.signal);
+    } else if (!handler && this.listenerCount('request') > 0) {
+      this._emitSafe('request', { server: ev.server, id: ev.id, method: ev.method, params, signal: controller.signal });
+      return;
+    } else if (!handler) {
+      answer = { id: ev.id, error: { code: -32601, message: `Method not found: ${ev.method} (no handler for it in this manager)` } };
+    } else {
+      try {
+        const result = await handler(params, ev.server, { id: ev.id, method: ev.method, server: ev.server, manager: this, signal: controller.signal });
+        if (result === undefined || result === null) {
+          answer = { id: ev.id, result: {} };
+        } else if (typeof result !== 'object' || Array.isArray(result)) {
+          answer = {
+            id: ev.id,
+            error: { code: -32603, message: `the ${ev.method} handler returned ${Array.isArray(result) ? 'an array' : typeof result}, not a result object` },
+          };
+        } else {
+          answer = { id: ev.id, result };
+        }
+      } catch (e) {
+        const error = {
+          code: e && Number.isInteger(e.code) ? e.code : -32603,
+          message: e && e.message ? String(e.message) : String(e),
+        };
+        if (e && e.data !== undefined) error.data = e.data;
+        answer = { id: ev.id, error };
+      }
+    }
+    // Withdrawn while the handler ran: nobody waits for the answer.
+    if (this._pendingRequests.get(ev.id) !== pending) return;
+    let text;
+    try {
+      text = toJson(answer, 'handler result');
+    } catch (e) {
+      text = JSON.stringify({ id: ev.id, error: { code: -32603, message: `the ${ev.method} handler returned a value that is not JSON: ${e.message}` } });
+    }
+    await this._answer(ev.id, ev.method, text);
+  }
+
+  /** A tools/call of a host server: its tool's handler, a throw becoming an isError result. */
+  async _callHostTool(host, ev, params, signal) {
+    const tool = params.name;
+    const fn = host.handlers.get(tool);
+    if (fn === undefined) {
+      return { id: ev.id, error: { code: -32602, message: `Unknown tool: ${tool} (host server ${ev.server} has no such tool)` } };
+    }
+    try {
+      const value = await fn(params.arguments || {}, { server: ev.server, tool, id: ev.id, signal, manager: this });
+      return { id: ev.id, result: hostToolResult(value, tool) };
+    } catch (e) {
+      return { id: ev.id, result: { content: [{ type: 'text', text: e && e.message ? String(e.message) : String(e) }], isError: true } };
+    }
+  }
+
+  /** Sends an answer; one nobody waits for any more (withdrawn, its server gone) is dropped. */
+  async _answer(id, method, text) {
+    if (this._state !== 'open') return;
+    try {
+      await this._control('respond', mnative.respond, [text]);
+    } catch (e) {
+      const withdrawn = !this._pendingRequests.has(id);
+      const gone = e instanceof McpError && (e.kind === 'closed' || e.kind === 'not_found');
+      if (this._state === 'open' && !withdrawn && !gone) this._reportHandlerError(e, `${method} (answering the server)`);
+    } finally {
+      this._pendingRequests.delete(id);
+    }
+  }
+
+  _endOfEvents() {
+    if (this._eventsEnded) return;
+    this._eventsEnded = true;
+    for (const id of [...this._pendingRequests.keys()]) this._withdrawRequest(id, 'the manager is closed');
+    this._eventSocket.destroy();
+    if (this._pollTimer !== null) clearInterval(this._pollTimer);
+    this._pollTimer = null;
+    if (this._drainLater !== null) clearImmediate(this._drainLater);
+    this._drainLater = null;
+    if (!this._shutdownPromise) this._shutdown('the manager is closed').catch(() => {});
+  }
+
+  _shutdown(reason) {
+    if (this._shutdownPromise) return this._shutdownPromise;
+    this._state = 'closing';
+    this._closeReason = reason;
+    // wait() calls reject now (kind closed).
+    for (const w of [...this._waiters]) w.check();
+    this._shutdownPromise = (async () => {
+      const handle = this._handle;
+      // 1. Blocking calls still waiting in the JS queue never reach the library.
+      for (const op of this._ops) {
+        if (op.queued) op.queued.withdraw(this._closedError(op.label));
+      }
+      // 2. Close without freeing (off the loop: it waits for every server process to go). Calls
+      //    inside the library return CLOSED; one entering late finds a closed but valid handle.
+      try {
+        await controlGateRun(() => callAsync(mnative.close, [handle]));
+      } catch (e) {
+        process.emitWarning(`mcplug: mcplug_manager_close failed: ${e && e.message}`, 'McplugWarning');
+      }
+      // 3. The events left, then the end.
+      this._drain();
+      this._endOfEvents();
+      // 4. Free only once nothing of ours is inside the library for this handle.
+      while (this._ops.size > 0) {
+        await new Promise((resolve) => {
+          const timer = setTimeout(resolve, 100);
+          this._opWaiters.push(() => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+      }
+      this._handle = null;
+      await controlGateRun(() => callAsync(mnative.free, [handle], false));
+      this._state = 'closed';
+      this._emitClosed({ reason });
+    })();
+    return this._shutdownPromise;
+  }
+}
+
+// The parts of the Client's machinery that are the same for a manager.
+for (const name of ['_emitSafe', '_reportHandlerError', '_opFinished', '_dropProgress', '_closedError', '_checkOpen', '_emitClosed', '_work', '_control']) {
+  Manager.prototype[name] = Client.prototype[name];
+}
+
+if (typeof Symbol.asyncDispose === 'symbol') {
+  Manager.prototype[Symbol.asyncDispose] = function asyncDispose() {
+    return this.close();
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
 // Module functions
 
 /**
@@ -1484,6 +2261,7 @@ function abiVersion() {
 
 module.exports = {
   Client,
+  Manager,
   McpError,
   ERROR_KINDS,
   LOG_LEVELS,

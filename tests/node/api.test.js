@@ -24,7 +24,7 @@ function requireIn(env, code = 'const m = require(process.argv[1]); console.log(
 describe('module surface', { timeout: 60000 }, () => {
   test('exports', () => {
     const m = h.mcplug;
-    for (const name of ['Client', 'McpError', 'cancel', 'version', 'abiVersion']) {
+    for (const name of ['Client', 'Manager', 'McpError', 'cancel', 'version', 'abiVersion']) {
       assert.equal(typeof m[name], 'function', name);
     }
     assert.equal(m.ABI_VERSION, 1);

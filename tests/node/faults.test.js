@@ -59,8 +59,10 @@ describe('connect failures', { timeout: 30000 }, () => {
     err = await rejection(Client.connect({ type: 'http', url: 'http://127.0.0.1:9/mcp' }));
     assert.equal(err.kind, 'transport');
     assert.match(err.message, /http:\/\/127\.0\.0\.1:9\/mcp/);
+    // An in-process server is served by the host through a Manager, never by a Client.
     err = await rejection(Client.connect({ type: 'sdk', name: 'x' }));
-    assert.equal(err.kind, 'not_implemented');
+    assert.equal(err.kind, 'invalid_argument');
+    assert.match(err.message, /manager/);
   });
 
   test('connect aborted by an AbortSignal: cancelled, and no process left', async () => {

@@ -6,6 +6,8 @@
 const path = require('path');
 const fs = require('fs');
 const os = require('os');
+const net = require('net');
+const { spawn } = require('child_process');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 /** UV_THREADPOOL_SIZE as the environment gave it, before the binding set its default. */
@@ -58,6 +60,51 @@ function faultServer(mode = 'normal', { pidfile, env } = {}) {
   server.name = `fault-${mode}`;
   if (env) server.env = env;
   return server;
+}
+
+/** A free TCP port on 127.0.0.1 (free when asked; the peer binds it right after). */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * server-everything over Streamable HTTP on a port of its own: resolves `{url, pid, close()}`
+ * once the port accepts connections. `close()` kills it and waits for its exit.
+ */
+async function everythingHttp() {
+  needPeer(EVERYTHING, NPM_INSTALL);
+  const port = await freePort();
+  const child = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'ignore'],
+  });
+  let exited = null;
+  const exit = new Promise((resolve) => child.once('exit', (code, signal) => { exited = { code, signal }; resolve(); }));
+  const close = async () => {
+    if (exited === null) child.kill('SIGKILL');
+    await exit;
+  };
+  try {
+    await waitFor(() => {
+      if (exited !== null) throw new Error(`server-everything (streamableHttp) exited at start: ${JSON.stringify(exited)}`);
+      return new Promise((resolve) => {
+        const s = net.connect(port, '127.0.0.1');
+        s.once('connect', () => { s.destroy(); resolve(true); });
+        s.once('error', () => resolve(false));
+      });
+    }, 20000, `server-everything listening on port ${port}`);
+  } catch (e) {
+    await close();
+    throw e;
+  }
+  return { url: `http://127.0.0.1:${port}/mcp`, pid: child.pid, close };
 }
 
 /** Rejects with a clear message if `promise` does not settle within `ms`. */
@@ -152,6 +199,8 @@ module.exports = {
   faultServer,
   within,
   waitFor,
+  freePort,
+  everythingHttp,
   sleep,
   outcome,
   pidExists,
