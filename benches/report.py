@@ -1,6 +1,6 @@
-"""Writes BENCHMARKS.md from one benches/run.sh run (peer-bench table and raw runs, callgrind
-outputs, peak-RSS runs); with --quick, checks that every mcplug client ran every scenario and
-exits 1 otherwise. Called by benches/run.sh; stdlib only."""
+"""Writes BENCHMARKS.md from one benches/run.sh run (peer-bench table and raw runs, the Streamable
+HTTP runs of benches/http_bench.py, callgrind outputs, peak-RSS runs); with --quick, checks that
+every mcplug client ran every scenario and exits 1 otherwise. Called by benches/run.sh; stdlib only."""
 import argparse
 import json
 import os
@@ -19,6 +19,10 @@ TS = 'TS SDK 1.32.2 (Node 20) StdioClientTransport'
 PY = 'Python SDK mcp 2.3.0 stdio_client'
 MC, MPY, MNODE = 'mcplug (C)', 'mcplug (Python)', 'mcplug (Node)'
 MCPLUG = [MC, MPY, MNODE]
+TS_HTTP = 'TS SDK 1.32.2 StreamableHTTPClientTransport'   # benches/http_bench.py's row of the TS SDK
+# benches/http_bench.py's scenarios: S2 against peer-bench's rmcp HTTP server, with and without TCP_NODELAY
+HTTP_SCENARIOS = [('h2', 'server TCP_NODELAY'), ('h2n', 'server Nagle on')]
+HTTP_REQUIRED = ['p50_us', 'p99_us', 'calls_per_s', 'cpu_us_per_call']
 SHORT = {FLOOR: 'floor', RAW: 'raw client', RM_C: 'rmcp (current_thread)', RM_M: 'rmcp (multi_thread)',
          TS: 'TS SDK', PY: 'Python SDK', MC: 'mcplug (C)'}
 SCENARIOS = ['s1', 's2', 's2p', 's3', 's3p', 's4']
@@ -48,12 +52,31 @@ def load_raw(path):
     with open(path) as f:
         for line in f:
             d = json.loads(line)
+            if 'scen' not in d:
+                continue  # a note of a failed run (http_bench.py)
             for k, v in d.items():
                 if isinstance(v, (int, float)) and k not in ('rep', 'n', 'conc', 'size'):
                     key = f"{d['scen']}.{k}"
                     per_rep[(d['rep'], d['row'], key)] = v
                     values[d['row']][key].append(v)
     return per_rep, values
+
+
+def load_http_extras(path):
+    """from a jsonl of http_bench.py: the notes of failed runs, and the calls per run by row and scenario"""
+    notes, ns = [], defaultdict(set)
+    with open(path) as f:
+        for d in map(json.loads, f):
+            if 'note' in d:
+                notes.append(d['note'])
+            elif 'n' in d:
+                ns[(d['row'], d['scen'])].add(d['n'])
+    return notes, ns
+
+
+def fratio3(r):
+    """a ratio near 1/10 with a third digit, so that 0.104x does not read as 0.10x"""
+    return '-' if r is None else f'{r:.3f}x'
 
 
 def med(values, row, key):
@@ -218,7 +241,8 @@ def cg_section(cgdir, n1, n2):
     rows, breakdowns = [], []
     names = [('mcplug-c', 'mcplug (C) over the C ABI', ['mcplug_client']),
              ('raw', 'raw Rust client (hand-written, blocking pipes)', ['floor']),
-             ('rmcp', 'rmcp 3.11 client, tokio current_thread', ['rmcp_client'])]
+             ('rmcp', 'rmcp 3.11 client, tokio current_thread', ['rmcp_client']),
+             ('mcplug-c-http', 'mcplug (C) over Streamable HTTP (rmcp HTTP server, TCP_NODELAY)', ['mcplug_client'])]
     per_call = {}
     for tag, label, bins in names:
         f1, f2 = f'{cgdir}/{tag}.{n1}.out', f'{cgdir}/{tag}.{n2}.out'
@@ -247,10 +271,58 @@ def cg_section(cgdir, n1, n2):
         for fn, (d, obj) in top:
             short = fn if len(fn) <= 110 else fn[:107] + '...'
             out.append(f'| `{short}` | {d:,.0f} | {d / pc * 100:.1f}% |')
-        if tag == 'mcplug-c':
+        if tag.startswith('mcplug-c'):
             out += engine_steps(f1, f2, n1, n2, pc)
         breakdowns.append('\n'.join(out))
     return rows, breakdowns, per_call
+
+
+def http_section(values, per_rep, notes, ns, cg_per_call, stderr_log):
+    """the Streamable HTTP runs of benches/http_bench.py: a table, and mcplug / the TS SDK"""
+    M = lambda row, key: med(values, row, key)
+    P = lambda row, ref, key: paired(per_rep, row, ref, key)
+    reps = max([rep for (rep, _, k) in per_rep if k[:3] in ('h2.', 'h2n')] or [-1]) + 1
+    n_ts_nagle = sorted(ns.get((TS_HTTP, 'h2n'), ()))
+    n_rest = sorted({n for (row, scen), v in ns.items() if (row, scen) != (TS_HTTP, 'h2n') for n in v})
+    fmt_n = lambda v: ', '.join(str(n) for n in v) or '-'
+    L = ['## Streamable HTTP (S2)', '',
+         '`benches/http_bench.py`: S2 (sequential `echo` calls, 200 warm-up calls first) against peer-bench\'s rmcp '
+         'Streamable HTTP server (`mcp_http_server`, default config) on 127.0.0.1, two instances: one sets '
+         'TCP_NODELAY on its sockets, the other leaves axum\'s default (Nagle on; `MCPB_NODELAY=0`). Every client runs '
+         f'once per repetition on each ({reps} repetition{"" if reps == 1 else "s"}, order rotated), medians; the ratios are medians of '
+         'mcplug / TS SDK within each repetition. The TS SDK is peer-bench\'s own client (`node/client.mjs`). '
+         f'Calls per run: {fmt_n(n_rest)}; the TS SDK against the Nagle-on server {fmt_n(n_ts_nagle)} (each of its '
+         'calls waits ~41 ms there for the end of the response stream). mcplug negotiates the 2026-07-28 era with '
+         'this server (no session: one POST per call, answered with an SSE stream); the TS SDK speaks 2025-11-25 '
+         '(a session). run_all.sh\'s own HTTP rows (TS and Python SDKs, separate runs) are in the table above.', '',
+         '| client | server | S2 p50 us | S2 p99 us | calls/s | client CPU us/call | VmHWM MiB | calls/s / TS SDK | CPU per call / TS SDK |',
+         '|---|---|---:|---:|---:|---:|---:|---:|---:|']
+    for scen, label in HTTP_SCENARIOS:
+        for row in [TS_HTTP] + MCPLUG:
+            if not values.get(row, {}).get(f'{scen}.calls_per_s'):
+                continue
+            hw = M(row, f'{scen}.hwm_kib')
+            ref = row != TS_HTTP
+            L.append(f'| {row} | {label} | {fnum(M(row, f"{scen}.p50_us"), 1)} | {fnum(M(row, f"{scen}.p99_us"), 0)} | '
+                     f'{fnum(M(row, f"{scen}.calls_per_s"), 0)} | {fnum(M(row, f"{scen}.cpu_us_per_call"), 1)} | '
+                     f'{fnum(hw / 1024 if hw else None, 1)} | '
+                     f'{fratio(P(row, TS_HTTP, f"{scen}.calls_per_s")) if ref else ""} | '
+                     f'{fratio3(P(row, TS_HTTP, f"{scen}.cpu_us_per_call")) if ref else ""} |')
+    L.append('')
+    for row in MCPLUG:
+        parts = [f'{label}: calls/s {fratio(P(row, TS_HTTP, f"{scen}.calls_per_s"))}, client CPU per call '
+                 f'{fratio3(P(row, TS_HTTP, f"{scen}.cpu_us_per_call"))}' for scen, label in HTTP_SCENARIOS]
+        L.append(f'- {row} / TS SDK over Streamable HTTP — ' + '; '.join(parts) + '.')
+    ih, i = cg_per_call.get('mcplug-c-http'), cg_per_call.get('mcplug-c')
+    if ih:
+        L.append(f'- Instructions per call, mcplug (C) over Streamable HTTP (callgrind, as below): {ih:,.0f}'
+                 + (f' ({ih / i:.1f}x its stdio call)' if i else '') + '.')
+    for n in notes:
+        L.append(f'- Failed: {n}')
+    if stderr_log:
+        L.append(f'- The clients\' and servers\' stderr: `{stderr_log}`.')
+    L.append('')
+    return L
 
 
 def main():
@@ -268,12 +340,23 @@ def main():
     ap.add_argument('--load', default='', help='/proc/loadavg before and after run_all.sh')
     ap.add_argument('--commit', default='')
     ap.add_argument('--dirty', default='', help='tracked files of the measured code that differed from the commit')
+    ap.add_argument('--http', default='', help="benches/http_bench.py's runs (jsonl)")
+    ap.add_argument('--http-stderr-log', default='')
     ap.add_argument('--quick', action='store_true')
     a = ap.parse_args()
 
     table_text = open(a.table).read()
     notes = [l[len('# note: '):] for l in table_text.splitlines() if l.startswith('# note: ')]
     per_rep, values = load_raw(a.raw)
+    http_notes, http_ns = [], {}
+    if a.http:
+        # other scenario keys (h2, h2n) than run_all.sh's: one table of runs for both
+        h_per_rep, h_values = load_raw(a.http)
+        per_rep.update(h_per_rep)
+        for row, keys in h_values.items():
+            for k, v in keys.items():
+                values[row][k] += v
+        http_notes, http_ns = load_http_extras(a.http)
 
     # ---- did every mcplug client run every scenario? ----
     failures = []
@@ -284,6 +367,14 @@ def main():
                 if v is None or not v > 0:
                     failures.append(f'{c}: no {scen}.{k}')
     failures += [n for n in notes if n.split(' ', 1)[-1].startswith('mcplug')]
+    if a.http:
+        for c in MCPLUG:
+            for scen, _ in HTTP_SCENARIOS:
+                for k in HTTP_REQUIRED:
+                    v = med(values, c, f'{scen}.{k}')
+                    if v is None or not v > 0:
+                        failures.append(f'{c}: no {scen}.{k} (Streamable HTTP)')
+        failures += [n for n in http_notes if n.startswith('mcplug')]
     cg_n1, cg_n2 = a.cg_n
     cg_rows, cg_breakdowns, cg_per_call = cg_section(a.callgrind, cg_n1, cg_n2)
 
@@ -340,6 +431,18 @@ def main():
         target(who, f'S1 cold start <= 1/10 of the {SHORT[sdk]}',
                f'{fnum(M(row, "s1.ttl_ms"), 1)} vs {fnum(M(sdk, "s1.ttl_ms"), 1)} ms: {fratio(r)}', le(r, 0.1))
 
+    if a.http:
+        # issue #5: the engine's Streamable HTTP client against the TS SDK's, from C
+        for scen, label in HTTP_SCENARIOS:
+            r = P(MC, TS_HTTP, f'{scen}.calls_per_s')
+            target('C', f'Streamable HTTP S2 calls/s >= 3x the TS SDK ({label})',
+                   f'{fnum(M(MC, f"{scen}.calls_per_s"))} vs {fnum(M(TS_HTTP, f"{scen}.calls_per_s"))}: {fratio(r)}',
+                   ge(r, 3.0))
+            r = P(MC, TS_HTTP, f'{scen}.cpu_us_per_call')
+            target('C', f'Streamable HTTP S2 client CPU per call <= 1/10 of the TS SDK\'s ({label})',
+                   f'{fnum(M(MC, f"{scen}.cpu_us_per_call"), 1)} vs {fnum(M(TS_HTTP, f"{scen}.cpu_us_per_call"), 1)} us: '
+                   f'{fratio3(r)}', le(r, 0.1))
+
     # ---- the document ----
     mach = machine()
     # what was measured: the commit, plus any uncommitted change to the code that ran (taken by run.sh
@@ -367,13 +470,14 @@ def main():
              ', which builds `target/release/libmcplug.so` and the C clients, then runs')
     L.append(f'  `MCPB_EXTRA_CLIENT=\'mcplug (C)|target/bench/mcplug_client;;mcplug (Python)|python3 benches/clients/mcplug_client.py;;'
              f'mcplug (Node)|node benches/clients/mcplug_client.js\' {a.peer_bench or "../shared/peer-bench"}/run_all.sh`')
-    L.append(f'  (absolute paths in the real command), then callgrind (S2 x {cg_n1} and x {cg_n2}) and the peak-RSS runs.')
+    L.append(f'  (absolute paths in the real command), then callgrind (S2 x {cg_n1} and x {cg_n2}), '
+             '`benches/http_bench.py` (S2 over Streamable HTTP, see below) and the peak-RSS runs.')
     L.append('- Clients: `benches/clients/mcplug_client.c` (C ABI; S3 = 64 pthreads sharing one handle), '
              '`mcplug_client.py` (Python binding, sync API; S3 = 64 threads on one `Client` — faster than '
              '`mcplug.aio` with 64 tasks, which `MCPB_PY_S3=aio` selects), `mcplug_client.js` (Node binding; S3 = '
              '64 concurrent promises). Each checks every answer (`content[0].text` equals the text sent).')
     L.append('')
-    L.append('## Targets (issue #3)')
+    L.append('## Targets (issue #3; Streamable HTTP: issue #5)')
     L.append('')
     L.append('Ratios are medians over repetitions of mcplug / reference measured in the same repetition.')
     L.append('')
@@ -394,6 +498,8 @@ def main():
     L += [l for l in tl if l.startswith('# ')]
     L.append('```')
     L.append('')
+    if a.http:
+        L += http_section(values, per_rep, http_notes, http_ns, cg_per_call, a.http_stderr_log)
     L.append('## mcplug against the floor and each peer')
     L.append('')
     L.append('mcplug\'s value divided by the reference\'s (median of per-repetition ratios). Where lower is better '

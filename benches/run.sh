@@ -12,13 +12,17 @@
 # mcplug clients added through MCPB_EXTRA_CLIENT (C ABI, Python binding, Node binding), so the floor,
 # the peers and mcplug share the same server and the same repetitions; counts instructions per call
 # with callgrind (C client, raw client, rmcp); measures what the library adds to a C host's peak RSS;
+# runs S2 over Streamable HTTP (benches/http_bench.py: mcplug's clients beside the TS SDK's, against
+# peer-bench's rmcp HTTP server with and without TCP_NODELAY; run_all.sh's HTTP rows have its own
+# clients only) with the C client's instructions per call over HTTP;
 # then benches/report.py writes the report.
 #
 # Environment:
 #   MCPLUG_PEER_BENCH   peer-bench's folder (default: <checkout>/../shared/peer-bench); run as it is
 #   PEER_BENCH_WORK     where run_all.sh builds the peers and keeps results (default /tmp/peer-bench;
 #                       the first run builds rmcp there, a few minutes)
-#   REPS S1_REPS N2 N3 C3 N4 SZ4 NH   passed on to run_all.sh (defaults there; --quick sets tiny ones)
+#   REPS S1_REPS N2 N3 C3 N4 SZ4 NH   passed on to run_all.sh (defaults there; --quick sets tiny ones);
+#                       REPS and NH (S2 calls over HTTP, default 2000) also to http_bench.py
 #   CG_N1 CG_N2         the two S2 sizes of the callgrind difference (default 1000 and 3000)
 set -euo pipefail
 
@@ -48,7 +52,8 @@ esac
 
 if [ $quick = 1 ]; then
   # Small enough for CI, yet every scenario and every client runs once. The HTTP rows of run_all.sh
-  # run too (NH tiny; their fixed Nagle rows take a few seconds) but nothing depends on them.
+  # run too (NH tiny; their fixed Nagle rows take a few seconds) but nothing depends on them; mcplug's
+  # own HTTP rows (http_bench.py, NH calls, both servers) must succeed like the rest.
   export REPS=${REPS:-1} S1_REPS=${S1_REPS:-1} N2=${N2:-50} N3=${N3:-256} C3=${C3:-64} N4=${N4:-2} \
     SZ4=${SZ4:-65536} NH=${NH:-5}
   CG_N1=${CG_N1:-20} CG_N2=${CG_N2:-60}
@@ -118,6 +123,22 @@ else
   echo "== valgrind not installed: no instruction counts" >&2
 fi
 
+# ---- S2 over Streamable HTTP: mcplug's clients and the TS SDK's against peer-bench's rmcp HTTP server,
+# with TCP_NODELAY on the server and without (run_all.sh's own HTTP rows have its clients only) ----
+TS_HTTP='TS SDK 1.32.2 StreamableHTTPClientTransport'
+http_args=(--server-bin "$R/mcp_http_server" --reps "${REPS:-3}" --n "${NH:-2000}" --n-slow 100 --slow "$TS_HTTP"
+  --client "$TS_HTTP|$NODE $PEER_BENCH_WORK/node/client.mjs"
+  --client "mcplug (C)|$out/mcplug_client"
+  --client "mcplug (Python)|$PY $root/benches/clients/mcplug_client.py"
+  --client "mcplug (Node)|$NODE $root/benches/clients/mcplug_client.js"
+  --out "$out/http.jsonl" --log "$out/http.stderr")
+# --quick: the TS SDK against the Nagle-on server is left out (its 200 warm-up calls alone take 8 s)
+[ $quick = 1 ] && http_args+=(--skip "$TS_HTTP|h2n")
+command -v valgrind >/dev/null &&
+  http_args+=(--callgrind-dir "$cg" --callgrind-client "$out/mcplug_client" --cg-n "$CG_N1" "$CG_N2")
+echo "== Streamable HTTP: S2 x ${NH:-2000}, server TCP_NODELAY and Nagle on, x ${REPS:-3}" >&2
+python3 benches/http_bench.py "${http_args[@]}"
+
 # ---- peak RSS: a C host with the library (after connect + S2) against the same host without it ----
 echo "== peak RSS: mcplug_client rss $RSS_N vs rss_baseline $RSS_N (x3)" >&2
 : >"$out/rss.jsonl"
@@ -130,7 +151,8 @@ raw_jsonl=$(sed -n 's/^# raw runs: \([^ ]*\).*/\1/p' "$out/run_all.out" | tail -
 stderr_log=$(sed -n 's/^# raw runs: .*client stderr: \([^ ]*\).*/\1/p' "$out/run_all.out" | tail -1)
 args=(--table "$out/run_all.out" --raw "$raw_jsonl" --stderr-log "$stderr_log" --callgrind "$cg"
   --cg-n "$CG_N1" "$CG_N2" --rss "$out/rss.jsonl" --out "$report" --started "$started"
-  --run-all-seconds "$t_run_all" --peer-bench "$PB" --commit "$commit" --dirty "$dirty" --load "$load")
+  --run-all-seconds "$t_run_all" --peer-bench "$PB" --commit "$commit" --dirty "$dirty" --load "$load"
+  --http "$out/http.jsonl" --http-stderr-log "$out/http.stderr")
 [ $quick = 1 ] && args+=(--quick)
 # kept so that the report can be written again from this run's outputs (after editing its analysis)
 printf '#!/usr/bin/env bash\ncd %q && exec python3 benches/report.py%s\n' "$root" "$(printf ' %q' "${args[@]}")" >"$out/report.sh"

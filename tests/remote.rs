@@ -321,6 +321,45 @@ fn sessions_headers_and_the_delete_on_close() {
 }
 
 #[test]
+fn an_answer_comes_at_once_and_its_stream_is_read_to_the_end_keeping_the_connection() {
+    // echo_kept ends its response stream 0.5 s after the answer, on a kept-alive connection: the
+    // call returns with the answer, and the stream is read on to its end, so the next calls
+    // reuse the connection (a stream dropped before its end closes its connection).
+    let peer = fault_http();
+    let (c, _) = connect(
+        json!({"type": "http", "url": fault_url(&peer, "/mcp")}),
+        json!({}),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300)); // the GET stream's attempt (405) is over
+    let before = stats(&c)["connections"].as_u64().unwrap();
+    for i in 0..3 {
+        let t = Instant::now();
+        let r = call(
+            &c,
+            "echo_kept",
+            json!({"message": i.to_string()}),
+            json!({}),
+        )
+        .unwrap();
+        assert_eq!(text_of(&r), format!("Echo: {i}"));
+        let took = t.elapsed();
+        assert!(
+            took < Duration::from_millis(400),
+            "the answer waited for the stream's end: {took:?}"
+        );
+        std::thread::sleep(Duration::from_millis(800)); // past the stream's end
+    }
+    let s = stats(&c);
+    assert_eq!(
+        s["connections"].as_u64().unwrap(),
+        before,
+        "no new connection after the first stats call: {s}"
+    );
+    block_on(c.close());
+}
+
+#[test]
 fn a_lost_session_is_renewed_and_the_call_succeeds() {
     let peer = fault_http();
     let (c, _) = connect(

@@ -2,6 +2,7 @@
  *
  *   mcplug_client SERVER SCEN [N] [CONC] [SIZE]
  *
+ * SERVER is the stdio server's command, or an http:// or https:// URL: a Streamable HTTP server.
  * SCEN s1: spawn + initialize + tools/list, prints {"ttl_ms"} (time since MCPB_T0, the launch);
  *      s2: N sequential echo calls, prints p50/p99 latency, calls/s, VmHWM and client CPU per call;
  *      s3: N calls with CONC in flight on ONE connection, from one thread: started calls
@@ -356,18 +357,20 @@ static char *payload(size_t size) {
   return b;
 }
 
-/* the server entry as JSON: {"command": SERVER, "args": []}, SERVER escaped */
+/* the server entry as JSON, SERVER escaped: {"type": "http", "url": SERVER} for an http(s) URL
+ * (Streamable HTTP, as peer-bench's clients read it), else {"command": SERVER, "args": []} */
 static char *server_json(const char *cmd) {
   size_t n = strlen(cmd);
+  int http = strncmp(cmd, "http://", 7) == 0 || strncmp(cmd, "https://", 8) == 0;
   char *j = malloc(n * 6 + 64), *w = j;
   if (!j) die("server_json", "out of memory");
-  w += sprintf(w, "{\"command\":\"");
+  w += sprintf(w, http ? "{\"type\":\"http\",\"url\":\"" : "{\"command\":\"");
   for (const unsigned char *c = (const unsigned char *)cmd; *c; c++) {
     if (*c == '"' || *c == '\\') { *w++ = '\\'; *w++ = (char)*c; }
     else if (*c < 0x20) w += sprintf(w, "\\u%04x", *c);
     else *w++ = (char)*c;
   }
-  strcpy(w, "\",\"args\":[]}");
+  strcpy(w, http ? "\"}" : "\",\"args\":[]}");
   return j;
 }
 

@@ -1,5 +1,6 @@
 // peer-bench client for mcplug over its Node binding (bindings/node).
 //   node mcplug_client.js SERVER SCEN [N] [CONC] [SIZE]
+// SERVER is the stdio server's command, or an http:// or https:// URL (a Streamable HTTP server).
 // Prints one JSON line, as peer-bench's node/client.mjs does (see /work/shared/peer-bench/README.md).
 // S3 runs CONC concurrent promises on one Client. callTool is a started call (written from the JS
 // thread, settled by a completion event the event loop picks up): no threadpool hop per call.
@@ -27,7 +28,8 @@ function payload(size) {
 function emit(obj) { console.log(JSON.stringify({ client: 'mcplug-node', scenario: scen, ...obj })); }
 
 async function main() {
-  const client = await Client.connect({ command: server, args: [] });
+  const entry = /^https?:\/\//.test(server) ? { type: 'http', url: server } : { command: server, args: [] };
+  const client = await Client.connect(entry);
   try {
     const tools = await client.listTools();
     const tList = process.env.MCPB_T0

@@ -2,6 +2,7 @@
 
     python mcplug_client.py SERVER SCEN [N] [CONC] [SIZE]
 
+SERVER is the stdio server's command, or an http:// or https:// URL (a Streamable HTTP server).
 Prints one JSON line, as peer-bench's py/client.py does (see /work/shared/peer-bench/README.md).
 S3 (CONC calls in flight on one connection) uses CONC threads sharing one sync Client: ctypes
 releases the GIL during the blocking library call, so the threads really overlap. MCPB_PY_S3=aio
@@ -37,8 +38,15 @@ def payload(size):
     return "".join(a[(i * 7 + i // 63) % len(a)] for i in range(size))
 
 
+def entry(server):
+    """the server entry: Streamable HTTP for a URL, as peer-bench's clients read SERVER"""
+    if server.startswith(("http://", "https://")):
+        return {"type": "http", "url": server}
+    return {"command": server, "args": []}
+
+
 def main():
-    server, scen = sys.argv[1], sys.argv[2]
+    server, scen = entry(sys.argv[1]), sys.argv[2]
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 10000
     conc = int(sys.argv[4]) if len(sys.argv) > 4 else 64
     size = int(sys.argv[5]) if len(sys.argv) > 5 else 1 << 20
@@ -51,7 +59,7 @@ def main():
 
         return asyncio.run(s3_aio(server, n, conc, emit))
 
-    with mcplug.Client.connect({"command": server, "args": []}) as c:
+    with mcplug.Client.connect(server) as c:
         tools = c.list_tools()
         t0env = os.environ.get("MCPB_T0")
         ttl = (time.time_ns() - int(t0env)) / 1e6 if t0env else (time.perf_counter() - _T0) * 1e3
@@ -121,7 +129,7 @@ def main():
 async def s3_aio(server, n, conc, emit):
     import asyncio
 
-    c = await mcplug.aio.Client.connect({"command": server, "args": []})
+    c = await mcplug.aio.Client.connect(server)
     try:
         assert len(await c.list_tools()) >= 2
         for _ in range(200):

@@ -29,7 +29,7 @@ use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::task::AbortHandle;
@@ -46,6 +46,12 @@ const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 const MAX_RETRY: Duration = Duration::from_secs(30);
 /// Reconnections of one stream in a row that bring nothing before it is given up.
 const MAX_RESUMES: u32 = 3;
+/// How long a response stream is read on after its answer, for its end (see `drain`).
+const DRAIN: Duration = Duration::from_secs(1);
+/// At most this many response streams are read on after their answer at a time, in the whole
+/// process: each holds a connection (a server that never ends its streams would hold many).
+const MAX_DRAINING: usize = 16;
+static DRAINING: AtomicUsize = AtomicUsize::new(0);
 
 pub struct HttpTransport {
     me: Weak<HttpTransport>,
@@ -351,6 +357,7 @@ impl HttpTransport {
                             if deliver_answer {
                                 self.deliver(data);
                             }
+                            drain(events).await;
                             return Ok(Some(event.data.into_bytes()));
                         }
                         self.deliver(data);
@@ -610,6 +617,29 @@ impl HttpTransport {
 
 /// How long `notifications/initialized` waits for the GET stream's answer.
 const GET_STREAM_WAIT: Duration = Duration::from_millis(250);
+
+/// Reads a response stream on after its answer (already delivered) up to its end, which the
+/// server sends next, so that the connection goes back to the pool: a stream dropped before its
+/// end closes the connection, and the next POST pays for a new one (one call in ten against
+/// peer-bench's rmcp server, where the end often comes in a TCP segment of its own; more where
+/// Nagle holds it back). Bounded in time and in streams at once; what comes is ignored.
+async fn drain(mut events: Events) {
+    struct Slot;
+    impl Drop for Slot {
+        fn drop(&mut self) {
+            DRAINING.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+    if DRAINING.fetch_add(1, Ordering::Relaxed) >= MAX_DRAINING {
+        DRAINING.fetch_sub(1, Ordering::Relaxed);
+        return;
+    }
+    let _slot = Slot; // given back even when the request's task is aborted meanwhile
+    let _ = tokio::time::timeout(DRAIN, async {
+        while let Some(Ok(_)) = events.next().await {}
+    })
+    .await;
+}
 
 fn note_event(event: &Event, last_id: &mut Option<String>, retry: &mut Duration) {
     if let Some(id) = &event.id {

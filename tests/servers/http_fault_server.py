@@ -13,6 +13,8 @@ Prints "listening <port>" once it accepts connections. Endpoints:
   POST /locked      HTTP 401 with a WWW-Authenticate challenge (a server that needs OAuth)
 Tools (tools/call):
   echo {message}          SSE answer with event ids: "Echo: <message>"
+  echo_kept {message}     the same, on a connection kept alive (chunked), the stream's end
+                          0.5 s after the answer
   cut_echo {message}      SSE: a priming event (id, retry: 100), a progress notification (id),
                           then the connection is cut before the answer; a GET with
                           Last-Event-ID gets the answer
@@ -23,7 +25,7 @@ Tools (tools/call):
   big_sse {bytes}         the same as one SSE event
   fail500 {}              HTTP 500 with a text body
   restart {}              forgets every session (as a restarted server would), then answers
-  stats {}                {"initializes", "deletes", "resumes", "sessions", "headers": {...}}
+  stats {}                {"initializes", "deletes", "resumes", "connections", "sessions", "headers": {...}}
                           (headers: the last request's MCP headers and X-Test)
 """
 import json
@@ -36,14 +38,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 PORT = int(sys.argv[1])
 lock = threading.Lock()
 sessions = set()
-stats = {"initializes": 0, "deletes": 0, "resumes": 0}
+stats = {"initializes": 0, "deletes": 0, "resumes": 0, "connections": 0}
 last_headers = {}
 # Answers waiting for a resuming GET, by the last event id the client saw.
 parked = {}
 
 TOOLS = [
     {"name": n, "inputSchema": {"type": "object"}}
-    for n in ["echo", "cut_echo", "cut_noid", "slow", "endless", "big", "big_sse", "fail500", "restart", "stats"]
+    for n in ["echo", "echo_kept", "cut_echo", "cut_noid", "slow", "endless", "big", "big_sse", "fail500", "restart", "stats"]
 ]
 
 
@@ -60,6 +62,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+    def setup(self):
+        super().setup()
+        with lock:
+            stats["connections"] += 1  # TCP connections accepted
 
     def json_reply(self, status, body, headers=None):
         data = json.dumps(body).encode() if body is not None else b""
@@ -183,6 +190,17 @@ class Handler(BaseHTTPRequestHandler):
             self.sse_start()
             self.sse(None, eid="e1")
             self.sse(text(rid, "Echo: " + args.get("message", "")), eid="e2")
+        elif name == "echo_kept":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            event = ("id: k1\ndata: " + json.dumps(text(rid, "Echo: " + args.get("message", ""))) + "\n\n").encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+            self.wfile.flush()
+            time.sleep(0.5)
+            self.wfile.write(b"0\r\n\r\n")  # the stream's end; the connection stays open
+            self.wfile.flush()
         elif name == "cut_echo":
             eid = uuid.uuid4().hex
             with lock:
