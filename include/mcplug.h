@@ -665,6 +665,40 @@ enum mcplug_status mcplug_manager_set_tools(struct mcplug_manager *manager,
                                             char **out);
 
 /**
+ * Starts a tool call by its pool name without waiting (as `mcplug_client_call_tool_start`): on
+ * `MCPLUG_OK`, `*call` is the call's number and `*out` is NULL; the outcome arrives exactly
+ * once in the manager's events as `{"type": "completion", "call": N, "result": {...}}` (the
+ * result as `mcplug_manager_call_tool` returns it) or `{"type": "completion", "call": N,
+ * "error": {...}}` — also when the manager closes, before its `closed` event. A thread of the
+ * host is not held while the call runs. Errors at once: `not_found` (no such pool name),
+ * `invalid_argument` (bad arguments or options), `closed`.
+ */
+enum mcplug_status mcplug_manager_call_tool_start(struct mcplug_manager *manager,
+                                                  const char *pool_name,
+                                                  const char *arguments_json,
+                                                  const char *options_json,
+                                                  uint64_t *call,
+                                                  char **out);
+
+/**
+ * Cancels a started call: its completion event carries a `cancelled` error (unless its outcome
+ * came first). `out`: `{"cancelled": true}`, or `false` when no call of that number is in flight.
+ */
+enum mcplug_status mcplug_manager_cancel_call(struct mcplug_manager *manager,
+                                              uint64_t call,
+                                              char **out);
+
+/**
+ * Like `mcplug_manager_next_event`, but once one event came, takes up to `max_events` (0 counts
+ * as one) without waiting more: `out` is a JSON array of events. Same statuses. An array
+ * shorter than `max_events` means the queue was empty after it.
+ */
+enum mcplug_status mcplug_manager_next_events(struct mcplug_manager *manager,
+                                              uint32_t max_events,
+                                              int32_t timeout_ms,
+                                              char **out);
+
+/**
  * Waits up to `timeout_ms` (negative: forever; 0: only looks) for the next event of any
  * server: every event of `mcplug_client_next_event` with `"server": "<name>"` added (request
  * events get ids of the manager's own, unique across servers, for `mcplug_manager_respond`),
@@ -673,7 +707,8 @@ enum mcplug_status mcplug_manager_set_tools(struct mcplug_manager *manager,
  * names], "pool": [every pool name]}` after a server's `notifications/tools/list_changed`, and
  * `{"type": "removed", "server"}`, `{"type": "resources_changed" | "prompts_changed", "server"}`
  * (after the server's list_changed notification for them: list them again), and the `tools/call`
- * requests of in-process servers (see `mcplug_manager_set_tools`). The last event is
+ * requests of in-process servers (see `mcplug_manager_set_tools`), and the `completion` events of
+ * started calls (`mcplug_manager_call_tool_start`). The last event is
  * `{"type": "closed"}` once the manager is
  * closed. Returns `MCPLUG_OK`, `MCPLUG_TIMEOUT`, or `MCPLUG_CLOSED` (closed, every event pulled).
  */

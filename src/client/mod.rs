@@ -17,7 +17,7 @@ mod mrtr;
 mod negotiate;
 mod request;
 mod schema;
-mod started;
+pub(crate) mod started;
 mod tasks;
 
 use request::{Body, Send};

@@ -545,7 +545,7 @@ impl Shared {
 }
 
 /// `{"type":"completion","call":N,"result":...}`, the result copied as the server's text.
-fn completion_text(call: u64, outcome: &Result<RawJson>) -> String {
+pub(crate) fn completion_text(call: u64, outcome: &Result<RawJson>) -> String {
     match outcome {
         Ok(result) => {
             let result = result.as_str();

@@ -409,6 +409,76 @@ fn error_of(e: &Value) -> Error {
     err
 }
 
+/// Starts a tool call by its pool name without waiting (as `mcplug_client_call_tool_start`): on
+/// `MCPLUG_OK`, `*call` is the call's number and `*out` is NULL; the outcome arrives exactly
+/// once in the manager's events as `{"type": "completion", "call": N, "result": {...}}` (the
+/// result as `mcplug_manager_call_tool` returns it) or `{"type": "completion", "call": N,
+/// "error": {...}}` — also when the manager closes, before its `closed` event. A thread of the
+/// host is not held while the call runs. Errors at once: `not_found` (no such pool name),
+/// `invalid_argument` (bad arguments or options), `closed`.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_call_tool_start(
+    manager: *mut mcplug_manager,
+    pool_name: *const c_char,
+    arguments_json: *const c_char,
+    options_json: *const c_char,
+    call: *mut u64,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    super::boundary::ffi_boundary_quiet!(out, {
+        let h = enter(manager)?;
+        // SAFETY: the caller passes NULL or a writable pointer (the header's convention).
+        let call = unsafe { call.as_mut() }
+            .ok_or_else(|| Error::invalid("`call` (the call number out-parameter) is NULL"))?;
+        let name = str_arg(pool_name, "pool_name")?;
+        let args = raw_object_arg(arguments_json, "arguments_json")?.map(|a| a.to_owned());
+        let opts = call_options(options_json)?;
+        *call = h.0.manager.call_tool_start(name, args, opts)?;
+        Ok(())
+    })
+}
+
+/// Cancels a started call: its completion event carries a `cancelled` error (unless its outcome
+/// came first). `out`: `{"cancelled": true}`, or `false` when no call of that number is in flight.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_cancel_call(
+    manager: *mut mcplug_manager,
+    call: u64,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        Ok(serde_json::json!({"cancelled": h.0.manager.cancel_call(call)}).to_string())
+    })
+}
+
+/// Like `mcplug_manager_next_event`, but once one event came, takes up to `max_events` (0 counts
+/// as one) without waiting more: `out` is a JSON array of events. Same statuses. An array
+/// shorter than `max_events` means the queue was empty after it.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_next_events(
+    manager: *mut mcplug_manager,
+    max_events: u32,
+    timeout_ms: i32,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        match h
+            .0
+            .manager
+            .next_events(max_events as usize, wait_of(timeout_ms.into()))
+        {
+            Pulled::Event(text) => Ok(text),
+            Pulled::TimedOut => Err(Error::timeout(format!("no event within {timeout_ms} ms"))),
+            Pulled::Closed => Err(Error::new(
+                ErrorKind::Closed,
+                "the manager is closed and every event was delivered",
+            )),
+        }
+    })
+}
+
 /// Waits up to `timeout_ms` (negative: forever; 0: only looks) for the next event of any
 /// server: every event of `mcplug_client_next_event` with `"server": "<name>"` added (request
 /// events get ids of the manager's own, unique across servers, for `mcplug_manager_respond`),
@@ -417,7 +487,8 @@ fn error_of(e: &Value) -> Error {
 /// names], "pool": [every pool name]}` after a server's `notifications/tools/list_changed`, and
 /// `{"type": "removed", "server"}`, `{"type": "resources_changed" | "prompts_changed", "server"}`
 /// (after the server's list_changed notification for them: list them again), and the `tools/call`
-/// requests of in-process servers (see `mcplug_manager_set_tools`). The last event is
+/// requests of in-process servers (see `mcplug_manager_set_tools`), and the `completion` events of
+/// started calls (`mcplug_manager_call_tool_start`). The last event is
 /// `{"type": "closed"}` once the manager is
 /// closed. Returns `MCPLUG_OK`, `MCPLUG_TIMEOUT`, or `MCPLUG_CLOSED` (closed, every event pulled).
 #[no_mangle]

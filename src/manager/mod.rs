@@ -89,6 +89,9 @@ struct Inner {
     id: u64,
     /// Calls of in-process (sdk) servers' tools waiting for the host's answer, by event id.
     host_calls: Mutex<HashMap<String, HostCall>>,
+    /// Started calls in flight: their number and their own cancel.
+    started: Mutex<HashMap<u64, Arc<cancel::CancelSignal>>>,
+    next_call: AtomicU64,
 }
 
 /// A host tool call in flight: its server, and where the host's answer goes.
@@ -182,6 +185,8 @@ impl Manager {
                 changed: tokio::sync::Notify::new(),
                 id: NEXT_MANAGER.fetch_add(1, Ordering::Relaxed),
                 host_calls: Mutex::new(HashMap::new()),
+                started: Mutex::new(HashMap::new()),
+                next_call: AtomicU64::new(1),
             }),
         }
     }
@@ -505,6 +510,57 @@ impl Manager {
         Ok(server.status(&pool))
     }
 
+    /// Starts a call by pool name without waiting: the outcome arrives once as the event
+    /// `{"type": "completion", "call": N, "result" | "error"}` (also when the manager closes).
+    /// A pool name that is not in the pool is refused at once.
+    pub fn call_tool_start(
+        &self,
+        pool_name: &str,
+        arguments: Option<Box<RawValue>>,
+        mut options: CallOptions,
+    ) -> Result<u64> {
+        let inner = &self.inner;
+        inner.check_open()?;
+        if inner.pool.read().get(pool_name).is_none() {
+            return Err(inner.unknown_tool(pool_name));
+        }
+        let call = inner.next_call.fetch_add(1, Ordering::Relaxed);
+        let signal = cancel::CancelSignal::new();
+        options.own_cancel = Some(crate::client::options::OwnCancel(signal.clone()));
+        inner.started.lock().insert(call, signal);
+        let me = Manager {
+            inner: inner.clone(),
+        };
+        let name = pool_name.to_string();
+        crate::runtime::spawn(async move {
+            let outcome = me.call_tool(&name, arguments.as_deref(), &options).await;
+            // Queued before the call leaves `started`: close waits for that to send `closed`.
+            me.inner.events.push_text(
+                crate::client::started::completion_text(call, &outcome),
+                false,
+            );
+            me.inner.started.lock().remove(&call);
+        });
+        Ok(call)
+    }
+
+    /// Cancels a started call (its completion carries a `cancelled` error); false when no call
+    /// of that number is in flight.
+    pub fn cancel_call(&self, call: u64) -> bool {
+        match self.inner.started.lock().get(&call) {
+            Some(signal) => {
+                signal.fire();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Up to `max` events at once (see `EventQueue::pull_many`).
+    pub fn next_events(&self, max: usize, wait: Option<Duration>) -> Pulled {
+        self.inner.events.pull_many(max, wait)
+    }
+
     /// The next event of any server (`None`: wait forever).
     pub fn next_event(&self, wait: Option<Duration>) -> Pulled {
         self.inner.events.pull(wait)
@@ -613,6 +669,14 @@ impl Manager {
         let servers: Vec<Arc<Server>> = inner.servers.lock().clone();
         let stops = servers.iter().map(|s| inner.stop(s, None));
         futures_util::future::join_all(stops).await;
+        // Started calls end with their connections; their completions come before `closed`.
+        for signal in inner.started.lock().values() {
+            signal.fire();
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !inner.started.lock().is_empty() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
         inner.events.close_with(Some(
             &json!({"type": "closed", "reason": "the manager was closed by the host"}),
         ));
@@ -1135,13 +1199,11 @@ impl Inner {
             .ok()
             .and_then(|o| o.tool_timeout);
         let limit = options.timeout.or(default_timeout);
-        let guard = options.tag.as_deref().map(cancel::register);
-        let cancelled = async {
-            match &guard {
-                Some(g) => g.signal.fired().await,
-                None => std::future::pending().await,
-            }
+        let cancels = cancel::Cancels {
+            tag: options.tag.as_deref().map(cancel::register),
+            own: options.own_cancel.as_ref().map(|o| o.0.clone()),
         };
+        let cancelled = cancels.fired();
         let expired = async {
             match limit {
                 Some(d) => tokio::time::sleep(d).await,

@@ -163,6 +163,64 @@ static void in_process(void) {
     drop(&out);
 }
 
+/* Started calls: many in flight from this one thread, completions pulled in batches; a cancel. */
+static void started_calls(void) {
+    enum { N = 20 };
+    uint64_t calls[N], cancel_me = 0;
+    int seen[N] = {0}, done = 0, i, cancelled_seen = 0;
+    char args[128], *out = NULL;
+    mcplug_status st;
+    double until;
+    for (i = 0; i < N; i++) {
+        snprintf(args, sizeof args, "{\"message\":\"started %d\"}", i);
+        st = mcplug_manager_call_tool_start(M, i % 2 ? "mcp__fault__echo" : "mcp__everything__echo", args, NULL, &calls[i], &out);
+        if (st != MCPLUG_OK || out != NULL) break;
+    }
+    CHECK_OUT(i == N, out, "%d calls started on two servers, out NULL each time", N);
+    drop(&out);
+    st = mcplug_manager_call_tool_start(M, "mcp__nowhere__x", NULL, NULL, &cancel_me, &out);
+    CHECK_OUT(st == MCPLUG_NOT_FOUND && contains(out, "mcp__nowhere__x"), out, "an unknown pool name is refused at once");
+    drop(&out);
+    st = mcplug_manager_call_tool_start(M, "mcp__in_process__echo", "{}", NULL, &cancel_me, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "a call the host will not answer, started");
+    st = mcplug_manager_call_tool_start(M, "mcp__fault__echo", "{\"message\":", NULL, &calls[0], &out);
+    CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && contains(out, "arguments_json"), out, "bad arguments are refused at once");
+    drop(&out);
+    until = now_s() + bound_s(20);
+    while ((done < N || !cancelled_seen) && now_s() < until) {
+        const char *at;
+        st = mcplug_manager_next_events(M, 64, 1000, &out);
+        if (st != MCPLUG_OK) { drop(&out); continue; }
+        if (!cancelled_seen && contains(out, "\"method\":\"tools/call\"") && contains(out, "\"server\":\"in.process\"")) {
+            char *r = NULL;
+            mcplug_manager_cancel_call(M, cancel_me, &r);
+            CHECK_OUT(r && contains(r, "\"cancelled\":true"), r, "cancel_call of the host call in flight");
+            drop(&r);
+        }
+        for (at = strstr(out, "\"type\":\"completion\""); at; at = strstr(at + 1, "\"type\":\"completion\"")) {
+            unsigned long long n = strtoull(strstr(at, "\"call\":") + 7, NULL, 10);
+            if (n == cancel_me) {
+                CHECK_OUT(strstr(at, "\"kind\":\"cancelled\"") != NULL, out, "the cancelled call completes with a cancelled error");
+                cancelled_seen = 1;
+                continue;
+            }
+            for (i = 0; i < N; i++) {
+                if (calls[i] == n) {
+                    char want[64];
+                    snprintf(want, sizeof want, "Echo: started %d\"", i);
+                    if (!seen[i] && strstr(at, want) != NULL) { seen[i] = 1; done++; }
+                }
+            }
+        }
+        drop(&out);
+    }
+    CHECK(done == N, "every started call completed once with its own answer (%d of %d)", done, N);
+    CHECK(cancelled_seen, "the cancelled one too");
+    st = mcplug_manager_cancel_call(M, calls[1], &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"cancelled\":false"), out, "cancelling a finished call says false");
+    drop(&out);
+}
+
 /* Tool search, resources and prompts across servers. */
 static void catalogue(void) {
     char *out = NULL, uri[512] = {0};
@@ -491,6 +549,7 @@ int main(void) {
     }
 
     catalogue();
+    started_calls();
     in_process();
     terminal_errors();
 
