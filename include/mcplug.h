@@ -195,6 +195,11 @@ enum mcplug_status mcplug_client_connect(const char *server_json,
  * `notifications/tools/list_changed` forgets it all). A schema that does not compile is not
  * used, and the host gets the event `{"type": "warning", "reason": "invalid_schema", "tool",
  * "schema": "outputSchema"|"inputSchema", "message"}`.
+ * Streamable HTTP in the 2026-07-28 era (SEP-2243): a tool whose `x-mcp-header` annotations are
+ * invalid (empty, not an HTTP token, on a property that is not string/integer/boolean or not
+ * reached through `properties` alone, duplicated without regard to case) is left out of the
+ * result, the rest kept byte for byte, and the host gets the event `{"type": "warning",
+ * "reason": "invalid_tool_headers", "tool", "message"}` once per tool and reason.
  */
 enum mcplug_status mcplug_client_list_tools(struct mcplug_client *client,
                                             const char *options_json,
@@ -232,6 +237,15 @@ enum mcplug_status mcplug_client_list_tools(struct mcplug_client *client,
  * still there. With `validate_arguments`, arguments that break the `inputSchema` are
  * `MCPLUG_INVALID_ARGUMENT` (with `data` `{"tool", "errors"}`) and nothing is sent. A tool
  * never seen listed is not checked (no `tools/list` is sent for it).
+ *
+ * Custom headers (Streamable HTTP, 2026-07-28 era, SEP-2243): the arguments of the properties
+ * the tool's last listed `inputSchema` marks `"x-mcp-header": "<Name>"` also go as request
+ * headers `Mcp-Param-<Name>` (strings as they are, integers in decimal, booleans
+ * `true`/`false`, `=?base64?...?=` for what is not plain ASCII or has a space at an end; none
+ * for a null or missing argument). A tool never listed goes without them; when the server
+ * answers -32020 (header mismatch: the tool is unknown here or its schema changed), the tools
+ * are listed again and the call is sent once more. A tool left out of `tools/list` for invalid
+ * annotations is refused: `MCPLUG_INVALID_ARGUMENT`, `data` `{"tool", "reason"}`.
  */
 enum mcplug_status mcplug_client_call_tool(struct mcplug_client *client,
                                            const char *name,

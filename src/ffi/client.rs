@@ -126,6 +126,11 @@ pub unsafe extern "C" fn mcplug_client_connect(
 /// `notifications/tools/list_changed` forgets it all). A schema that does not compile is not
 /// used, and the host gets the event `{"type": "warning", "reason": "invalid_schema", "tool",
 /// "schema": "outputSchema"|"inputSchema", "message"}`.
+/// Streamable HTTP in the 2026-07-28 era (SEP-2243): a tool whose `x-mcp-header` annotations are
+/// invalid (empty, not an HTTP token, on a property that is not string/integer/boolean or not
+/// reached through `properties` alone, duplicated without regard to case) is left out of the
+/// result, the rest kept byte for byte, and the host gets the event `{"type": "warning",
+/// "reason": "invalid_tool_headers", "tool", "message"}` once per tool and reason.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_client_list_tools(
     client: *mut mcplug_client,
@@ -171,6 +176,15 @@ pub unsafe extern "C" fn mcplug_client_list_tools(
 /// still there. With `validate_arguments`, arguments that break the `inputSchema` are
 /// `MCPLUG_INVALID_ARGUMENT` (with `data` `{"tool", "errors"}`) and nothing is sent. A tool
 /// never seen listed is not checked (no `tools/list` is sent for it).
+///
+/// Custom headers (Streamable HTTP, 2026-07-28 era, SEP-2243): the arguments of the properties
+/// the tool's last listed `inputSchema` marks `"x-mcp-header": "<Name>"` also go as request
+/// headers `Mcp-Param-<Name>` (strings as they are, integers in decimal, booleans
+/// `true`/`false`, `=?base64?...?=` for what is not plain ASCII or has a space at an end; none
+/// for a null or missing argument). A tool never listed goes without them; when the server
+/// answers -32020 (header mismatch: the tool is unknown here or its schema changed), the tools
+/// are listed again and the call is sent once more. A tool left out of `tools/list` for invalid
+/// annotations is refused: `MCPLUG_INVALID_ARGUMENT`, `data` `{"tool", "reason"}`.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_client_call_tool(
     client: *mut mcplug_client,

@@ -17,6 +17,10 @@ Tools:
   result); unschemable {} -> declares an outputSchema that does not compile ({"x": {"type": 12}})
   and answers text; calls {} -> the names of the tools called so far (to show a call was never
   sent).
+  Custom headers (SEP-2243; over Streamable HTTP the SDK checks them, -32020 when they do not
+  match the schema): route {region, query} -> "routed <query> to <region>", region annotated
+  `x-mcp-header: Region`; rezone {} -> route's header becomes `Zone` (answers then
+  "routed <query> to zone <region>").
   Through the SDK's resolvers (`Resolve(...)`), one round per question:
   greet {}           -> elicits {name}, answers "Hello, <name>!"
   summarize {text}   -> samples the client's model, answers "model said: <text of the answer>"
@@ -64,7 +68,7 @@ from mcp_types import (
     SamplingMessage,
     TextContent,
 )
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 # Logging is deprecated in 2026-07-28 but still served; the tests exercise it on purpose.
 warnings.simplefilter("ignore")
@@ -251,6 +255,28 @@ def forecast(city: str) -> Forecast:
     """A forecast as structured content that matches the tool's outputSchema."""
     CALLS.append("forecast")
     return {"temperature": 21.5, "sky": "clear over " + city}
+
+
+def _route(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})], query: str) -> str:
+    """Routes a query to a region; `region` is mirrored into Mcp-Param-Region (SEP-2243)."""
+    return f"routed {query} to {region}"
+
+
+def _route_zone(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Zone"})], query: str) -> str:
+    """Routes a query to a region; `region` is mirrored into Mcp-Param-Zone (SEP-2243)."""
+    return f"routed {query} to zone {region}"
+
+
+server.add_tool(_route, name="route")
+
+
+@server.tool()
+def rezone() -> str:
+    """Re-registers `route` with its header renamed Mcp-Param-Zone (its schema changes under
+    the client, without a list_changed)."""
+    server.remove_tool("route")
+    server.add_tool(_route_zone, name="route")
+    return "rezoned"
 
 
 @server.tool()
