@@ -17,6 +17,7 @@ mod mrtr;
 mod negotiate;
 mod request;
 mod schema;
+mod skills;
 mod started;
 mod tasks;
 mod tool_headers;
@@ -102,6 +103,8 @@ struct Shared {
     schemas: schema::ToolSchemas,
     /// Streamable HTTP: the tools' `x-mcp-header` parameters (see `tool_headers`).
     param_headers: Option<Arc<crate::transport::param_headers::ParamHeaders>>,
+    /// The skills extension: held entries and loaded skills (see `skills`).
+    skills: skills::Skills,
 }
 
 /// The negotiated era, and for the modern era the request `_meta` entries, serialized once.
@@ -139,6 +142,7 @@ impl Client {
             last_invalid: Mutex::new(None),
             schemas: schema::ToolSchemas::default(),
             param_headers: matches!(spec, ServerSpec::Http { .. }).then(Default::default),
+            skills: Default::default(),
         });
         let sink: Weak<dyn Inbound> = Arc::downgrade(&shared) as Weak<dyn Inbound>;
         let transport: Arc<dyn Transport> = match spec {
