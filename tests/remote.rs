@@ -281,6 +281,37 @@ fn tool_arguments_ride_in_headers_and_a_mismatch_lists_the_tools_again() {
     let url = format!("http://127.0.0.1:{}/mcp", peer.port);
     let (c, info) = connect(json!({"type": "http", "url": url}), json!({})).unwrap();
     assert_eq!(info["era"], "modern", "{info}");
+    // A tool whose annotation is invalid is left out of the listing, with a warning event, and
+    // refused when called by name.
+    let names = tool_names(&c);
+    assert!(names.iter().any(|n| n == "route"), "{names:?}");
+    assert!(!names.iter().any(|n| n == "bad_header"), "{names:?}");
+    let warning = loop {
+        match c.next_event(Some(Duration::from_secs(5))) {
+            Pulled::Event(e) => {
+                let e: Value = serde_json::from_str(&e).unwrap();
+                if e["type"] == "warning" && e["reason"] != "invalid_schema" {
+                    break e;
+                }
+            }
+            _ => panic!("no warning event"),
+        }
+    };
+    assert_eq!(warning["reason"], "invalid_tool_headers", "{warning}");
+    assert_eq!(warning["tool"], "bad_header", "{warning}");
+    assert!(
+        warning["message"].as_str().unwrap().contains("Bad Name"),
+        "{warning}"
+    );
+    let e = call(&c, "bad_header", json!({"value": "v"}), json!({})).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidArgument, "{e:?}");
+    // The listing again: no second warning for the same tool and reason.
+    tool_names(&c);
+    while let Pulled::Event(e) = c.next_event(Some(Duration::from_millis(200))) {
+        assert!(!e.contains("invalid_tool_headers"), "warned twice: {e}");
+    }
+    block_on(c.close());
+    let (c, _) = connect(json!({"type": "http", "url": url}), json!({})).unwrap();
     // Never listed on this connection: sent without Mcp-Param-Region, which the server refuses
     // (-32020); the client lists the tools and sends the call again, with the header.
     let r = call(

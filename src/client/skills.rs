@@ -458,10 +458,12 @@ fn resolve(entry: &Entry, file: &str) -> Result<String> {
     for seg in file.split('/') {
         match seg {
             "" | "." => {}
-            ".." => return Err(Error::invalid(format!(
+            ".." => {
+                return Err(Error::invalid(format!(
                 "file {file:?}: `..` may not leave the skill's directory; name files inside {:?}",
                 entry.root
-            ))),
+            )))
+            }
             s => parts.push(s),
         }
     }

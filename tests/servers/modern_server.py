@@ -20,7 +20,8 @@ Tools:
   Custom headers (SEP-2243; over Streamable HTTP the SDK checks them, -32020 when they do not
   match the schema): route {region, query} -> "routed <query> to <region>", region annotated
   `x-mcp-header: Region`; rezone {} -> route's header becomes `Zone` (answers then
-  "routed <query> to zone <region>").
+  "routed <query> to zone <region>"); bad_header {value} lists `x-mcp-header: "Bad Name"` (not an
+  HTTP token: an HTTP client must leave it out of tools/list; stdio may list it).
   Through the SDK's resolvers (`Resolve(...)`), one round per question:
   greet {}           -> elicits {name}, answers "Hello, <name>!"
   summarize {text}   -> samples the client's model, answers "model said: <text of the answer>"
@@ -274,13 +275,23 @@ unschemable_tool = Tool.from_function(unschemable)
 # schema is no schema.
 unschemable_tool.fn_metadata.output_schema = {"type": "object", "properties": {"x": {"type": 12}}}
 
+def bad_header(value: str) -> str:
+    """Lists an x-mcp-header that is no HTTP token (set below: the SDK refuses it at
+    registration), so a Streamable HTTP client must leave the tool out."""
+    return "called anyway: " + value
+
+
+bad_header_tool = Tool.from_function(bad_header)
+bad_header_tool.parameters = {"type": "object", "required": ["value"],
+                              "properties": {"value": {"type": "string", "x-mcp-header": "Bad Name"}}}
+
 CANCELLED: list[str] = []
 server = MCPServer(
     name="modern-test-server",
     version="1.0.0",
     instructions="mcplug modern-era test server",
     extensions=[Tasks(), Skills()],
-    tools=[misreport_tool, unschemable_tool],
+    tools=[misreport_tool, unschemable_tool, bad_header_tool],
 )
 
 # Channels are an experimental capability; the SDK builds capabilities without one, so add it
@@ -332,6 +343,7 @@ def _route_zone(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": 
 
 
 server.add_tool(_route, name="route")
+
 
 
 @server.tool()
