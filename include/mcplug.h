@@ -195,6 +195,11 @@ enum mcplug_status mcplug_client_connect(const char *server_json,
  * `notifications/tools/list_changed` forgets it all). A schema that does not compile is not
  * used, and the host gets the event `{"type": "warning", "reason": "invalid_schema", "tool",
  * "schema": "outputSchema"|"inputSchema", "message"}`.
+ * Streamable HTTP in the 2026-07-28 era (SEP-2243): a tool whose `x-mcp-header` annotations are
+ * invalid (empty, not an HTTP token, on a property that is not string/integer/boolean or not
+ * reached through `properties` alone, duplicated without regard to case) is left out of the
+ * result, the rest kept byte for byte, and the host gets the event `{"type": "warning",
+ * "reason": "invalid_tool_headers", "tool", "message"}` once per tool and reason.
  */
 enum mcplug_status mcplug_client_list_tools(struct mcplug_client *client,
                                             const char *options_json,
@@ -232,6 +237,15 @@ enum mcplug_status mcplug_client_list_tools(struct mcplug_client *client,
  * still there. With `validate_arguments`, arguments that break the `inputSchema` are
  * `MCPLUG_INVALID_ARGUMENT` (with `data` `{"tool", "errors"}`) and nothing is sent. A tool
  * never seen listed is not checked (no `tools/list` is sent for it).
+ *
+ * Custom headers (Streamable HTTP, 2026-07-28 era, SEP-2243): the arguments of the properties
+ * the tool's last listed `inputSchema` marks `"x-mcp-header": "<Name>"` also go as request
+ * headers `Mcp-Param-<Name>` (strings as they are, integers in decimal, booleans
+ * `true`/`false`, `=?base64?...?=` for what is not plain ASCII or has a space at an end; none
+ * for a null or missing argument). A tool never listed goes without them; when the server
+ * answers -32020 (header mismatch: the tool is unknown here or its schema changed), the tools
+ * are listed again and the call is sent once more. A tool left out of `tools/list` for invalid
+ * annotations is refused: `MCPLUG_INVALID_ARGUMENT`, `data` `{"tool", "reason"}`.
  */
 enum mcplug_status mcplug_client_call_tool(struct mcplug_client *client,
                                            const char *name,
@@ -387,6 +401,63 @@ enum mcplug_status mcplug_client_set_roots(struct mcplug_client *client,
 enum mcplug_status mcplug_client_set_log_level(struct mcplug_client *client,
                                                const char *level,
                                                char **out);
+
+/**
+ * The skills extension (SEP-2640, `io.modelcontextprotocol/skills`): `skills/list`, following
+ * pagination to the end; `out` is `{"skills": [...]}`, each entry as the server sent it
+ * (`{"uri": ".../SKILL.md", "frontmatter", "resources": [{"uri", "digest", "size"}] |
+ * "dynamic"}`). Each entry becomes the one the client holds for that skill; no skill file is
+ * read (files are fetched only when a skill is loaded or read). Options: `timeout_ms` (per
+ * page), `tag`. Errors: `not_found` (the server does not declare the extension under
+ * `capabilities.extensions`), `rpc`, `timeout`, `cancelled`, `closed`, `protocol`.
+ */
+enum mcplug_status mcplug_client_list_skills(struct mcplug_client *client,
+                                             const char *options_json,
+                                             char **out);
+
+/**
+ * `skills/get`: the entry of the skill whose `SKILL.md` is at `uri`, listed or not; `out` is
+ * the entry, which the client holds for that skill from now on (a refresh after a verification
+ * failure). Options: `timeout_ms`, `tag`. Errors: as `mcplug_client_list_skills`; `rpc`
+ * (-32602) for a URI the server serves no skill at.
+ */
+enum mcplug_status mcplug_client_get_skill(struct mcplug_client *client,
+                                           const char *uri,
+                                           const char *options_json,
+                                           char **out);
+
+/**
+ * Loads a skill: reads its `SKILL.md` (`uri`) now, with `resources/read`, and verifies it
+ * against the entry held for it (`skills/get` first when none is): the byte length against
+ * the entry's `size`, the SHA-256 against its `digest`, and the YAML frontmatter field by
+ * field against its `frontmatter`. `out` is `{"uri", "name", "frontmatter", "text",
+ * "verified", "files": [uri, ...] | "dynamic"}`. A skill whose `resources` is `"dynamic"`
+ * cannot be verified by digest: it loads with `"verified": false` (frontmatter still
+ * compared). Nothing unverified is returned: a mismatch is `MCPLUG_INVALID_RESULT` with
+ * `data` `{"skill", "uri", "check": "size"|"digest"|"frontmatter", "expected", "actual"}`
+ * (refresh the entry with `mcplug_client_get_skill`, approve again, and load again). Other
+ * errors: `protocol` (an invalid entry: not loaded), `denied` (the entry is over the limits of
+ * a skill: 512 files, 16 MiB), and those of `mcplug_client_list_skills`.
+ */
+enum mcplug_status mcplug_client_load_skill(struct mcplug_client *client,
+                                            const char *uri,
+                                            const char *options_json,
+                                            char **out);
+
+/**
+ * Reads one file of a skill loaded on this connection (`skill`: its `SKILL.md` URI; `file`:
+ * the file's URI, or its path relative to the skill's directory, e.g. `references/FORMS.md`),
+ * verified against the entry the skill was loaded from. `out` is `{"uri", "mimeType", "text" |
+ * "blob", "verified"}`. A file that entry does not list is refused without being read, and a
+ * mismatch is `MCPLUG_INVALID_RESULT` (`check` `"unlisted"`, `"size"` or `"digest"`), as for
+ * `mcplug_client_load_skill`. Errors also: `not_found` (the skill is not loaded),
+ * `invalid_argument` (a path that leaves the skill's directory).
+ */
+enum mcplug_status mcplug_client_read_skill_file(struct mcplug_client *client,
+                                                 const char *skill,
+                                                 const char *file,
+                                                 const char *options_json,
+                                                 char **out);
 
 /**
  * Closes the connection without freeing the handle: pending calls fail with `MCPLUG_CLOSED`

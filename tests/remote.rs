@@ -273,6 +273,95 @@ fn the_modern_era_over_streamable_http() {
     }
 }
 
+/// SEP-2243 against the Python SDK, which checks `Mcp-Param-*` headers against the tool's schema
+/// and answers -32020 when they do not match: `route`'s `region` is annotated `x-mcp-header`.
+#[test]
+fn tool_arguments_ride_in_headers_and_a_mismatch_lists_the_tools_again() {
+    let peer = modern_http(&["--json"]);
+    let url = format!("http://127.0.0.1:{}/mcp", peer.port);
+    let (c, info) = connect(json!({"type": "http", "url": url}), json!({})).unwrap();
+    assert_eq!(info["era"], "modern", "{info}");
+    // A tool whose annotation is invalid is left out of the listing, with a warning event, and
+    // refused when called by name.
+    let names = tool_names(&c);
+    assert!(names.iter().any(|n| n == "route"), "{names:?}");
+    assert!(!names.iter().any(|n| n == "bad_header"), "{names:?}");
+    let warning = loop {
+        match c.next_event(Some(Duration::from_secs(5))) {
+            Pulled::Event(e) => {
+                let e: Value = serde_json::from_str(&e).unwrap();
+                if e["type"] == "warning" && e["reason"] != "invalid_schema" {
+                    break e;
+                }
+            }
+            _ => panic!("no warning event"),
+        }
+    };
+    assert_eq!(warning["reason"], "invalid_tool_headers", "{warning}");
+    assert_eq!(warning["tool"], "bad_header", "{warning}");
+    assert!(
+        warning["message"].as_str().unwrap().contains("Bad Name"),
+        "{warning}"
+    );
+    let e = call(&c, "bad_header", json!({"value": "v"}), json!({})).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidArgument, "{e:?}");
+    // The listing again: no second warning for the same tool and reason.
+    tool_names(&c);
+    while let Pulled::Event(e) = c.next_event(Some(Duration::from_millis(200))) {
+        assert!(!e.contains("invalid_tool_headers"), "warned twice: {e}");
+    }
+    block_on(c.close());
+    let (c, _) = connect(json!({"type": "http", "url": url}), json!({})).unwrap();
+    // Never listed on this connection: sent without Mcp-Param-Region, which the server refuses
+    // (-32020); the client lists the tools and sends the call again, with the header.
+    let r = call(
+        &c,
+        "route",
+        json!({"region": "eu-west1", "query": "q1"}),
+        json!({}),
+    )
+    .unwrap();
+    assert_eq!(text_of(&r), "routed q1 to eu-west1", "{r}");
+    // Known now: a value that is not plain ASCII (and ends in a space) goes base64-encoded, and
+    // the server decodes it to the body's value.
+    let r = call(
+        &c,
+        "route",
+        json!({"region": "Zürich ", "query": "q2"}),
+        json!({}),
+    )
+    .unwrap();
+    assert_eq!(text_of(&r), "routed q2 to Zürich ", "{r}");
+    // The schema changes under the client (no list_changed): the header it sends is stale, the
+    // server says so, and the call goes again with the new one.
+    call(&c, "rezone", json!({}), json!({})).unwrap();
+    let r = call(
+        &c,
+        "route",
+        json!({"region": "ap", "query": "q3"}),
+        json!({}),
+    )
+    .unwrap();
+    assert_eq!(text_of(&r), "routed q3 to zone ap", "{r}");
+    // The same through a started call (its answer comes as a completion event).
+    let (c2, _) = connect(json!({"type": "http", "url": url}), json!({})).unwrap();
+    let args = serde_json::value::to_raw_value(&json!({"region": "sa", "query": "q4"})).unwrap();
+    let n = block_on(c2.start_call_tool("route", Some(&args), &opts(json!({})))).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let done = loop {
+        assert!(Instant::now() < deadline, "no completion");
+        if let Pulled::Event(e) = c2.next_event(Some(Duration::from_secs(10))) {
+            let e: Value = serde_json::from_str(&e).unwrap();
+            if e["type"] == "completion" && e["call"] == n {
+                break e;
+            }
+        }
+    };
+    assert_eq!(text_of(&done["result"]), "routed q4 to zone sa", "{done}");
+    block_on(c.close());
+    block_on(c2.close());
+}
+
 fn fault_url(peer: &Peer, path: &str) -> String {
     format!("http://127.0.0.1:{}{path}", peer.port)
 }

@@ -322,6 +322,39 @@ export interface Tool {
   [key: string]: unknown;
 }
 
+/** A `skills/list` / `skills/get` entry (SEP-2640), as the server sent it. */
+export interface SkillEntry {
+  /** The URI of the skill's SKILL.md. */
+  uri: string;
+  /** The SKILL.md frontmatter as JSON (`name` and `description` at least). */
+  frontmatter: { name: string; description: string; [key: string]: unknown };
+  /** Every file of the skill with its digest (`sha256:<hex>`) and size, or 'dynamic'. */
+  resources: Array<{ uri: string; digest: string; size: number }> | 'dynamic';
+  [key: string]: unknown;
+}
+
+/** What loadSkill() resolves with: the verified SKILL.md. */
+export interface LoadedSkill {
+  uri: string;
+  name: string;
+  frontmatter: JsonObject;
+  /** The SKILL.md text. */
+  text: string;
+  /** False for a 'dynamic' skill (nothing to verify a digest against). */
+  verified: boolean;
+  /** The skill's files (from the entry it was loaded from), or 'dynamic'. */
+  files: string[] | 'dynamic';
+}
+
+/** What readSkillFile() resolves with: one verified file (`text`, or `blob` in base64). */
+export interface SkillFile {
+  uri: string;
+  mimeType?: string;
+  text?: string;
+  blob?: string;
+  verified: boolean;
+}
+
 export type ContentBlock =
   | { type: 'text'; text: string; annotations?: JsonObject; [key: string]: unknown }
   | { type: 'image'; data: string; mimeType: string; annotations?: JsonObject; [key: string]: unknown }
@@ -438,6 +471,21 @@ export declare class Client extends EventEmitter {
 
   /** Every tool, all pages followed. */
   listTools(options?: CallOptions): Promise<Tool[]>;
+  /** The skills extension (SEP-2640): every `skills/list` entry, as the server sent it; each is
+   *  held for loadSkill() and no skill file is read. Kind 'not_found' when the server does not
+   *  declare `io.modelcontextprotocol/skills`. */
+  listSkills(options?: CallOptions): Promise<SkillEntry[]>;
+  /** `skills/get`: the entry of the skill at `uri` (listed or not), held from now on. */
+  getSkill(uri: string, options?: CallOptions): Promise<SkillEntry>;
+  /** Loads a skill: its SKILL.md is read now and verified against the held entry (size, SHA-256
+   *  digest, frontmatter field by field; `skills/get` first when none is held). A mismatch
+   *  rejects with kind 'invalid_result' (`data.check`: 'size' | 'digest' | 'frontmatter');
+   *  'protocol' for an invalid entry, 'denied' for one over the limits (512 files, 16 MiB). */
+  loadSkill(uri: string, options?: CallOptions): Promise<LoadedSkill>;
+  /** Reads one file of a loaded skill (its URI, or a path relative to the skill's directory),
+   *  verified against the entry the skill was loaded from; a file that entry does not list is
+   *  refused unread ('invalid_result', `data.check` 'unlisted'); 'not_found' when not loaded. */
+  readSkillFile(skill: string, file: string, options?: CallOptions): Promise<SkillFile>;
   /** Calls a tool; an `isError: true` result resolves (it is the tool's answer). */
   callTool(name: string, args?: JsonObject | null, options?: CallToolOptions): Promise<CallToolResult>;
   /** Any request (`resources/read`, `prompts/get`, `completion/complete`, ...); resolves with the raw result. */

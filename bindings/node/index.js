@@ -205,6 +205,10 @@ const native = {
   respond: lib.func('mcplug_client_respond', 'int', [ClientHandle, 'str', OutString]),
   set_roots: lib.func('mcplug_client_set_roots', 'int', [ClientHandle, 'str', OutString]),
   set_log_level: lib.func('mcplug_client_set_log_level', 'int', [ClientHandle, 'str', OutString]),
+  list_skills: lib.func('mcplug_client_list_skills', 'int', [ClientHandle, 'str', OutString]),
+  get_skill: lib.func('mcplug_client_get_skill', 'int', [ClientHandle, 'str', 'str', OutString]),
+  load_skill: lib.func('mcplug_client_load_skill', 'int', [ClientHandle, 'str', 'str', OutString]),
+  read_skill_file: lib.func('mcplug_client_read_skill_file', 'int', [ClientHandle, 'str', 'str', 'str', OutString]),
   client_close: lib.func('mcplug_client_close', 'int', [ClientHandle, OutString]),
   client_free: lib.func('mcplug_client_free', 'void', [ClientHandle]),
   config_merge: lib.func('mcplug_config_merge', 'int', ['str', OutString]),
@@ -908,6 +912,45 @@ class Client extends EventEmitter {
   async listTools({ timeoutMs, tag, signal } = {}) {
     const res = await this._work('tools/list', native.list_tools, { timeoutMs, tag, signal }, (options) => [options]);
     return res.tools;
+  }
+
+  /**
+   * The skills extension (SEP-2640): every entry of `skills/list` (`{uri: '.../SKILL.md',
+   * frontmatter, resources}`), as the server sent it. Each is held for loadSkill(); no skill file
+   * is read. Kind 'not_found' when the server does not declare `io.modelcontextprotocol/skills`.
+   */
+  async listSkills({ timeoutMs, tag, signal } = {}) {
+    const res = await this._work('skills/list', native.list_skills, { timeoutMs, tag, signal }, (options) => [options]);
+    return res.skills;
+  }
+
+  /** `skills/get`: the entry of the skill at `uri` (listed or not), held from now on. */
+  async getSkill(uri, { timeoutMs, tag, signal } = {}) {
+    checkString(uri, 'uri');
+    return this._work('skills/get', native.get_skill, { timeoutMs, tag, signal }, (options) => [uri, options]);
+  }
+
+  /**
+   * Loads a skill: its SKILL.md is read now and verified against the held entry (size, SHA-256
+   * digest, frontmatter field by field; `skills/get` first when no entry is held). Resolves with
+   * `{uri, name, frontmatter, text, verified, files}`; a mismatch rejects with kind
+   * 'invalid_result' (`data.check`: 'size' | 'digest' | 'frontmatter') and nothing unverified.
+   */
+  async loadSkill(uri, { timeoutMs, tag, signal } = {}) {
+    checkString(uri, 'uri');
+    return this._work('load skill', native.load_skill, { timeoutMs, tag, signal }, (options) => [uri, options]);
+  }
+
+  /**
+   * Reads one file of a loaded skill (`file`: its URI, or a path relative to the skill's
+   * directory), verified against the entry the skill was loaded from: `{uri, mimeType, text |
+   * blob, verified}`. A file that entry does not list is refused unread ('invalid_result',
+   * `data.check` 'unlisted'); kind 'not_found' when the skill is not loaded.
+   */
+  async readSkillFile(skill, file, { timeoutMs, tag, signal } = {}) {
+    checkString(skill, 'skill');
+    checkString(file, 'file');
+    return this._work('read skill file', native.read_skill_file, { timeoutMs, tag, signal }, (options) => [skill, file, options]);
   }
 
   /** Calls a tool; resolves with the CallToolResult (an `isError: true` result still resolves). */

@@ -17,8 +17,10 @@ mod mrtr;
 mod negotiate;
 mod request;
 mod schema;
+mod skills;
 pub(crate) mod started;
 mod tasks;
+mod tool_headers;
 
 use request::{Body, Send};
 
@@ -99,6 +101,10 @@ struct Shared {
     last_invalid: Mutex<Option<String>>,
     /// The tools' input and output schemas, learned from the `tools/list` results seen.
     schemas: schema::ToolSchemas,
+    /// Streamable HTTP: the tools' `x-mcp-header` parameters (see `tool_headers`).
+    param_headers: Option<Arc<crate::transport::param_headers::ParamHeaders>>,
+    /// The skills extension: held entries and loaded skills (see `skills`).
+    skills: skills::Skills,
 }
 
 /// The negotiated era, and for the modern era the request `_meta` entries, serialized once.
@@ -135,6 +141,8 @@ impl Client {
             close_reason: Mutex::new(None),
             last_invalid: Mutex::new(None),
             schemas: schema::ToolSchemas::default(),
+            param_headers: matches!(spec, ServerSpec::Http { .. }).then(Default::default),
+            skills: Default::default(),
         });
         let sink: Weak<dyn Inbound> = Arc::downgrade(&shared) as Weak<dyn Inbound>;
         let transport: Arc<dyn Transport> = match spec {
@@ -150,6 +158,7 @@ impl Client {
                 config,
                 shared.remote_limits(),
                 true,
+                shared.param_headers.clone(),
                 sink,
             )?,
             ServerSpec::Sse { config, .. } => {
@@ -200,9 +209,10 @@ impl Client {
     ) -> Result<RawJson> {
         if options.all_pages {
             if let Some(field) = page_field(method) {
-                let all =
+                let mut all =
                     RawJson::from_value(&self.list_all(method, field, params, options).await?);
                 if method == "tools/list" {
+                    all = self.shared.screen_tools(all, true);
                     self.shared
                         .schemas
                         .learn(all.as_str(), true, &self.shared.events);
@@ -219,6 +229,7 @@ impl Client {
                 let tool = params.as_ref().and_then(|p| p.get("name")?.as_str());
                 let tool = tool.map(str::to_string);
                 if let Some(tool) = &tool {
+                    self.shared.check_tool_headers(tool)?;
                     if options
                         .validate_arguments
                         .unwrap_or(self.shared.options.validate_arguments)
@@ -243,7 +254,7 @@ impl Client {
             _ => (None, false),
         };
         let timeout = options.timeout.or(self.shared.options.request_timeout);
-        let result = self
+        let mut result = self
             .shared
             .call(method, mrtr::Call::Params(params), timeout, options, None)
             .await?;
@@ -252,6 +263,8 @@ impl Client {
                 .schemas
                 .check_result(&tool, &result, &self.shared.events)?;
         } else if method == "tools/list" {
+            let complete = first_page && !has_next_cursor(result.as_str());
+            result = self.shared.screen_tools(result, complete);
             self.shared
                 .schemas
                 .learn(result.as_str(), first_page, &self.shared.events);
@@ -310,11 +323,12 @@ impl Client {
                     self.shared.host.remember_tools(tools, false);
                 }
             }
+            let page = shared.screen_tools(page, false);
             shared.schemas.learn(page.as_str(), false, &shared.events);
             return Ok(page);
         }
         let all = self.list_all("tools/list", "tools", None, options).await?;
-        let all = RawJson::from_value(&all);
+        let all = shared.screen_tools(RawJson::from_value(&all), true);
         shared.schemas.learn(all.as_str(), true, &shared.events);
         Ok(all)
     }
@@ -474,6 +488,16 @@ fn closed_event(reason: &Error) -> Value {
     last
 }
 
+/// Whether a list result names a next page (a `nextCursor` that is not null).
+fn has_next_cursor(listing: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Next {
+        #[serde(rename = "nextCursor")]
+        next: Option<Value>,
+    }
+    serde_json::from_str::<Next>(listing).is_ok_and(|n| n.next.is_some_and(|c| !c.is_null()))
+}
+
 /// The array field of each paginated list method.
 fn page_field(method: &str) -> Option<&'static str> {
     match method {
@@ -517,6 +541,7 @@ impl Shared {
         arguments: Option<&RawValue>,
         options: &CallOptions,
     ) -> Result<()> {
+        self.check_tool_headers(name)?;
         if options
             .validate_arguments
             .unwrap_or(self.options.validate_arguments)

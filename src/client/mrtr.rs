@@ -226,15 +226,27 @@ impl Shared {
                     !modern || matches!(result_type(r.as_str()).as_deref(), None | Some("complete"))
                 }
                 Err(e) => {
-                    !(url_retry
+                    let url_elicitation = url_retry
                         && e.kind == ErrorKind::Rpc
-                        && e.code == Some(codes::URL_ELICITATION_REQUIRED))
+                        && e.code == Some(codes::URL_ELICITATION_REQUIRED);
+                    !(url_elicitation || self.retries_on_headers(method, e))
                 }
             };
             if done {
                 return outcome;
             }
             first = Some(outcome);
+        }
+        // -32020 (SEP-2243): the headers did not match the tool's schema as the server has it
+        // (or the tool was never listed here): list the tools again and send the call once more.
+        if let Some(Err(e)) = &first {
+            if self.retries_on_headers(method, e) {
+                if let Err(relist) = Box::pin(self.relist_for_headers(options)).await {
+                    tracing::debug!(error = %relist, "listing the tools again after -32020 failed");
+                    return first.expect("checked above");
+                }
+                first = None;
+            }
         }
         Box::pin(self.call_rounds(method, call, timeout, options, first, task, deadline)).await
     }

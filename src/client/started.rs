@@ -507,8 +507,11 @@ impl Shared {
                             None | Some("complete")
                         ),
                         Err(e) => {
-                            e.kind == ErrorKind::Rpc
-                                && e.code == Some(codes::URL_ELICITATION_REQUIRED)
+                            (e.kind == ErrorKind::Rpc
+                                && e.code == Some(codes::URL_ELICITATION_REQUIRED))
+                                // -32020: list the tools again and retry (`tool_headers`).
+                                || (super::tool_headers::is_header_mismatch(e)
+                                    && self.param_headers().is_some())
                         }
                         _ => false,
                     };

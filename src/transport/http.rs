@@ -16,9 +16,13 @@
 //! resumed with `Last-Event-ID` after the server's `retry`, a 404 on the session re-initializes
 //! once and retries, and close DELETEs the session.
 //!
+//! A modern `tools/call` also carries the `Mcp-Param-*` headers of the tool's `x-mcp-header`
+//! arguments, from what the connection learned of the tool (see `param_headers`).
+//!
 //! An `http` server whose POST of `initialize` fails with 400/404/405 and no JSON-RPC body is
 //! tried as a deprecated HTTP+SSE server at the same URL (the spec's backwards compatibility).
 
+use super::param_headers::ParamHeaders;
 use super::remote::{self, Event, Events, Kind, Outgoing, RemoteConfig, RemoteLimits};
 use super::sse::SseTransport;
 use super::{BoxFuture, Inbound, Transport};
@@ -74,6 +78,8 @@ pub struct HttpTransport {
     closed: AtomicBool,
     /// Sessions started (the first initialize, and each re-initialization).
     sessions: AtomicU64,
+    /// The tools' `x-mcp-header` parameters, as the connection learned them.
+    param_headers: Option<Arc<ParamHeaders>>,
 }
 
 #[derive(Default)]
@@ -102,6 +108,7 @@ impl HttpTransport {
         config: &RemoteConfig,
         limits: RemoteLimits,
         sse_fallback: bool,
+        param_headers: Option<Arc<ParamHeaders>>,
         sink: Weak<dyn Inbound>,
     ) -> Result<Arc<Self>, Error> {
         let url = parse_url(&config.url)?;
@@ -122,6 +129,7 @@ impl HttpTransport {
             fallback: OnceCell::new(),
             closed: AtomicBool::new(false),
             sessions: AtomicU64::new(0),
+            param_headers,
         }))
     }
 
@@ -185,6 +193,13 @@ impl HttpTransport {
             }
             if let Some(name) = &out.name {
                 builder = builder.header(MCP_NAME, remote::header_safe(name).as_ref());
+                if let (Some("tools/call"), Some(known)) =
+                    (out.method.as_deref(), &self.param_headers)
+                {
+                    for (header, value) in known.headers_for(name, line) {
+                        builder = builder.header(header, value);
+                    }
+                }
             }
         }
         let session = self.state.lock().session.clone();

@@ -5,6 +5,7 @@
 //! connection provides. The sink is held weakly, so a transport never keeps its connection alive.
 
 pub mod http;
+pub mod param_headers;
 pub mod remote;
 pub mod sse;
 pub mod stdio;

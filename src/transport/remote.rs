@@ -172,15 +172,13 @@ pub(crate) fn is_content_type(resp: &reqwest::Response, mime: &str) -> bool {
 }
 
 /// A header value as the 2026-07-28 Streamable HTTP transport writes it: as is when it is plain
-/// visible ASCII without surrounding whitespace, else `=?base64?...?=` (also for a value that
-/// looks like that form itself).
+/// visible ASCII and spaces without a space at either end, else `=?base64?...?=` (also for a
+/// value that looks like that form itself). A tab is a control character: it is encoded too.
 pub(crate) fn header_safe(value: &str) -> Cow<'_, str> {
     let sentinel = value.starts_with("=?base64?") && value.ends_with("?=");
-    let plain = value
-        .bytes()
-        .all(|b| b == b'\t' || (0x20..=0x7e).contains(&b))
-        && !value.starts_with([' ', '\t'])
-        && !value.ends_with([' ', '\t'])
+    let plain = value.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        && !value.starts_with(' ')
+        && !value.ends_with(' ')
         && !sentinel;
     if plain {
         Cow::Borrowed(value)
@@ -417,6 +415,8 @@ mod tests {
         );
         assert_eq!(header_safe(" padded "), "=?base64?IHBhZGRlZCA=?=");
         assert_eq!(header_safe("line1\nline2"), "=?base64?bGluZTEKbGluZTI=?=");
+        assert_eq!(header_safe("a\tb"), "=?base64?YQli?=");
+        assert_eq!(header_safe(""), "");
         assert_eq!(
             header_safe("=?base64?literal?="),
             "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="

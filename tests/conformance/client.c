@@ -5,7 +5,7 @@
  * last argument, and MCP_CONFORMANCE_CONTEXT carries a scenario's extra data. It does what the
  * scenario asks through include/mcplug.h and exits 0; an error exits 1 with the library's error
  * JSON on stderr. client.py and client.js dispatch the same way: a scenario must pass (or fail)
- * alike through all three. A scenario this library has no API for exits 2 ("unsupported").
+ * alike through all three.
  *
  * The JSON the library returns is read with a small span scanner below (no JSON library: the
  * client needs only to find a member and to walk an array, and copies values verbatim). */
@@ -395,6 +395,55 @@ static void invalid_tool_headers(const char *url) {
     close_client(c);
 }
 
+/* sep-2640-*: the skills extension, as a host uses it. The skills are listed (no file may be
+ * fetched then: sep-2640-client-no-prefetch); with `load`, each skill is loaded — the library
+ * reads its SKILL.md and verifies it (size, digest, frontmatter) against the listed entry — and
+ * then each of its other files is read, verified the same way. A skill that fails verification
+ * is refused by the library, so its files are never read (the verify-* scenarios check that). */
+static void skills(const char *url, int load) {
+    mcplug_client *c = connect_to(url, DEFAULT_OPTIONS);
+    char *list = NULL;
+    enum mcplug_status st = mcplug_client_list_skills(c, NULL, &list);
+    if (st != MCPLUG_OK) die("skills/list", st, list);
+    logf_("skills: %s", list);
+    const char *it = NULL;
+    span entry;
+    while (load && next_item(member(whole(list), "skills"), &it, &entry)) {
+        char *uri = string_member(entry, "uri");
+        char *loaded = NULL;
+        st = mcplug_client_load_skill(c, uri, NULL, &loaded);
+        if (st == MCPLUG_INVALID_RESULT) {
+            logf_("%s refused: %s", uri, loaded);
+        } else if (st != MCPLUG_OK) {
+            die("load_skill", st, loaded);
+        } else {
+            logf_("%s loaded: %s", uri, loaded);
+            const char *fit = NULL;
+            span file;
+            while (next_item(member(whole(loaded), "files"), &fit, &file)) {
+                char *furi = dup_span((span){file.p + 1, file.n - 2});
+                if (strcmp(furi, uri) != 0) {
+                    char *read = NULL;
+                    st = mcplug_client_read_skill_file(c, uri, furi, NULL, &read);
+                    if (st == MCPLUG_INVALID_RESULT) {
+                        logf_("%s refused: %s", furi, read);
+                    } else if (st != MCPLUG_OK) {
+                        die("read_skill_file", st, read);
+                    } else {
+                        logf_("%s read: %s", furi, read);
+                    }
+                    mcplug_string_free(read);
+                }
+                free(furi);
+            }
+        }
+        mcplug_string_free(loaded);
+        free(uri);
+    }
+    mcplug_string_free(list);
+    close_client(c);
+}
+
 /* auth scenarios: no OAuth in mcplug yet; connecting without a token shows the failure honestly. */
 static void auth_flow(const char *url) {
     mcplug_client *c = connect_to(url, DEFAULT_OPTIONS);
@@ -434,9 +483,10 @@ int main(int argc, char **argv) {
         custom_headers(url);
     } else if (strcmp(name, "http-invalid-tool-headers") == 0) {
         invalid_tool_headers(url);
+    } else if (strcmp(name, "sep-2640-client-no-prefetch") == 0) {
+        skills(url, 0);
     } else if (strncmp(name, "sep-2640-", 9) == 0) {
-        logf_("unsupported: the skills extension (SEP-2640, skills/list) is not implemented");
-        return 2;
+        skills(url, 1);
     } else if (strncmp(name, "auth/", 5) == 0) {
         auth_flow(url);
     } else {

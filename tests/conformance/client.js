@@ -5,8 +5,7 @@
 // MCP_CONFORMANCE_SCENARIO, the scenario server's URL is the last argument, and
 // MCP_CONFORMANCE_CONTEXT carries a scenario's extra data. It does what the scenario asks through
 // the binding's public API and exits 0; any error exits 1 with the error on stderr. client.c and
-// client.py dispatch the same way: a scenario must pass (or fail) alike through all three. A
-// scenario this library has no API for exits 2 ("unsupported"), never a fake success.
+// client.py dispatch the same way: a scenario must pass (or fail) alike through all three.
 
 const path = require('node:path');
 const { Client, McpError } = require(path.join(__dirname, '..', '..', 'bindings', 'node'));
@@ -119,6 +118,36 @@ const invalidToolHeaders = (url) => withClient(url, {}, async (c) => {
   }
 });
 
+// sep-2640-*: the skills extension, as a host uses it. The skills are listed (no file may be
+// fetched then: sep-2640-client-no-prefetch); with `load`, each skill is loaded -- the library
+// reads its SKILL.md and verifies it (size, digest, frontmatter) against the listed entry -- and
+// then each of its other files is read, verified the same way. A skill that fails verification
+// is refused by the library, so its files are never read (the verify-* scenarios check that).
+const skills = (load) => (url) => withClient(url, {}, async (c) => {
+  const listed = await c.listSkills();
+  log('skills:', show(listed));
+  for (const entry of load ? listed : []) {
+    let loaded;
+    try {
+      loaded = await c.loadSkill(entry.uri);
+    } catch (e) {
+      if (!(e instanceof McpError) || e.kind !== 'invalid_result') throw e;
+      log(entry.uri, 'refused:', e.message);
+      continue;
+    }
+    log(entry.uri, 'loaded:', show(loaded));
+    for (const uri of Array.isArray(loaded.files) ? loaded.files : []) {
+      if (uri === entry.uri) continue;
+      try {
+        log(uri, 'read:', show(await c.readSkillFile(entry.uri, uri)));
+      } catch (e) {
+        if (!(e instanceof McpError) || e.kind !== 'invalid_result') throw e;
+        log(uri, 'refused:', e.message);
+      }
+    }
+  }
+});
+
 // auth/*: no OAuth in mcplug yet; connecting without a token shows the failure honestly.
 const authFlow = (url) => withClient(url, {}, async (c) => {
   await c.listTools();
@@ -140,16 +169,12 @@ const SCENARIOS = {
   'http-standard-headers': standardHeaders,
   'http-custom-headers': customHeaders,
   'http-invalid-tool-headers': invalidToolHeaders,
+  'sep-2640-client-no-prefetch': skills(false),
 };
 
 function handlerFor(name) {
   if (name in SCENARIOS) return SCENARIOS[name];
-  if (name.startsWith('sep-2640-')) {
-    return () => {
-      log('unsupported: the skills extension (SEP-2640, skills/list) is not implemented');
-      process.exit(2);
-    };
-  }
+  if (name.startsWith('sep-2640-')) return skills(true);
   if (name.startsWith('auth/')) return authFlow;
   return null;
 }

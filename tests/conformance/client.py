@@ -5,7 +5,7 @@ MCP_CONFORMANCE_SCENARIO, the scenario server's URL is the last argument, and
 MCP_CONFORMANCE_CONTEXT carries a scenario's extra data. It does what the scenario asks through
 the binding's public API and exits 0; any error exits 1 with the error on stderr. The same
 dispatch exists in client.c and client.js: a scenario must pass (or fail) the same way in all
-three. Scenarios this library has no API for exit 2 ("unsupported"), never fake a success.
+three.
 """
 import json
 import os
@@ -123,10 +123,31 @@ def invalid_tool_headers(url):
                 log(tool["name"], "refused:", e)
 
 
-def unsupported(what):
+def skills(load):
+    """sep-2640-*: the skills extension, as a host uses it. The skills are listed (no file may be
+    fetched then: sep-2640-client-no-prefetch); with ``load``, each skill is loaded -- the library
+    reads its SKILL.md and verifies it (size, digest, frontmatter) against the listed entry --
+    and then each of its other files is read, verified the same way. A skill that fails
+    verification is refused by the library, so its files are never read (the verify-* scenarios
+    check that)."""
     def run(url):
-        log(f"unsupported: {what}")
-        sys.exit(2)
+        with connect(url) as c:
+            listed = c.list_skills()
+            log("skills:", listed)
+            for entry in listed if load else []:
+                try:
+                    loaded = c.load_skill(entry["uri"])
+                except mcplug.InvalidResultError as e:
+                    log(entry["uri"], "refused:", e)
+                    continue
+                log(entry["uri"], "loaded:", loaded)
+                for uri in loaded["files"] if isinstance(loaded["files"], list) else []:
+                    if uri == entry["uri"]:
+                        continue
+                    try:
+                        log(uri, "read:", c.read_skill_file(entry["uri"], uri))
+                    except mcplug.InvalidResultError as e:
+                        log(uri, "refused:", e)
     return run
 
 
@@ -150,15 +171,15 @@ SCENARIOS = {
     "http-standard-headers": standard_headers,
     "http-custom-headers": custom_headers,
     "http-invalid-tool-headers": invalid_tool_headers,
+    "sep-2640-client-no-prefetch": skills(load=False),
 }
-SKILLS = "the skills extension (SEP-2640, skills/list) is not implemented"
 
 
 def handler_for(name):
     if name in SCENARIOS:
         return SCENARIOS[name]
     if name.startswith("sep-2640-"):
-        return unsupported(SKILLS)
+        return skills(load=True)
     if name.startswith("auth/"):
         return auth_flow
     return None

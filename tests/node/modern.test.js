@@ -38,4 +38,28 @@ describe('modern server (2026-07-28)', { timeout: 60000 }, () => {
     ), '50 calls');
     results.forEach((r, i) => assert.equal(h.textOf(r), String(i + 1000)));
   });
+  test('skills (SEP-2640): listed, loaded and read verified; a changed file refused', async (t) => {
+    const client = await h.connect(t, h.modernServer(), { connectTimeoutMs: 20000 });
+    const SKILL = 'skill://git-workflow/SKILL.md';
+    const GUIDE = 'skill://git-workflow/references/GUIDE.md';
+    const reads = async () => JSON.parse(h.textOf(await client.callTool('skill_reads', {})));
+    const skills = await client.listSkills();
+    assert.deepEqual(skills.map((s) => s.uri), [SKILL, 'skill://acme/billing/refunds/SKILL.md']);
+    assert.deepEqual(await reads(), [], 'nothing read on listing');
+    const loaded = await client.loadSkill(SKILL);
+    assert.equal(loaded.verified, true);
+    assert.deepEqual(loaded.files, [SKILL, GUIDE]);
+    const guide = await client.readSkillFile(SKILL, 'references/GUIDE.md');
+    assert.equal(guide.text, 'Rebase, never merge \u2014 caf\u00e9 rules.\n');
+    await assert.rejects(client.readSkillFile(SKILL, 'scripts/unlisted.sh'),
+      (e) => e.kind === 'invalid_result' && e.data.check === 'unlisted');
+    await client.callTool('tamper_skill', {});
+    await assert.rejects(client.readSkillFile(SKILL, GUIDE),
+      (e) => e.kind === 'invalid_result' && e.data.check === 'size');
+    assert.equal((await client.getSkill(SKILL)).uri, SKILL);
+    await client.loadSkill(SKILL);
+    assert.ok((await client.readSkillFile(SKILL, GUIDE)).text.endsWith('One more rule.\n'));
+    assert.deepEqual(await reads(), [SKILL, GUIDE, GUIDE, SKILL, GUIDE]);
+    await assert.rejects(client.loadSkill('skill://nope/SKILL.md'), (e) => e.kind === 'rpc' && e.code === -32602);
+  });
 });

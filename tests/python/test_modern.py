@@ -2,9 +2,14 @@
 tools work."""
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any, Dict
 
+import pytest
+
 import mcplug
+import mcplug.aio
 from conftest import text_of
 
 
@@ -40,3 +45,50 @@ def test_unknown_tool_on_the_modern_server(modern_server: Dict[str, Any]) -> Non
         else:
             assert result["isError"] is True and "no-such-tool" in text_of(result)
         assert text_of(client.call_tool("echo", {"message": "still"})) == "Echo: still"
+
+
+SKILL = "skill://git-workflow/SKILL.md"
+
+
+def test_skills_are_listed_then_loaded_and_read_verified(modern_server: Dict[str, Any]) -> None:
+    """SEP-2640: listing reads nothing; loading reads and verifies SKILL.md; a supporting file is
+    read when asked, verified; a file changed after the listing is refused."""
+    with mcplug.Client.connect(modern_server, connect_timeout=30) as client:
+        reads = lambda: json.loads(text_of(client.call_tool("skill_reads", {})))  # noqa: E731
+        skills = client.list_skills()
+        assert [s["uri"] for s in skills] == [SKILL, "skill://acme/billing/refunds/SKILL.md"]
+        assert reads() == []
+        loaded = client.load_skill(SKILL)
+        assert loaded["verified"] is True and loaded["name"] == "git-workflow"
+        assert loaded["text"].startswith("---\nname: git-workflow\n")
+        guide = client.read_skill_file(SKILL, "references/GUIDE.md")
+        assert guide["verified"] is True and guide["text"] == "Rebase, never merge \u2014 caf\u00e9 rules.\n"
+        with pytest.raises(mcplug.InvalidResultError) as e:
+            client.read_skill_file(SKILL, "scripts/unlisted.sh")
+        assert e.value.data["check"] == "unlisted"
+        client.call_tool("tamper_skill", {})
+        with pytest.raises(mcplug.InvalidResultError) as e:
+            client.read_skill_file(SKILL, "references/GUIDE.md")
+        assert e.value.data["check"] == "size"
+        guide_uri = "skill://git-workflow/references/GUIDE.md"
+        assert reads() == [SKILL, guide_uri, guide_uri], "the unlisted file was never read"
+        # Refreshed and loaded again: the changed file verifies against the new entry.
+        assert client.get_skill(SKILL)["uri"] == SKILL
+        client.load_skill(SKILL)
+        assert client.read_skill_file(SKILL, "references/GUIDE.md")["text"].endswith("One more rule.\n")
+        with pytest.raises(mcplug.NotFoundError):
+            client.read_skill_file("skill://acme/billing/refunds/SKILL.md", "x.md")
+
+
+def test_skills_through_asyncio(modern_server: Dict[str, Any]) -> None:
+    async def main() -> None:
+        async with await mcplug.aio.Client.connect(modern_server, connect_timeout=30) as client:
+            assert len(await client.list_skills()) == 2
+            loaded = await client.load_skill("skill://acme/billing/refunds/SKILL.md")
+            assert loaded["verified"] is False and loaded["files"] == "dynamic"
+            assert (await client.get_skill(SKILL))["frontmatter"]["metadata"]["version"] == 2
+            assert (await client.load_skill(SKILL))["verified"] is True
+            guide = await client.read_skill_file(SKILL, "skill://git-workflow/references/GUIDE.md")
+            assert guide["verified"] is True
+
+    asyncio.run(asyncio.wait_for(main(), 45))

@@ -17,6 +17,11 @@ Tools:
   result); unschemable {} -> declares an outputSchema that does not compile ({"x": {"type": 12}})
   and answers text; calls {} -> the names of the tools called so far (to show a call was never
   sent).
+  Custom headers (SEP-2243; over Streamable HTTP the SDK checks them, -32020 when they do not
+  match the schema): route {region, query} -> "routed <query> to <region>", region annotated
+  `x-mcp-header: Region`; rezone {} -> route's header becomes `Zone` (answers then
+  "routed <query> to zone <region>"); bad_header {value} lists `x-mcp-header: "Bad Name"` (not an
+  HTTP token: an HTTP client must leave it out of tools/list; stdio may list it).
   Through the SDK's resolvers (`Resolve(...)`), one round per question:
   greet {}           -> elicits {name}, answers "Hello, <name>!"
   summarize {text}   -> samples the client's model, answers "model said: <text of the answer>"
@@ -38,10 +43,16 @@ Tools:
   that needs a colour (input_required, answered with tasks/update), then completes with
   "colour: <colour>"; forever_task {} -> a task that never ends (for cancel and timeout);
   cancelled_tasks {} -> the ids of the tasks cancelled so far.
+Skills (`io.modelcontextprotocol/skills`, SEP-2640): skills/list and skills/get serve
+  skill://git-workflow/SKILL.md (files SKILL.md and references/GUIDE.md, with digests and sizes;
+  scripts/unlisted.sh is served but not listed) and skill://acme/billing/refunds/SKILL.md
+  ("dynamic"); skill_reads {} -> the skill files read so far (JSON); tamper_skill {} -> changes
+  GUIDE.md after the fact (its listed digest goes stale; skills/get gives the new one).
 Started with --no-channel, the server does not declare claude/channel (channel_push still pushes).
 """
 import asyncio
 import functools
+import hashlib
 import json
 import sys
 import time
@@ -64,7 +75,7 @@ from mcp_types import (
     SamplingMessage,
     TextContent,
 )
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 # Logging is deprecated in 2026-07-28 but still served; the tests exercise it on purpose.
 warnings.simplefilter("ignore")
@@ -167,6 +178,64 @@ class Tasks(Extension):
         return {"resultType": "complete"}
 
 
+SKILLS = "io.modelcontextprotocol/skills"
+# The skills served (SEP-2640): their files, as resources; the entries are computed from them.
+SKILL_FILES = {
+    "skill://git-workflow/SKILL.md": "---\nname: git-workflow\ndescription: Follow this team's Git conventions\n"
+                                     "metadata:\n  version: 2\n  tags: [git, review]\n---\n\n"
+                                     "Branch from main; read references/GUIDE.md.\n",
+    "skill://git-workflow/references/GUIDE.md": "Rebase, never merge \u2014 caf\u00e9 rules.\n",
+    # Served, but not among the skill's listed files.
+    "skill://git-workflow/scripts/unlisted.sh": "echo not listed\n",
+    "skill://acme/billing/refunds/SKILL.md": "---\nname: refunds\ndescription: Process refunds per policy\n---\n\n"
+                                             "Generated on demand.\n",
+}
+LISTED = {
+    "skill://git-workflow/SKILL.md": ["skill://git-workflow/SKILL.md", "skill://git-workflow/references/GUIDE.md"],
+    "skill://acme/billing/refunds/SKILL.md": "dynamic",
+}
+FRONTMATTER = {
+    "skill://git-workflow/SKILL.md": {"name": "git-workflow", "description": "Follow this team's Git conventions",
+                                      "metadata": {"version": 2, "tags": ["git", "review"]}},
+    "skill://acme/billing/refunds/SKILL.md": {"name": "refunds", "description": "Process refunds per policy"},
+}
+SKILL_READS: list[str] = []
+
+
+def skill_entry(uri: str) -> dict[str, Any]:
+    files = LISTED[uri]
+    if files != "dynamic":
+        files = [{"uri": f, "digest": "sha256:" + hashlib.sha256(SKILL_FILES[f].encode()).hexdigest(),
+                  "size": len(SKILL_FILES[f].encode())} for f in files]
+    return {"uri": uri, "frontmatter": FRONTMATTER[uri], "resources": files}
+
+
+class SkillParams(RequestParams):
+    model_config = ConfigDict(extra="allow")
+
+
+class Skills(Extension):
+    """The skills extension (SEP-2640): skills/list and skills/get over the files above."""
+
+    identifier = SKILLS
+
+    def methods(self):
+        return (
+            MethodBinding("skills/list", SkillParams, self.list),
+            MethodBinding("skills/get", SkillParams, self.get),
+        )
+
+    async def list(self, ctx, params: SkillParams):
+        return {"resultType": "complete", "skills": [skill_entry(u) for u in LISTED]}
+
+    async def get(self, ctx, params: SkillParams):
+        uri = (params.model_extra or {}).get("uri")
+        if uri not in LISTED:
+            from mcp.shared.exceptions import MCPError
+            raise MCPError(code=-32602, message=f"no skill at {uri}")
+        return {"resultType": "complete", "skill": skill_entry(uri)}
+
+
 class Forecast(TypedDict):
     temperature: float
     sky: str
@@ -206,13 +275,23 @@ unschemable_tool = Tool.from_function(unschemable)
 # schema is no schema.
 unschemable_tool.fn_metadata.output_schema = {"type": "object", "properties": {"x": {"type": 12}}}
 
+def bad_header(value: str) -> str:
+    """Lists an x-mcp-header that is no HTTP token (set below: the SDK refuses it at
+    registration), so a Streamable HTTP client must leave the tool out."""
+    return "called anyway: " + value
+
+
+bad_header_tool = Tool.from_function(bad_header)
+bad_header_tool.parameters = {"type": "object", "required": ["value"],
+                              "properties": {"value": {"type": "string", "x-mcp-header": "Bad Name"}}}
+
 CANCELLED: list[str] = []
 server = MCPServer(
     name="modern-test-server",
     version="1.0.0",
     instructions="mcplug modern-era test server",
-    extensions=[Tasks()],
-    tools=[misreport_tool, unschemable_tool],
+    extensions=[Tasks(), Skills()],
+    tools=[misreport_tool, unschemable_tool, bad_header_tool],
 )
 
 # Channels are an experimental capability; the SDK builds capabilities without one, so add it
@@ -251,6 +330,54 @@ def forecast(city: str) -> Forecast:
     """A forecast as structured content that matches the tool's outputSchema."""
     CALLS.append("forecast")
     return {"temperature": 21.5, "sky": "clear over " + city}
+
+
+def _route(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})], query: str) -> str:
+    """Routes a query to a region; `region` is mirrored into Mcp-Param-Region (SEP-2243)."""
+    return f"routed {query} to {region}"
+
+
+def _route_zone(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Zone"})], query: str) -> str:
+    """Routes a query to a region; `region` is mirrored into Mcp-Param-Zone (SEP-2243)."""
+    return f"routed {query} to zone {region}"
+
+
+server.add_tool(_route, name="route")
+
+
+
+@server.tool()
+def rezone() -> str:
+    """Re-registers `route` with its header renamed Mcp-Param-Zone (its schema changes under
+    the client, without a list_changed)."""
+    server.remove_tool("route")
+    server.add_tool(_route_zone, name="route")
+    return "rezoned"
+
+
+def _serve_skill_file(uri: str) -> None:
+    def read() -> str:
+        SKILL_READS.append(uri)
+        return SKILL_FILES[uri]
+
+    server.resource(uri, mime_type="text/markdown")(read)
+
+
+for _uri in SKILL_FILES:
+    _serve_skill_file(_uri)
+
+
+@server.tool()
+def skill_reads() -> str:
+    """The skill files read so far (resources/read), as JSON text."""
+    return json.dumps(SKILL_READS)
+
+
+@server.tool()
+def tamper_skill() -> str:
+    """Changes git-workflow's GUIDE.md, so that an entry listed before no longer matches it."""
+    SKILL_FILES["skill://git-workflow/references/GUIDE.md"] += "One more rule.\n"
+    return "tampered"
 
 
 @server.tool()

@@ -203,6 +203,36 @@ class Client(_Info, Managed):
             opts["all_pages"] = True
         return self._core.request(method, params, opts, progress)
 
+    def list_skills(self, *, timeout: Timeout = None, tag: Optional[str] = None) -> List[Dict[str, Any]]:
+        """The skills extension (SEP-2640): every entry of ``skills/list`` (``{"uri":
+        ".../SKILL.md", "frontmatter", "resources"}``), as the server sent it. The client holds
+        each entry for ``load_skill``; no skill file is read. Raises NotFoundError when the
+        server does not declare ``io.modelcontextprotocol/skills``."""
+        return self._core.list_skills(call_options(timeout, tag))
+
+    def get_skill(self, uri: str, *, timeout: Timeout = None, tag: Optional[str] = None) -> Dict[str, Any]:
+        """``skills/get``: the entry of the skill whose SKILL.md is at ``uri`` (listed or not),
+        held from now on — how a host refreshes an entry after a verification failure."""
+        return self._core.get_skill(uri, call_options(timeout, tag))
+
+    def load_skill(self, uri: str, *, timeout: Timeout = None, tag: Optional[str] = None) -> Dict[str, Any]:
+        """Loads a skill: reads its SKILL.md now and verifies it against the held entry
+        (``skills/get`` first when none is): size, SHA-256 digest, and the YAML frontmatter
+        field by field. Returns ``{"uri", "name", "frontmatter", "text", "verified", "files"}``
+        (``verified`` is False and ``files`` ``"dynamic"`` for a skill the server generates).
+        Raises InvalidResultError when the file does not match (``data["check"]``: ``"size"``,
+        ``"digest"`` or ``"frontmatter"``; nothing unverified is returned), ProtocolError for
+        an invalid entry, DeniedError for a skill over the limits (512 files, 16 MiB)."""
+        return self._core.load_skill(uri, call_options(timeout, tag))
+
+    def read_skill_file(self, skill: str, file: str, *, timeout: Timeout = None, tag: Optional[str] = None) -> Dict[str, Any]:
+        """Reads one file of a loaded skill (``file``: its URI, or a path relative to the
+        skill's directory such as ``"references/FORMS.md"``), verified against the entry the
+        skill was loaded from: ``{"uri", "mimeType", "text" | "blob", "verified"}``. A file that
+        entry does not list is refused unread (InvalidResultError, ``check`` ``"unlisted"``);
+        NotFoundError when the skill is not loaded."""
+        return self._core.read_skill_file(skill, file, call_options(timeout, tag))
+
     def set_roots(self, roots: Optional[Sequence[Root]]) -> bool:
         """Sets the roots the library answers ``roots/list`` with from now on (``[{"uri":
         "file:///...", "name": ...}]``, URI strings or paths); None hands ``roots/list`` back

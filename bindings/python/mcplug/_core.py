@@ -72,6 +72,10 @@ _request = _ffi.lib.mcplug_client_request
 _notify = _ffi.lib.mcplug_client_notify
 _set_roots = _ffi.lib.mcplug_client_set_roots
 _set_log_level = _ffi.lib.mcplug_client_set_log_level
+_list_skills = _ffi.lib.mcplug_client_list_skills
+_get_skill = _ffi.lib.mcplug_client_get_skill
+_load_skill = _ffi.lib.mcplug_client_load_skill
+_read_skill_file = _ffi.lib.mcplug_client_read_skill_file
 
 
 def new_tag() -> str:
@@ -811,6 +815,19 @@ class Core(HandleCore):
     def list_tools(self, options: Optional[Dict[str, Any]]) -> List[Dict[str, Any]]:
         result = self._call(_list_tools, (), options, None)
         return list(result.get("tools", []))
+
+    def list_skills(self, options: Optional[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        result = self._call(_list_skills, (), options, None)
+        return list(result.get("skills", []))
+
+    def get_skill(self, uri: str, options: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+        return self._call(_get_skill, (encode(uri, "uri"),), options, None)
+
+    def load_skill(self, uri: str, options: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+        return self._call(_load_skill, (encode(uri, "uri"),), options, None)
+
+    def read_skill_file(self, skill: str, file: str, options: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+        return self._call(_read_skill_file, (encode(skill, "skill"), encode(file, "file")), options, None)
 
     def call_tool(self, name: str, arguments: Optional[Mapping[str, Any]], options: Optional[Dict[str, Any]], progress: Progress) -> Dict[str, Any]:
         name_b = name.encode() if type(name) is str and name.isascii() else encode(name, "name")

@@ -271,6 +271,27 @@ class Client(_Info, AsyncManaged):
         opts = call_options(timeout, tag or new_tag())
         return await _run(lambda: self._core.list_tools(opts), opts["tag"])
 
+    async def list_skills(self, *, timeout: Timeout = None, tag: Optional[str] = None) -> List[Dict[str, Any]]:
+        """See ``mcplug.Client.list_skills``."""
+        opts = call_options(timeout, tag or new_tag())
+        return await _run(lambda: self._core.list_skills(opts), opts["tag"])
+
+    async def get_skill(self, uri: str, *, timeout: Timeout = None, tag: Optional[str] = None) -> Dict[str, Any]:
+        """See ``mcplug.Client.get_skill``."""
+        opts = call_options(timeout, tag or new_tag())
+        return await _run(lambda: self._core.get_skill(uri, opts), opts["tag"])
+
+    async def load_skill(self, uri: str, *, timeout: Timeout = None, tag: Optional[str] = None) -> Dict[str, Any]:
+        """See ``mcplug.Client.load_skill``."""
+        opts = call_options(timeout, tag or new_tag())
+        return await _run(lambda: self._core.load_skill(uri, opts), opts["tag"])
+
+    async def read_skill_file(self, skill: str, file: str, *, timeout: Timeout = None,
+                              tag: Optional[str] = None) -> Dict[str, Any]:
+        """See ``mcplug.Client.read_skill_file``."""
+        opts = call_options(timeout, tag or new_tag())
+        return await _run(lambda: self._core.read_skill_file(skill, file, opts), opts["tag"])
+
     async def call_tool(
         self,
         name: str,
