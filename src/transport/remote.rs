@@ -74,17 +74,23 @@ pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, Erro
 }
 
 /// The HTTP client of one connection: a keep-alive pool, TCP_NODELAY (without it a request
-/// waits for the peer's delayed ACK: ~40 ms per call), connects bounded.
+/// waits for the peer's delayed ACK: ~40 ms per call), connects bounded. Idle connections are
+/// given up after `IDLE_CONNECTION`, before the servers' own keep-alive timeouts (5 s in Node's
+/// http and in uvicorn): a request sent on a connection the server is closing at that moment
+/// fails with "connection closed before message completed".
 pub(crate) fn http_client(limits: &RemoteLimits) -> Result<reqwest::Client, Error> {
     reqwest::Client::builder()
         .tcp_nodelay(true)
         .connect_timeout(limits.connect_timeout)
-        .pool_idle_timeout(Duration::from_secs(90))
+        .pool_idle_timeout(IDLE_CONNECTION)
         .pool_max_idle_per_host(64)
         .user_agent(concat!("mcplug/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| Error::transport(format!("cannot build the HTTP client: {}", chain(&e))))
 }
+
+/// How long an idle keep-alive connection is kept for the next request.
+const IDLE_CONNECTION: Duration = Duration::from_secs(4);
 
 /// An error with its causes, `a: b: c`, without repeats.
 pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
