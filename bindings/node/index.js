@@ -20,6 +20,8 @@
  *    `mcplug_client_flush` at the end of the microtask queue writes them together. A caller
  *    making one call at a time pays nothing for this, one refilling 64 calls in one turn pays two
  *    writes instead of 64 (see `_deferNext`).
+ *    The Manager's `callTool` is a started call too (`mcplug_manager_call_tool_start`, completions
+ *    in the manager's events, pulled with `mcplug_manager_next_events`; see its section below).
  *
  * 2. Blocking calls, on libuv's threadpool through koffi's `.async`: connect, listTools and
  *    `allPages` requests (they loop over pages inside the library), notify and respond (they may
