@@ -61,8 +61,9 @@ export declare const libraryPath: string;
 /** The libuv threadpool size this module assumed (UV_THREADPOOL_SIZE; 16 unless the user set it).
  *  Only blocking calls use it (connect, listTools, `allPages` requests, notify, respond, close). */
 export declare const threadpoolSize: number;
-/** How many long blocking calls (connect, listTools, `allPages` requests) may occupy threadpool threads
- *  at once; more wait in a JS queue. Tool calls and other requests hold no thread. */
+/** How many long blocking calls (connect, listTools, `allPages` requests; a Manager's resource,
+ *  prompt, request and reconnect calls) may occupy threadpool threads at once; more wait in a JS
+ *  queue. Tool calls (Client and Manager) and other Client requests hold no thread. */
 export declare const workLimit: number;
 
 /** Every failure of a call: `kind` says what happened; `code`/`data` come from a JSON-RPC error. */
@@ -755,10 +756,11 @@ export interface ManagerEvents {
 }
 
 /**
- * Many MCP servers and their tools in one pool. Blocking library calls (tool calls, resources,
- * prompts, reconnect, close) run on libuv's threadpool (`workLimit` tool calls at once, more wait
- * in JS); events arrive through a descriptor the event loop watches. An open manager keeps the
- * process alive.
+ * Many MCP servers and their tools in one pool. Tool calls are started calls settled by events
+ * (no thread held, any number in flight; a host tool's handler may call the manager); blocking
+ * library calls (resources, prompts, request, reconnect, close) run on libuv's threadpool
+ * (`workLimit` at once, more wait in JS); events arrive through a descriptor the event loop
+ * watches. An open manager keeps the process alive.
  */
 export declare class Manager extends EventEmitter {
   constructor(options?: ManagerOptions | null, opts?: { handlers?: ManagerHandlers });

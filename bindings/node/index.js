@@ -20,6 +20,8 @@
  *    `mcplug_client_flush` at the end of the microtask queue writes them together. A caller
  *    making one call at a time pays nothing for this, one refilling 64 calls in one turn pays two
  *    writes instead of 64 (see `_deferNext`).
+ *    The Manager's `callTool` is a started call too (`mcplug_manager_call_tool_start`, completions
+ *    in the manager's events, pulled with `mcplug_manager_next_events`; see its section below).
  *
  * 2. Blocking calls, on libuv's threadpool through koffi's `.async`: connect, listTools and
  *    `allPages` requests (they loop over pages inside the library), notify and respond (they may
@@ -217,10 +219,11 @@ const native = {
   config_remove_server: lib.func('mcplug_config_remove_server', 'int', ['str', OutString]),
 };
 
-// The manager (many servers, one tool pool). Calls that wait (connect may stop servers,
-// call_tool, the resource and prompt calls, request, respond, reconnect, set_enabled, close,
-// free) go to the threadpool with `.async`; those that only read or change the manager's state
-// (status, list_tools, search_tools, set_tools, next_event, event_fd) are made from the JS thread.
+// The manager (many servers, one tool pool). Tool calls are started calls (call_tool_start,
+// cancel_call), made from the JS thread like the Client's. Calls that wait (connect may stop
+// servers, the resource and prompt calls, request, respond, reconnect, set_enabled, close, free)
+// go to the threadpool with `.async`; those that only read or change the manager's state
+// (status, list_tools, search_tools, set_tools, next_events, event_fd) are made from the JS thread.
 const ManagerHandle = koffi.pointer(koffi.opaque());
 const OutManagerHandle = koffi.out(koffi.pointer(ManagerHandle));
 
@@ -239,8 +242,9 @@ const mnative = {
   wait: lib.func('mcplug_manager_wait', 'int', [ManagerHandle, 'str', OutString]),
   status: lib.func('mcplug_manager_status', 'int', [ManagerHandle, RawOut]),
   list_tools: lib.func('mcplug_manager_list_tools', 'int', [ManagerHandle, 'str', RawOut]),
-  call_tool: lib.func('mcplug_manager_call_tool', 'int', [ManagerHandle, 'str', 'str', 'str', OutString]),
-  next_event: lib.func('mcplug_manager_next_event', 'int', [ManagerHandle, 'int32', RawOut]),
+  call_tool_start: lib.func('mcplug_manager_call_tool_start', 'int', [ManagerHandle, 'str', 'str', 'str', RawOut, RawOut]),
+  cancel_call: lib.func('mcplug_manager_cancel_call', 'int', [ManagerHandle, 'uint64', RawOut]),
+  next_events: lib.func('mcplug_manager_next_events', 'int', [ManagerHandle, 'uint32', 'int32', RawOut]),
   respond: lib.func('mcplug_manager_respond', 'int', [ManagerHandle, 'str', OutString]),
   reconnect: lib.func('mcplug_manager_reconnect', 'int', [ManagerHandle, 'str', OutString]),
   set_enabled: lib.func('mcplug_manager_set_enabled', 'int', [ManagerHandle, 'str', 'int32', OutString]),
@@ -587,10 +591,10 @@ const NO_OPTIONS = Object.freeze({});
 const TOOL_LABEL = 'tools/call ';
 const DEFER_OPTIONS = '{"defer":true}';
 
-/** One started call until its completion event. */
+/** One started call (of a Client or a Manager, its `owner`) until its completion event. */
 class Started {
-  constructor(client, call, labelPrefix, name, tag, resolve, reject) {
-    this.client = client;
+  constructor(owner, call, labelPrefix, name, tag, resolve, reject) {
+    this.owner = owner;
     this.call = call;
     this.labelPrefix = labelPrefix; // 'tools/call ' for a tool, '' for a request
     this.name = name; // the tool or the method
@@ -613,16 +617,9 @@ class Started {
   cancel() {
     if (this.done) return false;
     this.cancelRequested = true;
-    const client = this.client;
-    if (client._handle === null || client._state !== 'open') return true; // closing: it completes `closed`
-    // A call still deferred in this turn goes out first, so that the server never sees the
-    // cancellation before the request it names.
-    if (client._needFlush) client._flush();
-    const status = native.cancel_call(client._handle, this.call, textOut);
-    const text = takeText();
-    if (status !== Status.OK && status !== Status.CLOSED) {
-      process.emitWarning(`mcplug: mcplug_client_cancel_call failed: ${errorFromNative(status, text).message}`, 'McplugWarning');
-    }
+    const owner = this.owner;
+    if (owner._handle === null || owner._state !== 'open') return true; // closing: it completes `closed`
+    owner._cancelStarted(this.call);
     return true;
   }
 
@@ -630,10 +627,10 @@ class Started {
   settle(result, error) {
     if (this.done) return;
     this.done = true;
-    const client = this.client;
-    client._calls.delete(this.call);
+    const owner = this.owner;
+    owner._calls.delete(this.call);
     if (this.signal !== null) this.signal.removeEventListener('abort', this.onAbort);
-    if (this.onProgress !== null) client._dropProgress(this.tag, this.onProgress);
+    if (this.onProgress !== null) owner._dropProgress(this.tag, this.onProgress);
     if (this.tag !== null) {
       const set = opsByTag.get(this.tag);
       if (set) {
@@ -1105,6 +1102,18 @@ class Client extends EventEmitter {
     });
   }
 
+  /** mcplug_client_cancel_call for a started call of ours (see Started.cancel). */
+  _cancelStarted(call) {
+    // A call still deferred in this turn goes out first, so that the server never sees the
+    // cancellation before the request it names.
+    if (this._needFlush) this._flush();
+    const status = native.cancel_call(this._handle, call, textOut);
+    const text = takeText();
+    if (status !== Status.OK && status !== Status.CLOSED) {
+      process.emitWarning(`mcplug: mcplug_client_cancel_call failed: ${errorFromNative(status, text).message}`, 'McplugWarning');
+    }
+  }
+
   /**
    * Whether the next started call is deferred. The first call started after events were taken
    * is written at once (a caller making one call at a time pays no flush); the calls started
@@ -1497,13 +1506,19 @@ async function controlGateRun(fn) {
 // ---------------------------------------------------------------------------------------------
 // Manager: many servers, their tools in one pool (mcplug_manager_*).
 //
-// The manager's C ABI has no started calls: `mcplug_manager_call_tool` (and the other calls that
-// talk to a server) blocks until the answer, so those run on the threadpool through the same
-// gates as the Client's blocking calls (`workLimit` tool calls run at once, more wait in JS).
+// Tool calls are started calls, exactly as the Client's (`_start`, `Started`):
+// `mcplug_manager_call_tool_start` returns a call number at once and the outcome arrives as a
+// `completion` event of the manager's queue, matched by that number; AbortSignal and cancel(tag)
+// use `mcplug_manager_cancel_call`, timeouts are the library's (`timeout_ms`). No thread is held
+// while a call runs, so any number may be in flight, and a host tool's handler may itself call
+// the manager (its own call is only an event waiting for our answer). The manager writes each
+// call from a task of its own, so nothing is deferred (`defer`) here.
+// The other calls that talk to a server (resources, prompts, request, reconnect) block until the
+// answer, so those run on the threadpool through the same gates as the Client's blocking calls.
 // What only reads the manager's state (status, listTools, searchTools, the events) is called
 // from the JS thread. Events come like the Client's: `mcplug_manager_event_fd` in a net.Socket,
-// `mcplug_manager_next_event(m, 0)` until the queue is empty. `wait()` never holds a thread: it
-// re-reads the status after the events of each turn.
+// `mcplug_manager_next_events(m, EVENT_BATCH, 0)` until the queue is empty. `wait()` never holds
+// a thread: it re-reads the status after the events of each turn.
 
 /** `localConcurrency` -> `local_concurrency` (snake_case names pass unchanged). */
 function snakeKey(key) {
@@ -1594,6 +1609,7 @@ class Manager extends EventEmitter {
     this._state = 'open';
     this._ops = new Set(); // blocking calls (threadpool) of this manager
     this._opWaiters = [];
+    this._calls = new Map(); // call number -> Started, every started tool call not yet completed
     this._byTag = new Map(); // tag -> Set<onProgress>
     this._pendingRequests = new Map(); // manager request id -> {controller, server}
     // name -> {handlers: Map<tool, fn>, tools: [its tools now, without handlers], entry: its config entry}
@@ -1606,6 +1622,8 @@ class Manager extends EventEmitter {
     this._draining = false;
     this._drainAgain = false;
     this._drainLater = null;
+    this._completing = []; // [Started, completion event] of calls with onProgress, settled after one more pull
+    this._settleLater = null;
     this._eventsEnded = false;
     this._pollTimer = null;
     try {
@@ -1728,18 +1746,20 @@ class Manager extends EventEmitter {
    * CallToolResult (text cleaned and capped). Options as Client.callTool's (`timeoutMs`, `tag`,
    * `signal`, `onProgress`, `task`, ...). Kind `not_found` for a name not in the pool.
    */
-  callTool(poolName, args, options = {}) {
+  callTool(poolName, args, options) {
+    // A started call, as the Client's: it holds no thread while it runs (a host tool's handler
+    // may itself call the manager, with any number of calls in flight).
     try {
       checkString(poolName, 'poolName');
       const argsJson = args === undefined ? '{}' : optionalObject(args, 'arguments');
-      const { timeoutMs, tag, signal, onProgress, resetTimeoutOnProgress, maxTotalTimeoutMs } = options || {};
+      if (options === undefined || options === null) return this._start(mnative.call_tool_start, TOOL_LABEL, poolName, argsJson, NO_OPTIONS, null);
+      const { timeoutMs, tag, signal, onProgress, resetTimeoutOnProgress, maxTotalTimeoutMs } = options;
       let extra = null;
       if (resetTimeoutOnProgress) extra = { reset_timeout_on_progress: true };
       const maxTotal = timeoutValue(maxTotalTimeoutMs, 'maxTotalTimeoutMs');
       if (maxTotal !== undefined) (extra || (extra = {})).max_total_timeout_ms = maxTotal;
-      extra = taskAndSchemaOptions(extra, options || {});
-      return this._work(TOOL_LABEL + poolName, mnative.call_tool, { timeoutMs, tag, signal, onProgress, extra: extra || {} },
-        (opts) => [poolName, argsJson, opts]);
+      extra = taskAndSchemaOptions(extra, options);
+      return this._start(mnative.call_tool_start, TOOL_LABEL, poolName, argsJson, { timeoutMs, tag, signal, onProgress }, extra);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -1900,6 +1920,20 @@ class Manager extends EventEmitter {
 
   // -- internals -------------------------------------------------------------------------------
 
+  /** Started calls are never deferred: the manager writes each call from its own task. */
+  _deferNext() {
+    return false;
+  }
+
+  /** mcplug_manager_cancel_call for a started call of ours (see Started.cancel). */
+  _cancelStarted(call) {
+    const status = mnative.cancel_call(this._handle, call, textOut);
+    const text = takeText();
+    if (status !== Status.OK && status !== Status.CLOSED) {
+      process.emitWarning(`mcplug: mcplug_manager_cancel_call failed: ${errorFromNative(status, text).message}`, 'McplugWarning');
+    }
+  }
+
   _need(fn, name) {
     if (fn === null) throw errorOf('not_implemented', `${libraryPath} has no ${name}; use a newer libmcplug`);
     return fn;
@@ -1954,9 +1988,11 @@ class Manager extends EventEmitter {
   }
 
   /**
-   * Takes every queued event (never waits) and dispatches them in order. After
-   * MANAGER_DRAIN_LIMIT events it lets the loop run and goes on in the next turn (the descriptor
-   * stays quiet while the queue is not emptied, so it cannot be left for a wake-up).
+   * Takes every queued event (never waits), EVENT_BATCH at a time with
+   * `mcplug_manager_next_events`, and dispatches them in order: completions settle their calls,
+   * the rest go to handlers and listeners. After MANAGER_DRAIN_LIMIT events it lets the loop run
+   * and goes on in the next turn (the descriptor stays readable while the queue is not emptied,
+   * so nothing waits for a wake-up).
    */
   _drain() {
     if (this._draining) {
@@ -1980,7 +2016,7 @@ class Manager extends EventEmitter {
             });
             return;
           }
-          const status = mnative.next_event(this._handle, 0, textOut);
+          const status = mnative.next_events(this._handle, EVENT_BATCH, 0, textOut);
           const text = takeText();
           if (status === Status.TIMEOUT) break;
           if (status === Status.CLOSED) {
@@ -1988,18 +2024,22 @@ class Manager extends EventEmitter {
             break;
           }
           if (status !== Status.OK) {
-            process.emitWarning(`mcplug: mcplug_manager_next_event failed: ${errorFromNative(status, text).message}`, 'McplugWarning');
+            process.emitWarning(`mcplug: mcplug_manager_next_events failed: ${errorFromNative(status, text).message}`, 'McplugWarning');
             break;
           }
-          n++;
-          let ev;
+          let events;
           try {
-            ev = JSON.parse(text);
+            events = JSON.parse(text);
           } catch {
-            process.emitWarning(`mcplug: a manager event that is not JSON: ${String(text).slice(0, 200)}`, 'McplugWarning');
-            continue;
+            process.emitWarning(`mcplug: manager events that are not JSON: ${String(text).slice(0, 200)}`, 'McplugWarning');
+            break;
           }
-          this._dispatch(ev);
+          n += events.length;
+          for (let i = 0; i < events.length; i++) this._dispatch(events[i]);
+          // A short batch emptied the queue, unless its last event was the final `closed`: then
+          // the next pull says CLOSED, and no byte will wake us for it.
+          const last = events[events.length - 1];
+          if (events.length < EVENT_BATCH && !(last && last.type === 'closed')) break;
         }
       } while (this._drainAgain);
     } finally {
@@ -2010,6 +2050,22 @@ class Manager extends EventEmitter {
 
   _dispatch(ev) {
     if (!ev || typeof ev !== 'object') return;
+    if (ev.type === 'completion') {
+      // The binding's own event: it settles a started call, no listener sees it.
+      const rec = this._calls.get(ev.call);
+      if (rec === undefined) return;
+      if (rec.onProgress !== null && !this._eventsEnded) {
+        // A server's progress notifications reach the manager's queue through that server's
+        // own event pump, which may run just after the call's completion was queued: settle
+        // once the events of one more pull (in the check phase, after this turn) were
+        // dispatched, so that they still reach onProgress.
+        this._completing.push([rec, ev]);
+        if (this._settleLater === null) this._settleLater = setImmediate(() => this._settleCompleted(true));
+        return;
+      }
+      rec.settle(ev.result, ev.error);
+      return;
+    }
     this._emitSafe('event', ev);
     const named = MANAGER_EVENT_NAMES[ev.type];
     if (named !== undefined) this._emitSafe(named, ev);
@@ -2071,6 +2127,16 @@ class Manager extends EventEmitter {
       default:
         break;
     }
+  }
+
+  /** Settles the calls whose completions were held back for their progress (see _dispatch). */
+  _settleCompleted(pull) {
+    if (this._settleLater !== null) clearImmediate(this._settleLater);
+    this._settleLater = null;
+    if (pull) this._drain();
+    const ready = this._completing;
+    this._completing = [];
+    for (const [rec, ev] of ready) rec.settle(ev.result, ev.error);
   }
 
   _withdrawRequest(id, why) {
@@ -2168,6 +2234,13 @@ class Manager extends EventEmitter {
     if (this._eventsEnded) return;
     this._eventsEnded = true;
     for (const id of [...this._pendingRequests.keys()]) this._withdrawRequest(id, 'the manager is closed');
+    // The completions held back for progress settle with their own outcomes, now.
+    if (this._completing.length > 0 || this._settleLater !== null) this._settleCompleted(false);
+    // Safety net: a started call whose completion never came still settles (exactly once).
+    if (this._calls.size > 0) {
+      const err = this._closedError();
+      for (const rec of [...this._calls.values()]) rec.settle(undefined, err);
+    }
     this._eventSocket.destroy();
     if (this._pollTimer !== null) clearInterval(this._pollTimer);
     this._pollTimer = null;
@@ -2218,7 +2291,7 @@ class Manager extends EventEmitter {
 }
 
 // The parts of the Client's machinery that are the same for a manager.
-for (const name of ['_emitSafe', '_reportHandlerError', '_opFinished', '_dropProgress', '_closedError', '_checkOpen', '_emitClosed', '_work', '_control']) {
+for (const name of ['_emitSafe', '_reportHandlerError', '_opFinished', '_dropProgress', '_closedError', '_checkOpen', '_emitClosed', '_work', '_control', '_start']) {
   Manager.prototype[name] = Client.prototype[name];
 }
 

@@ -6,9 +6,11 @@
 // every call routed to its server; handlers called with (params, server); a killed server goes
 // failed, reconnects and its tools return; setEnabled, reconnect, a new configuration; calls
 // cancelled and timed out; close leaves no process and no handle. Then host (in-process)
-// servers, searchTools, resources and prompts across servers, any request to one server; 50
-// stdio servers connected 3 at a time (the time is printed); bad input; a process that exits by
-// itself.
+// servers, searchTools, resources and prompts across servers, any request to one server. Then
+// started calls: 200 in flight at once across servers (80 of them host calls held until all
+// arrived), a host tool whose handler awaits another manager call while 60 calls wait, abort by
+// signal and cancel(tag), onProgress before the result, close with calls in flight. 50 stdio
+// servers connected 3 at a time (the time is printed); bad input; a process that exits by itself.
 
 const h = require('./helpers');
 const { test, describe, before, after } = require('node:test');
@@ -566,6 +568,190 @@ describe('host servers, tool search, resources and prompts across servers', { ti
     assert.deepEqual(m.hostServers, []);
     assert.equal((await rejection(m.removeHostServer('host'))).kind, 'not_found');
     assert.equal((await m.status()).servers.everything.state, 'connected');
+  });
+});
+
+describe('started calls: any number in flight, host tools that call the manager', { timeout: 120000 }, () => {
+  let m;
+  let rec;
+  let http;
+  const holding = []; // {n, release} of each `hold` call waiting for its release
+  let hangAbort = null; // the reason `hang`'s signal aborted with
+
+  /** Releases every `hold` call waiting now. */
+  function releaseAll() {
+    for (const held of holding.splice(0)) held.release();
+  }
+
+  before(async () => {
+    http = await h.everythingHttp();
+    const everything = h.everythingServer();
+    const fault = h.faultServer();
+    m = new Manager({ connection: { connectTimeoutMs: 30000 } });
+    rec = recorder(m);
+    await m.addHostServer('gate', [
+      // Answers only once the test releases it: a call of it stays in flight until then.
+      { name: 'hold', handler: (args) => new Promise((resolve) => { holding.push({ n: args.n, release: () => resolve(`held ${args.n}`) }); }) },
+      { name: 'inner', handler: (args) => `inner ${args.x}` },
+      // A host tool that itself calls the manager, and waits for that call.
+      {
+        name: 'outer',
+        handler: async (args, { manager }) => `outer got ${h.textOf(await manager.callTool('mcp__gate__inner', { x: args.x }))}`,
+      },
+      {
+        name: 'hang',
+        handler: (args, { signal }) => new Promise((resolve) => {
+          signal.addEventListener('abort', () => { hangAbort = signal.reason; resolve('too late'); });
+        }),
+      },
+    ]);
+    await m.connect({
+      mcpServers: {
+        everything: { command: everything.command, args: everything.args },
+        'everything-http': { type: 'http', url: http.url },
+        fault: { command: fault.command, args: fault.args },
+      },
+    });
+    const status = await m.wait(60000);
+    for (const name of ['gate', 'everything', 'everything-http', 'fault']) assert.equal(status.servers[name].state, 'connected', name);
+  });
+
+  after(async () => {
+    releaseAll();
+    if (m) await h.within(20000, m.close(), 'close() in cleanup');
+    if (http) await http.close();
+  });
+
+  test('200 calls in flight at once across servers each complete with their own answer', async () => {
+    const n = 200;
+    const held = 80; // host calls that all wait until every one of them has arrived
+    assert.ok(held > h.mcplug.workLimit, `more held calls (${held}) than threadpool work slots (${h.mcplug.workLimit})`);
+    const servers = ['everything', 'everything-http', 'fault'];
+    const calls = [];
+    const want = [];
+    let hold = 0;
+    for (let i = 0; i < n; i++) {
+      if (i % 5 < 2) {
+        calls.push(m.callTool('mcp__gate__hold', { n: i }));
+        want.push(`held ${i}`);
+        hold++;
+      } else {
+        const server = servers[i % 5 - 2];
+        calls.push(m.callTool(`mcp__${server}__echo`, { message: `${server} ${i}` }));
+        want.push(`Echo: ${server} ${i}`);
+      }
+    }
+    assert.equal(hold, held);
+    // Every held call reaches its handler while none has been answered: all 80 are in flight
+    // at once (and the 120 server calls with them).
+    await h.waitFor(() => holding.length === held, 20000, `${held} held host calls in flight (${holding.length} arrived)`);
+    releaseAll();
+    const results = await h.within(30000, Promise.all(calls), `${n} calls`);
+    assert.deepEqual(results.map((r) => h.textOf(r)), want);
+    assert.ok(results.every((r) => !r.isError));
+  });
+
+  test('a host tool whose handler awaits m.callTool of another host tool completes while many calls wait', async () => {
+    const waiting = 60;
+    const calls = [];
+    for (let i = 0; i < waiting; i++) calls.push(m.callTool('mcp__gate__hold', { n: i }));
+    await h.waitFor(() => holding.length === waiting, 20000, `${waiting} held host calls in flight (${holding.length} arrived)`);
+    // With each call holding a worker thread, `outer` (and its own call of `inner`) waited
+    // behind the held calls for ever.
+    const r = await h.within(15000, m.callTool('mcp__gate__outer', { x: 7 }), 'the host tool calling the manager');
+    assert.deepEqual(r, { content: [{ type: 'text', text: 'outer got inner 7' }] });
+    // Two levels, several at once, and a server call from inside a handler.
+    const nested = await h.within(15000, Promise.all([1, 2, 3].map((x) => m.callTool('mcp__gate__outer', { x }))), 'three nested calls');
+    assert.deepEqual(nested.map((x) => h.textOf(x)), ['outer got inner 1', 'outer got inner 2', 'outer got inner 3']);
+    assert.equal(holding.length, waiting, 'the held calls still wait');
+    releaseAll();
+    const results = await h.within(15000, Promise.all(calls), 'the held calls');
+    assert.deepEqual(results.map((x) => h.textOf(x)), calls.map((_, i) => `held ${i}`));
+  });
+
+  test('abort via signal cancels a host call and a server call; cancel(tag) and a signal already aborted too', async () => {
+    // A host call: the caller gets cancelled, the handler's signal aborts, request_cancelled follows.
+    let from = rec.mark();
+    const ac = new AbortController();
+    const hang = h.outcome(m.callTool('mcp__gate__hang', {}, { signal: ac.signal }));
+    const asked = await rec.next((e) => e.type === 'request' && e.server === 'gate' && e.params.name === 'hang', 5000, 'the hang call', from);
+    ac.abort();
+    const r = await h.within(5000, hang, 'the aborted host call');
+    assert.equal(r.ok, false);
+    assert.ok(r.error instanceof McpError);
+    assert.equal(r.error.kind, 'cancelled');
+    assert.match(r.error.message, /^tools\/call mcp__gate__hang was cancelled by the host/);
+    await rec.next((e) => e.type === 'request_cancelled' && e.id === asked.id, 5000, 'request_cancelled of the hang call', from);
+    await h.waitFor(() => hangAbort !== null, 5000, 'the hang handler\'s signal');
+    assert.equal(hangAbort.kind, 'cancelled');
+
+    // A server call: cancelled, and the server is told (notifications/cancelled).
+    const before = JSON.parse(h.textOf(await m.callTool('mcp__fault__cancelled_ids', {}))).length;
+    const ac2 = new AbortController();
+    const sleep = h.outcome(m.callTool('mcp__fault__sleep', { ms: 10000 }, { signal: ac2.signal }));
+    await h.sleep(200);
+    ac2.abort();
+    const s = await h.within(5000, sleep, 'the aborted server call');
+    assert.equal(s.ok, false);
+    assert.equal(s.error.kind, 'cancelled');
+    assert.ok(s.ms < 5000, `settled in ${s.ms} ms, not after the 10 s sleep`);
+
+    // cancel(tag) reaches a started manager call.
+    const tagged = h.outcome(m.callTool('mcp__fault__sleep', { ms: 10000 }, { tag: 'manager-started-tag' }));
+    await h.sleep(200);
+    assert.equal(h.mcplug.cancel('manager-started-tag'), true);
+    const t = await h.within(5000, tagged, 'the call cancelled by tag');
+    assert.equal(t.ok, false);
+    assert.equal(t.error.kind, 'cancelled');
+    await h.waitFor(async () => JSON.parse(h.textOf(await m.callTool('mcp__fault__cancelled_ids', {}))).length === before + 2, 5000,
+      'the fault server told of both cancellations');
+
+    // A signal already aborted: rejected at once, nothing started.
+    from = rec.mark();
+    const done = new AbortController();
+    done.abort();
+    assert.equal((await rejection(m.callTool('mcp__gate__hang', {}, { signal: done.signal }))).kind, 'cancelled');
+    assert.equal((await rejection(m.callTool('mcp__gate__hang', {}, { timeoutMs: 200 }))).kind, 'timeout');
+    assert.equal(rec.all.slice(from).filter((e) => e.type === 'request').length, 1, 'only the timed-out call reached the handler');
+    // Settled calls are forgotten; cancelling them later is harmless.
+    ac.abort();
+    assert.equal(h.mcplug.cancel('manager-started-tag'), false);
+  });
+
+  test('onProgress gets every progress notification (with its server) before the result', async () => {
+    for (const server of ['everything', 'everything-http']) {
+      for (let round = 0; round < 3; round++) {
+        const progress = [];
+        const r = await m.callTool(`mcp__${server}__trigger-long-running-operation`, { duration: 0.2, steps: 3 }, {
+          onProgress: (p, from) => progress.push([p.progress, p.total, from]),
+        });
+        assert.match(h.textOf(r), /Long running operation completed/);
+        assert.deepEqual(progress, [[1, 3, server], [2, 3, server], [3, 3, server]], `${server}, round ${round}`);
+      }
+    }
+  });
+
+  test('bad arguments and unknown pool names are refused at once, and the manager goes on', async () => {
+    assert.equal((await rejection(m.callTool('mcp__nowhere__x', {}))).kind, 'not_found');
+    assert.equal((await rejection(m.callTool('mcp__gate__inner', 5))).kind, 'invalid_argument');
+    assert.equal((await rejection(m.callTool('mcp__gate__inner', {}, { timeoutMs: -1 }))).kind, 'invalid_argument');
+    assert.equal((await rejection(m.callTool('mcp__gate__inner', {}, { onProgress: 'no' }))).kind, 'invalid_argument');
+    assert.equal(h.textOf(await m.callTool('mcp__gate__inner', { x: 'still' })), 'inner still');
+  });
+
+  test('close with calls in flight: each rejects with kind closed', async () => {
+    const hold = h.outcome(m.callTool('mcp__gate__hold', { n: 'last' }));
+    const sleep = h.outcome(m.callTool('mcp__fault__sleep', { ms: 10000 }));
+    const progress = h.outcome(m.callTool('mcp__everything__trigger-long-running-operation', { duration: 10, steps: 10 }, { onProgress: () => {} }));
+    await h.waitFor(() => holding.length === 1, 5000, 'the held call');
+    await h.sleep(200);
+    await h.within(20000, m.close(), 'close()');
+    for (const [what, call] of [['host', hold], ['server', sleep], ['with onProgress', progress]]) {
+      const r = await h.within(5000, call, what);
+      assert.equal(r.ok, false, what);
+      assert.equal(r.error.kind, 'closed', `${what}: ${r.error.message}`);
+    }
+    assert.equal((await rejection(m.callTool('mcp__gate__inner', {}))).kind, 'closed');
   });
 });
 
