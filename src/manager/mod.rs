@@ -128,6 +128,9 @@ struct Server {
     st: Mutex<ServerState>,
     /// Consecutive terminal errors of calls on the current connection.
     errors: AtomicU32,
+    /// Held while one of its connection's events is taken and forwarded, so that the pump and
+    /// a call draining the events before its own answer keep them in order.
+    forwarding: Mutex<()>,
 }
 
 struct ServerState {
@@ -347,7 +350,10 @@ impl Manager {
                 }
             }
         };
-        match client.call_tool(&tool, arguments, options).await {
+        let outcome = client.call_tool(&tool, arguments, options).await;
+        // What the server sent before its answer (progress, logs) goes out before it.
+        inner.drain_events(&server, &client, gen);
+        match outcome {
             Ok(result) => {
                 server.errors.store(0, Ordering::Relaxed);
                 Ok(inner.clean(result))
@@ -733,6 +739,7 @@ impl Server {
                 task: None,
             }),
             errors: AtomicU32::new(0),
+            forwarding: Mutex::new(()),
         }
     }
 
@@ -803,6 +810,24 @@ impl Inner {
 
     fn server(&self, name: &str) -> Option<Arc<Server>> {
         self.servers.lock().iter().find(|s| s.name == name).cloned()
+    }
+
+    /// Forwards the events already waiting in one connection's queue (as the pump would).
+    fn drain_events(self: &Arc<Self>, server: &Arc<Server>, client: &Client, gen: u64) {
+        loop {
+            let _order = server.forwarding.lock();
+            match client.next_event(Some(Duration::ZERO)) {
+                Pulled::Event(text) => {
+                    if let Some(end) = self.forward(server, gen, &text) {
+                        // The connection's end: the pump will not see it now.
+                        drop(_order);
+                        self.lost(server, gen, end);
+                        return;
+                    }
+                }
+                _ => return,
+            }
+        }
     }
 
     /// One connected server's connection, for a request to it.
@@ -1452,9 +1477,10 @@ async fn pump(inner: Weak<Inner>, server: Arc<Server>, client: Arc<Client>, gen:
             break;
         };
         loop {
+            let Some(inner) = inner.upgrade() else { return };
+            let _order = server.forwarding.lock();
             match client.next_event(Some(Duration::ZERO)) {
                 Pulled::Event(text) => {
-                    let Some(inner) = inner.upgrade() else { return };
                     if let Some(e) = inner.forward(&server, gen, &text) {
                         end = Some(e);
                     }

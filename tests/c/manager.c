@@ -219,6 +219,26 @@ static void started_calls(void) {
     st = mcplug_manager_cancel_call(M, calls[1], &out);
     CHECK_OUT(st == MCPLUG_OK && contains(out, "\"cancelled\":false"), out, "cancelling a finished call says false");
     drop(&out);
+
+    /* Progress the server sent before its answer comes out before the completion, every time. */
+    for (i = 0; i < 5; i++) {
+        uint64_t call = 0;
+        int progress = 0, completed = 0;
+        char want[64];
+        st = mcplug_manager_call_tool_start(M, "mcp__everything__trigger-long-running-operation",
+                                            "{\"duration\":0.05,\"steps\":3}", "{\"progress\":true}", &call, &out);
+        CHECK_STATUS(st, MCPLUG_OK, out, "a call with progress, started (%d)", i + 1);
+        snprintf(want, sizeof want, "\"call\":%llu,", (unsigned long long)call);
+        until = now_s() + bound_s(20);
+        while (!completed && now_s() < until) {
+            if (mcplug_manager_next_event(M, 1000, &out) == MCPLUG_OK) {
+                if (contains(out, "notifications/progress") && contains(out, "\"server\":\"everything\"")) progress++;
+                if (contains(out, "\"type\":\"completion\"") && contains(out, want)) completed = 1;
+            }
+            drop(&out);
+        }
+        CHECK(completed && progress == 3, "its 3 progress events came before its completion (%d)", progress);
+    }
 }
 
 /* Tool search, resources and prompts across servers. */
