@@ -358,6 +358,11 @@ impl Manager {
                 server.errors.store(0, Ordering::Relaxed);
                 Ok(inner.clean(result))
             }
+            Err(e) if e.kind == ErrorKind::Closed && inner.closed.load(Ordering::SeqCst) => {
+                Err(Error::closed(format!(
+                    "the manager was closed by the host while {pool_name:?} was running"
+                )))
+            }
             Err(e) => {
                 if is_terminal(&e) {
                     let n = server.errors.fetch_add(1, Ordering::Relaxed) + 1;
