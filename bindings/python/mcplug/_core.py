@@ -374,7 +374,7 @@ def rpc_error_of(exc: BaseException) -> Dict[str, Any]:
 class SyncRunner:
     """Runs handlers on the pump thread (the sync client)."""
 
-    def run(self, fn: Handler, arg: Any, done: Optional[Done]) -> None:
+    def run(self, fn: Handler, arg: Any, done: Optional[Done], quick: bool = False) -> None:
         try:
             result = fn(arg)
             if hasattr(result, "__await__"):
@@ -841,9 +841,11 @@ class HandleCore:
             return
         self._answer_with(event_id, self._bind(handler, event), event.get("params", {}))
 
-    def _answer_with(self, event_id: str, handler: Handler, params: Any, outcome: Optional[Outcome] = None) -> None:
+    def _answer_with(self, event_id: str, handler: Handler, params: Any, outcome: Optional[Outcome] = None, quick: bool = False) -> None:
         """Runs ``handler(params)`` for the request ``event_id`` and answers with its outcome;
-        ``outcome(result, exc)`` may turn it into the ``(result, error)`` to send instead."""
+        ``outcome(result, exc)`` may turn it into the ``(result, error)`` to send instead.
+        ``quick``: answering never waits on a server (a host tool's call), so an async handler's
+        answer may be given on the loop thread."""
 
         def done(result: Any, exc: Optional[BaseException]) -> None:
             with self._cond:
@@ -861,7 +863,7 @@ class HandleCore:
 
         with self._cond:
             self._running[event_id] = None  # running, nothing to stop (yet)
-        future = self._runner.run(handler, params, done)
+        future = self._runner.run(handler, params, done, quick)
         if future is not None:
             with self._cond:
                 if event_id in self._running:

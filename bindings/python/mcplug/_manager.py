@@ -255,7 +255,9 @@ class ManagerCore(HandleCore):
                 arguments = params.get("arguments")
                 with self._cond:
                     self._tool_calls.add(event_id)
-                self._answer_with(event_id, fn, {} if arguments is None else arguments, tool_outcome)
+                # Answering a host tool's call hands the result to the waiting call (no write to
+                # a server): quick enough for the loop thread.
+                self._answer_with(event_id, fn, {} if arguments is None else arguments, tool_outcome, quick=True)
                 return
         super()._on_request(event)
 

@@ -75,8 +75,10 @@ class _LoopRunner:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
 
-    def run(self, fn: Handler, arg: Any, done: Optional[Done]) -> "Optional[concurrent.futures.Future[Any]]":
-        """Returns the future of an async handler (cancelling it cancels the handler's task)."""
+    def run(self, fn: Handler, arg: Any, done: Optional[Done], quick: bool = False) -> "Optional[concurrent.futures.Future[Any]]":
+        """Returns the future of an async handler (cancelling it cancels the handler's task).
+        ``done`` answers with a blocking library call, so it runs on the pool, unless ``quick``
+        (it never waits on a server): then on the loop thread, as the handler finishes."""
         try:
             result = fn(arg)
         except Exception as e:
@@ -103,6 +105,9 @@ class _LoopRunner:
             if done is None:
                 if exc is not None and not isinstance(exc, asyncio.CancelledError):
                     log.error("mcplug: an async event handler raised", exc_info=exc)
+                return
+            if quick:
+                done(outcome, exc)
                 return
             try:  # answering is a blocking library call: never on the loop thread
                 _EXECUTOR.submit(done, outcome, exc)
