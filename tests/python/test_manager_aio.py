@@ -510,6 +510,28 @@ def test_started_call_errors_progress_and_close(everything_server: Dict[str, Any
             progress = [e async for e in m.events(0.3) if e.get("method") == "notifications/progress"]
             assert [(e["tag"], e["server"], e["params"]["progress"]) for e in progress] == [("py-started", "everything", 1), ("py-started", "everything", 2)]
 
+            # A completion the pump takes before the start has returned the call's number (held
+            # back here until it has) still reaches its call.
+            core = m._core
+            real_invoke = core._invoke
+            raced: List[bool] = []
+
+            def late_start(fn: Any, *args: Any) -> Any:
+                status, text = real_invoke(fn, *args)
+                if fn is mcplug._ffi.lib.mcplug_manager_call_tool_start:
+                    deadline = time.monotonic() + 5
+                    while not core._early and time.monotonic() < deadline:
+                        time.sleep(0.005)
+                    raced.append(bool(core._early))
+                return status, text
+
+            core._invoke = late_start  # type: ignore[method-assign]
+            try:
+                assert text_of(await m.call_tool("mcp__fault__echo", {"message": "raced"}, timeout=10)) == "Echo: raced"
+            finally:
+                core._invoke = real_invoke  # type: ignore[method-assign]
+            assert raced == [True] and core._early == {} and core._started == {}
+
             # A call in flight when the manager closes ends with it.
             pending = asyncio.create_task(m.call_tool("mcp__fault__sleep", {"ms": 20000}))
             await asyncio.sleep(0.3)
