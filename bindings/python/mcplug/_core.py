@@ -512,6 +512,9 @@ class HandleCore:
         #: pump before ``_start`` has the call's number back).
         self._started: Dict[int, Completion] = {}
         self._early: Dict[int, Dict[str, Any]] = {}
+        #: Completions of calls with a progress callable, each waiting for a pull started after
+        #: it (later than this pull number) to find the queue empty: (pull number, finish, event).
+        self._after_idle: List[Tuple[int, Completion, Dict[str, Any]]] = []
         self._pump = threading.Thread(target=self._pump_loop, name="mcplug-pump", daemon=True)
 
     def start(self) -> None:
@@ -603,9 +606,12 @@ class HandleCore:
         never blocks on a server) and returns its number. ``done`` gets its completion event
         exactly once: on the pump thread, or on this one when the completion was pulled before
         this returned, or a ``closed`` one if the pump has stopped. Errors of the start itself
-        (bad arguments, unknown name, closed) are raised here and ``done`` is never called. A
-        progress callable is routed until the completion; the progress events the pump took
-        before it have been handed to it by then."""
+        (bad arguments, unknown name, closed) are raised here and ``done`` is never called.
+
+        A progress callable is routed until the call ends, and the call ends for it as a blocking
+        call does (``_flush_progress``): once a pull started after its completion found the queue
+        empty. The library forwards each connection's events to the manager's queue on a task of
+        its own, so a call's last progress event may queue just after its completion."""
         options, callback = self._route_progress(options, progress)
         number = c_uint64()
         try:
@@ -622,9 +628,16 @@ class HandleCore:
             assert options is not None
             tag, target = options["tag"], done
 
-            def done(event: Dict[str, Any]) -> None:
+            def finish(event: Dict[str, Any]) -> None:
                 self._drop_route(tag, callback)
                 target(event)
+
+            def done(event: Dict[str, Any]) -> None:
+                with self._cond:
+                    if not self._pump_exited:
+                        self._after_idle.append((self._pull_seq, finish, event))
+                        return
+                finish(event)
 
         with self._cond:
             early = self._early.pop(call, None)
@@ -745,13 +758,9 @@ class HandleCore:
                             self._dispatch(event)
                     if batch is not None and len(events) < PUMP_BATCH:
                         # A short batch: the queue was empty after it, and all of it is routed.
-                        with self._cond:
-                            self._idle_seq = seq
-                            self._cond.notify_all()
+                        self._idle(seq)
                 elif status == _ffi.TIMEOUT:
-                    with self._cond:
-                        self._idle_seq = seq
-                        self._cond.notify_all()
+                    self._idle(seq)
                 elif status == _ffi.CLOSED:
                     break
                 else:
@@ -769,10 +778,25 @@ class HandleCore:
                 left = list(self._started.items())
                 self._started.clear()
                 self._early.clear()
+                ending, self._after_idle = self._after_idle, []
+            for _, finish, event in ending:
+                self._complete(finish, event)
             for call, done in left:
                 self._complete(done, self._closed_completion(call))
             self._sink.close()
             self._free_if_unused()
+
+    def _idle(self, seq: int) -> None:
+        """The pull ``seq`` found the queue empty: blocking calls waiting for their progress events
+        may return, and started calls with a progress callable completed before it end now."""
+        with self._cond:
+            self._idle_seq = seq
+            self._cond.notify_all()
+            ready = [(finish, event) for mark, finish, event in self._after_idle if mark < seq]
+            if ready:
+                self._after_idle = [entry for entry in self._after_idle if entry[0] >= seq]
+        for finish, event in ready:
+            self._complete(finish, event)
 
     def _dispatch(self, event: Dict[str, Any]) -> None:
         try:
