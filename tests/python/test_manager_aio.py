@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -291,5 +292,256 @@ def test_async_resources_and_prompts(everything_server: Dict[str, Any], everythi
             assert got["messages"], got
             templates = await m.request("everything-http", "resources/templates/list")
             assert templates["resourceTemplates"]
+
+    run(main())
+
+
+# -- started calls: no thread per call ---------------------------------------------------------
+
+
+class ThreadPeak:
+    """The most threads alive while it ran (sampled on the loop every few ms)."""
+
+    def __init__(self) -> None:
+        self.before = threading.active_count()
+        self.peak = self.before
+        self._task: Optional["asyncio.Task[None]"] = None
+
+    async def _sample(self) -> None:
+        while True:
+            self.peak = max(self.peak, threading.active_count())
+            await asyncio.sleep(0.002)
+
+    def __enter__(self) -> "ThreadPeak":
+        self._task = asyncio.get_running_loop().create_task(self._sample())
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        assert self._task is not None
+        self._task.cancel()
+
+
+def test_two_hundred_calls_at_once_hold_no_thread_each(everything_server: Dict[str, Any], fault: FaultFactory) -> None:
+    """200 calls gathered across three servers and a host tool: 80 of them to a host tool that
+    answers only once all 80 are in it — more than any thread pool of the binding ever held (64),
+    so only calls that hold no thread can all get there."""
+    everything = {k: v for k, v in everything_server.items() if k != "name"}
+    config = {"mcpServers": {"fault": {k: v for k, v in fault("normal").items() if k != "name"}, "everything": everything}}
+    gated = 80
+
+    async def main() -> None:
+        arrived = 0
+        all_in = asyncio.Event()
+
+        async def gate(arguments: Dict[str, Any]) -> str:
+            nonlocal arrived
+            arrived += 1
+            if arrived == gated:
+                all_in.set()
+            try:
+                await asyncio.wait_for(all_in.wait(), 20)
+            except asyncio.TimeoutError:
+                return f"gate {arguments['i']}: only {arrived} of {gated} calls arrived"
+            return f"gate {arguments['i']}"
+
+        async with mcplug.aio.Manager() as m:
+            await m.add_host_server("host", [{"name": "gate", "handler": gate}])
+            await m.connect(config)
+            status = await m.wait(30)
+            assert {s["state"] for s in status["servers"].values()} == {"connected"}, status
+
+            calls = []
+            for i in range(200):
+                if i % 5 in (0, 1):
+                    calls.append((m.call_tool("mcp__host__gate", {"i": i}), f"gate {i}"))
+                elif i % 5 in (2, 3):
+                    calls.append((m.call_tool("mcp__fault__echo", {"message": f"f{i}"}), f"Echo: f{i}"))
+                else:
+                    calls.append((m.call_tool("mcp__everything__echo", {"message": f"e{i}"}), f"Echo: e{i}"))
+            assert sum(1 for _, want in calls if want.startswith("gate")) == gated
+            with ThreadPeak() as threads:
+                results = await asyncio.gather(*(c for c, _ in calls))
+            assert [text_of(r) for r in results] == [want for _, want in calls]
+            assert threads.peak <= threads.before + 4, f"threads rose from {threads.before} to {threads.peak} for 200 calls"
+            # Nothing left behind: every started call's completion was taken.
+            assert m._core._started == {} and m._core._early == {}
+
+    run(main())
+
+
+def test_cancelling_the_task_cancels_the_started_call(fault: FaultFactory) -> None:
+    entry = {k: v for k, v in fault("normal").items() if k != "name"}
+    stopped: List[str] = []
+    withdrawn: List[Dict[str, Any]] = []
+
+    async def wait_forever(arguments: Dict[str, Any]) -> str:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            stopped.append(str(arguments["who"]))
+            raise
+        return "never"
+
+    async def fault_cancelled(m: mcplug.aio.Manager, n: int) -> List[Any]:
+        for _ in range(100):
+            ids = json.loads(text_of(await m.call_tool("mcp__fault__cancelled_ids", {})))
+            if len(ids) >= n:
+                return list(ids)
+            await asyncio.sleep(0.02)
+        return list(ids)
+
+    async def main() -> None:
+        async with mcplug.aio.Manager(handlers={"request_cancelled": withdrawn.append}) as m:
+            await m.add_host_server("host", [{"name": "wait", "handler": wait_forever}])
+            await m.connect({"mcpServers": {"fault": entry}})
+            await m.wait(20)
+
+            # A call on the server: cancelled there (notifications/cancelled).
+            call = asyncio.create_task(m.call_tool("mcp__fault__sleep", {"ms": 20000}))
+            await asyncio.sleep(0.3)
+            t0 = time.monotonic()
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            assert time.monotonic() - t0 < 0.5
+            assert len(await fault_cancelled(m, 1)) == 1, "the fault server was sent notifications/cancelled"
+
+            # asyncio.wait_for's timeout cancels the same way.
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(m.call_tool("mcp__fault__sleep", {"ms": 20000}), 0.3)
+            assert len(await fault_cancelled(m, 2)) == 2
+
+            # A host tool's call: its task is cancelled, and the host sees request_cancelled.
+            call = asyncio.create_task(m.call_tool("mcp__host__wait", {"who": "task"}))
+            await asyncio.sleep(0.2)
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            for _ in range(100):
+                if stopped and withdrawn:
+                    break
+                await asyncio.sleep(0.02)
+            assert stopped == ["task"]
+            assert [(e["type"], e["server"]) for e in withdrawn] == [("request_cancelled", "host")], withdrawn
+
+            # The library's own timer: a TimeoutError from the completion, the server told too.
+            with pytest.raises(mcplug.TimeoutError):
+                await m.call_tool("mcp__fault__sleep", {"ms": 20000}, timeout=0.2)
+            assert len(await fault_cancelled(m, 3)) == 3
+
+            # Cancelled before anything came back: the manager goes on, nothing is left behind.
+            for _ in range(20):
+                quick = asyncio.create_task(m.call_tool("mcp__fault__echo", {"message": "gone"}))
+                await asyncio.sleep(0)
+                quick.cancel()
+                try:
+                    await quick
+                except asyncio.CancelledError:
+                    pass
+            assert text_of(await m.call_tool("mcp__fault__echo", {"message": "after"})) == "Echo: after"
+            for _ in range(100):
+                if not m._core._started:
+                    break
+                await asyncio.sleep(0.02)
+            assert m._core._started == {} and m._core._early == {}
+
+
+    run(main())
+
+
+def test_an_async_host_tool_awaits_other_manager_calls(fault: FaultFactory) -> None:
+    """70 host calls at once, each awaiting two more calls of the same manager (a server's tool
+    and another host tool): with a thread held per call, 64 of them would hold every thread and
+    wait for calls that need one."""
+    entry = {k: v for k, v in fault("normal").items() if k != "name"}
+    n = 70
+
+    async def main() -> None:
+        async with mcplug.aio.Manager() as m:
+            async def inner(arguments: Dict[str, Any]) -> str:
+                await asyncio.sleep(0.05)
+                return f"inner {arguments['i']}"
+
+            async def relay(arguments: Dict[str, Any]) -> Dict[str, Any]:
+                i = arguments["i"]
+                echoed, inside = await asyncio.gather(
+                    m.call_tool("mcp__fault__echo", {"message": f"r{i}"}, timeout=15),
+                    m.call_tool("mcp__host__inner", {"i": i}, timeout=15),
+                )
+                return {"content": [{"type": "text", "text": f"{text_of(echoed)} + {text_of(inside)}"}]}
+
+            await m.add_host_server("host", [{"name": "relay", "handler": relay}, {"name": "inner", "handler": inner}])
+            await m.connect({"mcpServers": {"fault": entry}})
+            await m.wait(20)
+            results = await asyncio.gather(*(m.call_tool("mcp__host__relay", {"i": i}, timeout=30) for i in range(n)))
+            assert [text_of(r) for r in results] == [f"Echo: r{i} + inner {i}" for i in range(n)]
+
+    run(main())
+
+
+def test_started_call_errors_progress_and_close(everything_server: Dict[str, Any], fault: FaultFactory) -> None:
+    everything = {k: v for k, v in everything_server.items() if k != "name"}
+    entry = {k: v for k, v in fault("normal").items() if k != "name"}
+
+    async def main() -> None:
+        m = mcplug.aio.Manager()
+        async with m:
+            await m.connect({"mcpServers": {"everything": everything, "fault": entry}})
+            await m.wait(30)
+            # Refused at the start, raised in the awaiting task.
+            with pytest.raises(mcplug.NotFoundError, match="mcp__nowhere__x"):
+                await m.call_tool("mcp__nowhere__x", {})
+            with pytest.raises(mcplug.InvalidArgumentError, match="arguments"):
+                await m.call_tool("mcp__fault__echo", {"bad": {1, 2}})  # type: ignore[dict-item]
+            # An error of the call comes through its completion as its exception, data and all.
+            with pytest.raises(mcplug.InvalidResultError) as bad:
+                await m.call_tool("mcp__fault__weather", {"mode": "bad"})
+            assert bad.value.kind == "invalid_result" and bad.value.data["errors"][0]["instance_path"] == "/temperature", bad.value.data
+            with pytest.raises(mcplug.InvalidArgumentError, match="message"):
+                await m.call_tool("mcp__fault__echo", {"message": 42}, validate_arguments=True)
+
+            # A progress callback gets every step before the call's result is back (the last
+            # progress event can reach the manager's queue just after the completion: without
+            # waiting for it, about a third of these calls returned with two steps).
+            for _ in range(8):
+                seen: List[Dict[str, Any]] = []
+                await m.call_tool("mcp__everything__trigger-long-running-operation", {"duration": 0.05, "steps": 3}, timeout=10, progress=seen.append)
+                assert [(p["progress"], p["total"]) for p in seen] == [(1, 3), (2, 3), (3, 3)]
+            assert m._core._routes == {} and m._core._after_idle == []
+            # progress=True: the events, with the tag and the server, for the iterator.
+            await m.call_tool("mcp__everything__trigger-long-running-operation", {"duration": 0.2, "steps": 2}, tag="py-started", progress=True)
+            progress = [e async for e in m.events(0.3) if e.get("method") == "notifications/progress"]
+            assert [(e["tag"], e["server"], e["params"]["progress"]) for e in progress] == [("py-started", "everything", 1), ("py-started", "everything", 2)]
+
+            # A completion the pump takes before the start has returned the call's number (held
+            # back here until it has) still reaches its call.
+            core = m._core
+            real_invoke = core._invoke
+            raced: List[bool] = []
+
+            def late_start(fn: Any, *args: Any) -> Any:
+                status, text = real_invoke(fn, *args)
+                if fn is mcplug._ffi.lib.mcplug_manager_call_tool_start:
+                    deadline = time.monotonic() + 5
+                    while not core._early and time.monotonic() < deadline:
+                        time.sleep(0.005)
+                    raced.append(bool(core._early))
+                return status, text
+
+            core._invoke = late_start  # type: ignore[method-assign]
+            try:
+                assert text_of(await m.call_tool("mcp__fault__echo", {"message": "raced"}, timeout=10)) == "Echo: raced"
+            finally:
+                core._invoke = real_invoke  # type: ignore[method-assign]
+            assert raced == [True] and core._early == {} and core._started == {}
+
+            # A call in flight when the manager closes ends with it.
+            pending = asyncio.create_task(m.call_tool("mcp__fault__sleep", {"ms": 20000}))
+            await asyncio.sleep(0.3)
+        with pytest.raises(mcplug.McpError) as closed:
+            await pending
+        assert closed.value.kind in ("closed", "cancelled"), closed.value
+        with pytest.raises(mcplug.ClosedError):
+            await m.call_tool("mcp__fault__echo", {"message": "late"})
 
     run(main())

@@ -1,8 +1,10 @@
 """One connection's shared state, used by both the sync and the asyncio client: the native handle
 behind a gate, the blocking calls, the event pump thread, and the routing of events to handlers.
 
-The pump pulls events with ``mcplug_client_next_event`` (the library never calls into Python), so
-handlers run on a thread we own. The objects here never reference the public ``Client`` wrapper,
+The pump pulls events with ``mcplug_client_next_event`` (the manager's in batches, with
+``mcplug_manager_next_events``; the library never calls into Python), so handlers run on a thread
+we own. Started calls (``mcplug_manager_call_tool_start``) hold no thread: the pump hands each
+``completion`` event to the function the call was started with. The objects here never reference the public ``Client`` wrapper,
 so the wrapper can be garbage-collected and its finalizer can close us.
 """
 from __future__ import annotations
@@ -14,10 +16,10 @@ import os
 import threading
 import time
 from collections.abc import Mapping
-from ctypes import byref, c_char_p, c_void_p
+from ctypes import byref, c_char_p, c_uint64, c_void_p
 
 from . import _codec, _ffi
-from ._errors import ClosedError, DeniedError, InvalidArgumentError, McpError, NotFoundError, error_from_json
+from ._errors import ClosedError, DeniedError, InvalidArgumentError, McpError, NotFoundError, error_from_json, make_error
 
 TYPE_CHECKING = False  # not typing's: see _codec
 if TYPE_CHECKING:
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
     Done = Callable[[Any, Optional[BaseException]], None]
     #: Turns a handler's outcome (result, exception) into the one to answer with.
     Outcome = Callable[[Any, Optional[BaseException]], Tuple[Any, Optional[BaseException]]]
+    #: Gets a started call's ``{"type": "completion", "call", "result" | "error"}`` event, once.
+    Completion = Callable[[Dict[str, Any]], None]
 
 
 def _log() -> Any:
@@ -48,6 +52,8 @@ PUMP_WAIT_PROGRESS_MS = 20
 #: How long a finished call with a progress callback waits for its progress events to be routed.
 PROGRESS_FLUSH_S = 2.0
 PUMP_JOIN_S = 5.0
+#: How many events the pump takes per pull where the handle has ``*_next_events``.
+PUMP_BATCH = 64
 
 METHOD_NOT_FOUND = -32601
 INTERNAL_ERROR = -32603
@@ -342,6 +348,21 @@ def connect_blocking(server: Mapping[str, Any], options: Mapping[str, Any]) -> T
     return int(handle.value), info
 
 
+def completion_outcome(event: Dict[str, Any]) -> Tuple[Any, Optional[McpError]]:
+    """A ``completion`` event as (result, None) or (None, the McpError of its ``error``)."""
+    err = event.get("error")
+    if err is None:
+        return event.get("result"), None
+    if not isinstance(err, Mapping):
+        err = {}
+    code, kind, message = err.get("code"), err.get("kind"), err.get("message")
+    if not isinstance(kind, str):
+        kind = "unknown"
+    if not isinstance(message, str):
+        message = f"the call failed ({kind})"
+    return None, make_error(kind, message, code if isinstance(code, int) else None, err.get("data"))
+
+
 def rpc_error_of(exc: BaseException) -> Dict[str, Any]:
     """The JSON-RPC error a server gets when a handler raised: an McpError's own ``code`` and
     ``data`` (a DeniedError without a code is -1, the spec's "user rejected"); anything else is
@@ -357,7 +378,7 @@ def rpc_error_of(exc: BaseException) -> Dict[str, Any]:
 class SyncRunner:
     """Runs handlers on the pump thread (the sync client)."""
 
-    def run(self, fn: Handler, arg: Any, done: Optional[Done]) -> None:
+    def run(self, fn: Handler, arg: Any, done: Optional[Done], quick: bool = False) -> None:
         try:
             result = fn(arg)
             if hasattr(result, "__await__"):
@@ -453,6 +474,10 @@ class HandleCore:
     _RESPOND: Any
     _CLOSE: Any
     _FREE: Any
+    #: ``(handle, max, timeout_ms, out)`` pulling a batch of events (a JSON array), if the handle has it.
+    _NEXT_EVENTS: Any = None
+    #: ``(handle, call, out)`` cancelling a started call, if the handle starts calls.
+    _CANCEL_CALL: Any = None
 
     def __init__(
         self,
@@ -486,6 +511,14 @@ class HandleCore:
         self._calls: List[None] = []
         self._handle_arg = c_void_p(handle)  # built once, not converted from int on every call
         self._free_pending = False
+        #: Started calls by number: the function their completion event goes to; and the
+        #: completions that came before their call was registered (a fast answer can reach the
+        #: pump before ``_start`` has the call's number back).
+        self._started: Dict[int, Completion] = {}
+        self._early: Dict[int, Dict[str, Any]] = {}
+        #: Completions of calls with a progress callable, each waiting for a pull started after
+        #: it (later than this pull number) to find the queue empty: (pull number, finish, event).
+        self._after_idle: List[Tuple[int, Completion, Dict[str, Any]]] = []
         self._pump = threading.Thread(target=self._pump_loop, name="mcplug-pump", daemon=True)
 
     def start(self) -> None:
@@ -527,39 +560,124 @@ class HandleCore:
 
     # -- blocking calls --------------------------------------------------------------------------
 
+    def _route_progress(self, options: Optional[Dict[str, Any]], progress: Progress) -> Tuple[Optional[Dict[str, Any]], Optional[Handler]]:
+        """Asks for progress when ``progress`` is True or a callable: the options with ``progress``
+        and a ``tag`` (the events carry it), and the callable, now routed by that tag (undo with
+        ``_drop_route``), or None."""
+        if progress is None or progress is False:
+            return options, None
+        if options is None:
+            options = {}
+        options["progress"] = True
+        tag = options.setdefault("tag", new_tag())
+        if progress is True:
+            return options, None  # progress events go to handlers / next_event, with the tag
+        if not callable(progress):
+            raise InvalidArgumentError("`progress` must be a callable, True, or None")
+        with self._cond:
+            self._routes.setdefault(tag, []).append(progress)
+        return options, progress
+
+    def _drop_route(self, tag: str, progress: Handler) -> None:
+        with self._cond:
+            routes = self._routes.get(tag, [])
+            if progress in routes:
+                routes.remove(progress)
+            if not routes:
+                self._routes.pop(tag, None)
+
     def _call(self, fn: Any, args: Tuple[Any, ...], options: Optional[Dict[str, Any]], progress: Progress) -> Any:
         if progress is None or progress is False:
             status, text = self._invoke(fn, *args, dumps(options, "options") if options else None)
             if status == _OK:
                 return _loads(text) if text else None
             raise error_from_json(status, text)
-        if options is None:
-            options = {}
-        if progress is True:
-            # Progress events go to handlers / next_event, carrying the call's tag.
-            options["progress"] = True
-            options.setdefault("tag", new_tag())
-            progress = None
-        else:  # None and False took the early return above
-            if not callable(progress):
-                raise InvalidArgumentError("`progress` must be a callable, True, or None")
-            options["progress"] = True
-            tag = options.setdefault("tag", new_tag())
-            with self._cond:
-                self._routes.setdefault(tag, []).append(progress)
+        options, callback = self._route_progress(options, progress)
+        assert options is not None
         try:
             status, text = self._invoke(fn, *args, dumps(options, "options"))
-            if progress is not None:
+            if callback is not None:
                 self._flush_progress()
         finally:
-            if progress is not None:
-                with self._cond:
-                    routes = self._routes.get(options["tag"], [])
-                    if progress in routes:
-                        routes.remove(progress)
-                    if not routes:
-                        self._routes.pop(options["tag"], None)
+            if callback is not None:
+                self._drop_route(options["tag"], callback)
         return _ffi.checked(status, text)
+
+    # -- started calls -----------------------------------------------------------------------------
+
+    def _start(self, fn: Any, args: Tuple[Any, ...], options: Optional[Dict[str, Any]], progress: Progress, done: Completion) -> int:
+        """Starts a call without waiting (``fn(handle, *args, options_json, &call, out)``, which
+        never blocks on a server) and returns its number. ``done`` gets its completion event
+        exactly once: on the pump thread, or on this one when the completion was pulled before
+        this returned, or a ``closed`` one if the pump has stopped. Errors of the start itself
+        (bad arguments, unknown name, closed) are raised here and ``done`` is never called.
+
+        A progress callable is routed until the call ends, and the call ends for it as a blocking
+        call does (``_flush_progress``): once a pull started after its completion found the queue
+        empty. The library forwards each connection's events to the manager's queue on a task of
+        its own, so a call's last progress event may queue just after its completion."""
+        options, callback = self._route_progress(options, progress)
+        number = c_uint64()
+        try:
+            status, text = self._invoke(fn, *args, dumps(options, "options") if options else None, byref(number))
+            if status != _OK:
+                raise error_from_json(status, text)
+        except BaseException:
+            if callback is not None:
+                assert options is not None
+                self._drop_route(options["tag"], callback)
+            raise
+        call = number.value
+        if callback is not None:
+            assert options is not None
+            tag, target = options["tag"], done
+
+            def finish(event: Dict[str, Any]) -> None:
+                self._drop_route(tag, callback)
+                target(event)
+
+            def done(event: Dict[str, Any]) -> None:
+                with self._cond:
+                    if not self._pump_exited:
+                        self._after_idle.append((self._pull_seq, finish, event))
+                        return
+                finish(event)
+
+        with self._cond:
+            early = self._early.pop(call, None)
+            if early is None and not self._pump_exited:
+                self._started[call] = done
+                return call
+        self._complete(done, early if early is not None else self._closed_completion(call))
+        return call
+
+    def cancel_started(self, call: int) -> bool:
+        """Cancels a started call: its completion carries a ``cancelled`` error unless its outcome
+        came first. False when it was no longer in flight."""
+        status, text = self._invoke(self._CANCEL_CALL, call)
+        return bool((_ffi.checked(status, text) or {}).get("cancelled"))
+
+    def _closed_completion(self, call: int) -> Dict[str, Any]:
+        return {"type": "completion", "call": call, "error": {"kind": "closed", "message": f"the {self.WHAT} is closed"}}
+
+    def _on_completion(self, event: Dict[str, Any]) -> None:
+        call = event.get("call")
+        if not isinstance(call, int):
+            _log().error("mcplug: a completion event without a call number: %r", event)
+            return
+        with self._cond:
+            done = self._started.pop(call, None)
+            if done is None:
+                self._early[call] = event  # its call is still on its way back from starting
+                return
+        self._complete(done, event)
+
+    @staticmethod
+    def _complete(done: Completion, event: Dict[str, Any]) -> None:
+        try:
+            done(event)
+        except Exception:
+            _log().exception("mcplug: delivering a call's completion failed")
 
     def respond(self, event_id: str, result: Any = None, error: Any = None) -> None:
         if not isinstance(event_id, str):
@@ -617,6 +735,7 @@ class HandleCore:
 
     def _pump_loop(self) -> None:
         failures = 0
+        batch = self._NEXT_EVENTS
         try:
             while True:
                 with self._cond:
@@ -626,20 +745,26 @@ class HandleCore:
                     self._pull_seq += 1
                     seq = self._pull_seq
                     wait = PUMP_WAIT_PROGRESS_MS if self._routes else PUMP_WAIT_MS
-                status, text = _ffi.invoke(self._NEXT_EVENT, handle, wait)
+                if batch is not None:
+                    status, text = _ffi.invoke(batch, handle, PUMP_BATCH, wait)
+                else:
+                    status, text = _ffi.invoke(self._NEXT_EVENT, handle, wait)
                 if status == _ffi.OK:
                     failures = 0
                     try:
-                        event = _codec.loads(text or "null")
+                        pulled = _codec.loads(text or "null")
                     except ValueError:
                         _log().error("mcplug: an event was not JSON: %r", text)
                         continue
-                    if isinstance(event, dict):
-                        self._dispatch(event)
+                    events = pulled if batch is not None and isinstance(pulled, list) else [pulled]
+                    for event in events:
+                        if isinstance(event, dict):
+                            self._dispatch(event)
+                    if batch is not None and len(events) < PUMP_BATCH:
+                        # A short batch: the queue was empty after it, and all of it is routed.
+                        self._idle(seq)
                 elif status == _ffi.TIMEOUT:
-                    with self._cond:
-                        self._idle_seq = seq
-                        self._cond.notify_all()
+                    self._idle(seq)
                 elif status == _ffi.CLOSED:
                     break
                 else:
@@ -652,12 +777,37 @@ class HandleCore:
             with self._cond:
                 self._pump_exited = True
                 self._cond.notify_all()
+                # The library completes every started call before its last event; these are
+                # only left if the pump gave up: nobody else would end them.
+                left = list(self._started.items())
+                self._started.clear()
+                self._early.clear()
+                ending, self._after_idle = self._after_idle, []
+            for _, finish, event in ending:
+                self._complete(finish, event)
+            for call, done in left:
+                self._complete(done, self._closed_completion(call))
             self._sink.close()
             self._free_if_unused()
+
+    def _idle(self, seq: int) -> None:
+        """The pull ``seq`` found the queue empty: blocking calls waiting for their progress events
+        may return, and started calls with a progress callable completed before it end now."""
+        with self._cond:
+            self._idle_seq = seq
+            self._cond.notify_all()
+            ready = [(finish, event) for mark, finish, event in self._after_idle if mark < seq]
+            if ready:
+                self._after_idle = [entry for entry in self._after_idle if entry[0] >= seq]
+        for finish, event in ready:
+            self._complete(finish, event)
 
     def _dispatch(self, event: Dict[str, Any]) -> None:
         try:
             kind = event.get("type")
+            if kind == "completion":
+                self._on_completion(event)
+                return
             if kind == "request":
                 self._on_request(event)
                 return
@@ -719,9 +869,11 @@ class HandleCore:
             return
         self._answer_with(event_id, self._bind(handler, event), event.get("params", {}))
 
-    def _answer_with(self, event_id: str, handler: Handler, params: Any, outcome: Optional[Outcome] = None) -> None:
+    def _answer_with(self, event_id: str, handler: Handler, params: Any, outcome: Optional[Outcome] = None, quick: bool = False) -> None:
         """Runs ``handler(params)`` for the request ``event_id`` and answers with its outcome;
-        ``outcome(result, exc)`` may turn it into the ``(result, error)`` to send instead."""
+        ``outcome(result, exc)`` may turn it into the ``(result, error)`` to send instead.
+        ``quick``: answering never waits on a server (a host tool's call), so an async handler's
+        answer may be given on the loop thread."""
 
         def done(result: Any, exc: Optional[BaseException]) -> None:
             with self._cond:
@@ -739,7 +891,7 @@ class HandleCore:
 
         with self._cond:
             self._running[event_id] = None  # running, nothing to stop (yet)
-        future = self._runner.run(handler, params, done)
+        future = self._runner.run(handler, params, done, quick)
         if future is not None:
             with self._cond:
                 if event_id in self._running:

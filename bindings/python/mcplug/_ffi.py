@@ -14,7 +14,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-from ctypes import POINTER, c_char_p, c_int, c_int32, c_uint32, c_void_p
+from ctypes import POINTER, c_char_p, c_int, c_int32, c_uint32, c_uint64, c_void_p
 
 from . import _codec
 from ._errors import error_from_json
@@ -139,6 +139,9 @@ _declare("mcplug_manager_list_prompts", c_int, [c_void_p, c_char_p, _out])
 _declare("mcplug_manager_get_prompt", c_int, [c_void_p, c_char_p, c_char_p, c_char_p, _out])
 _declare("mcplug_manager_request", c_int, [c_void_p, c_char_p, c_char_p, c_char_p, c_char_p, _out])
 _declare("mcplug_manager_set_tools", c_int, [c_void_p, c_char_p, c_char_p, _out])
+_declare("mcplug_manager_call_tool_start", c_int, [c_void_p, c_char_p, c_char_p, c_char_p, POINTER(c_uint64), _out])
+_declare("mcplug_manager_cancel_call", c_int, [c_void_p, c_uint64, _out])
+_declare("mcplug_manager_next_events", c_int, [c_void_p, c_uint32, c_int32, _out])
 
 #: mcplug_string_free only returns memory: called through a PyDLL (the same loaded library) it
 #: keeps the GIL, instead of dropping and retaking it once per call.

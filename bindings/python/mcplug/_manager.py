@@ -35,7 +35,7 @@ TYPE_CHECKING = False  # not typing's: see _codec
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
-    from ._core import Handler, Progress
+    from ._core import Completion, Handler, Progress
 
     Timeout = Optional[float]
     #: A handler of a server's request or notification: ``(params, server)``; event-type keys
@@ -218,6 +218,8 @@ class ManagerCore(HandleCore):
     _RESPOND = _lib.mcplug_manager_respond
     _CLOSE = _lib.mcplug_manager_close
     _FREE = _lib.mcplug_manager_free
+    _NEXT_EVENTS = _lib.mcplug_manager_next_events
+    _CANCEL_CALL = _lib.mcplug_manager_cancel_call
 
     def __init__(self, handle: int, info: Dict[str, Any], handlers: Dict[str, Handler], manual: Any, runner: Any, sink: Any) -> None:
         super().__init__(handle, info, handlers, manual, runner, sink)
@@ -253,7 +255,9 @@ class ManagerCore(HandleCore):
                 arguments = params.get("arguments")
                 with self._cond:
                     self._tool_calls.add(event_id)
-                self._answer_with(event_id, fn, {} if arguments is None else arguments, tool_outcome)
+                # Answering a host tool's call hands the result to the waiting call (no write to
+                # a server): quick enough for the loop thread.
+                self._answer_with(event_id, fn, {} if arguments is None else arguments, tool_outcome, quick=True)
                 return
         super()._on_request(event)
 
@@ -380,6 +384,14 @@ class ManagerCore(HandleCore):
         name_b = encode(pool_name, "pool_name")
         result: Dict[str, Any] = self._call(_lib.mcplug_manager_call_tool, (name_b, _object_json(arguments, "arguments")), options, progress)
         return result
+
+    def call_tool_start(
+        self, pool_name: str, arguments: Optional[Mapping[str, Any]], options: Optional[Dict[str, Any]], progress: Progress, done: Completion
+    ) -> int:
+        """Starts a pool tool's call without waiting; ``done`` gets its completion event (see
+        ``HandleCore._start``). Returns the call's number, for ``cancel_started``."""
+        name_b = encode(pool_name, "pool_name")
+        return self._start(_lib.mcplug_manager_call_tool_start, (name_b, _object_json(arguments, "arguments")), options, progress, done)
 
     def search_tools(self, query: str, options: Dict[str, Any]) -> Dict[str, Any]:
         result: Dict[str, Any] = self._checked(_lib.mcplug_manager_search_tools, encode(query, "query"), self._opts(options))

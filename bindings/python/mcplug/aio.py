@@ -2,7 +2,10 @@
 
 Blocking library calls run on a dedicated thread pool, so the event loop is never blocked.
 Every call carries a tag: cancelling the awaiting task cancels the call in the library, and the
-server is sent ``notifications/cancelled``. Handlers may be ``async def`` (run as tasks on the
+server is sent ``notifications/cancelled``. ``Manager.call_tool`` holds no thread at all: it
+starts the call (``mcplug_manager_call_tool_start``, which never blocks) and awaits a future that
+the manager's event pump resolves with the call's ``completion`` event; cancelling the task
+cancels the call by its number. Handlers may be ``async def`` (run as tasks on the
 loop, several at once) or plain functions (run on the pump thread); an async handler whose request
 the server no longer needs (``request_cancelled``, ``request_expired``) is cancelled::
 
@@ -34,18 +37,20 @@ from ._core import (
     EventBuffer,
     EVENT_QUEUE_LIMIT,
     Core,
+    HandleCore,
     call_options,
+    completion_outcome,
     connect_blocking,
     connect_options,
     new_tag,
     put_task_options,
 )
-from ._errors import CancelledError, ClosedError, InvalidArgumentError
+from ._errors import CancelledError, ClosedError, InvalidArgumentError, McpError
 from ._managed import AsyncManaged
 from ._manager import ManagerCore, list_options, new_manager, request_options, search_options
 
 if TYPE_CHECKING:
-    from ._core import Done, Handler
+    from ._core import Completion, Done, Handler
 
 __all__ = ["Client", "Manager"]
 
@@ -70,8 +75,10 @@ class _LoopRunner:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
 
-    def run(self, fn: Handler, arg: Any, done: Optional[Done]) -> "Optional[concurrent.futures.Future[Any]]":
-        """Returns the future of an async handler (cancelling it cancels the handler's task)."""
+    def run(self, fn: Handler, arg: Any, done: Optional[Done], quick: bool = False) -> "Optional[concurrent.futures.Future[Any]]":
+        """Returns the future of an async handler (cancelling it cancels the handler's task).
+        ``done`` answers with a blocking library call, so it runs on the pool, unless ``quick``
+        (it never waits on a server): then on the loop thread, as the handler finishes."""
         try:
             result = fn(arg)
         except Exception as e:
@@ -98,6 +105,9 @@ class _LoopRunner:
             if done is None:
                 if exc is not None and not isinstance(exc, asyncio.CancelledError):
                     log.error("mcplug: an async event handler raised", exc_info=exc)
+                return
+            if quick:
+                done(outcome, exc)
                 return
             try:  # answering is a blocking library call: never on the loop thread
                 _EXECUTOR.submit(done, outcome, exc)
@@ -210,6 +220,42 @@ def _cancel_until_done(loop: asyncio.AbstractEventLoop, cfut: "concurrent.future
     except Exception:
         return
     loop.call_later(min(0.005 * (attempt + 1), 0.1), _cancel_until_done, loop, cfut, tag, attempt + 1)
+
+
+def _settle(future: "asyncio.Future[Any]", event: Dict[str, Any]) -> None:
+    if future.done():
+        return  # the awaiting task was cancelled
+    result, exc = completion_outcome(event)
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(result)
+
+
+async def _await_started(core: HandleCore, start: Callable[["Completion"], int]) -> Any:
+    """Starts a call with ``start(done)`` (on the loop thread: starting never blocks on a server)
+    and awaits its completion, which the pump hands to ``done``. If the awaiting task is
+    cancelled, so is the call (its server is sent ``notifications/cancelled``; a host tool's
+    task is cancelled); its completion then goes nowhere."""
+    loop = asyncio.get_running_loop()
+    future: "asyncio.Future[Any]" = loop.create_future()
+
+    def done(event: Dict[str, Any]) -> None:
+        try:
+            loop.call_soon_threadsafe(_settle, future, event)
+        except RuntimeError:
+            pass  # the loop is closed: nobody awaits the call
+
+    call = start(done)
+    try:
+        return await future
+    except asyncio.CancelledError:
+        if not future.done() or future.cancelled():
+            try:
+                core.cancel_started(call)
+            except McpError:
+                pass  # closed: the call ended with its manager
+        raise
 
 
 class Client(_Info, AsyncManaged):
@@ -423,11 +469,14 @@ class Manager(AsyncManaged):
         task_ttl: Timeout = None,
         validate_arguments: Optional[bool] = None,
     ) -> Dict[str, Any]:
-        """See ``mcplug.Manager.call_tool``; cancelling the awaiting task cancels the call."""
+        """See ``mcplug.Manager.call_tool``; cancelling the awaiting task cancels the call. No
+        thread waits for the call: many thousands may be in flight at once."""
         if arguments is not None and not isinstance(arguments, Mapping):
             raise InvalidArgumentError(f"`arguments` must be a dict (got {type(arguments).__name__})")
-        opts = put_task_options(call_options(timeout, tag or new_tag()), task, task_ttl, validate_arguments)
-        return await _run(lambda: self._core.call_tool(pool_name, arguments, opts, progress), opts["tag"])
+        opts = put_task_options(call_options(timeout, tag), task, task_ttl, validate_arguments)
+        core = self._core
+        result: Dict[str, Any] = await _await_started(core, lambda done: core.call_tool_start(pool_name, arguments, opts, progress, done))
+        return result
 
     async def search_tools(self, query: str, max_results: Optional[int] = 5, *, server: Optional[str] = None) -> Dict[str, Any]:
         """See ``mcplug.Manager.search_tools``."""
