@@ -68,6 +68,8 @@ pub struct HttpTransport {
     closed: AtomicBool,
     /// Sessions started (the first initialize, and each re-initialization).
     sessions: AtomicU64,
+    /// The fingerprint of `headers` (see [`Transport::credential`]).
+    credential: u64,
 }
 
 #[derive(Default)]
@@ -101,6 +103,11 @@ impl HttpTransport {
         let url = parse_url(&config.url)?;
         let headers = remote::header_map(&config.headers)?;
         let http = remote::http_client(&limits)?;
+        let credential = crate::client::cache::fingerprint(
+            headers
+                .iter()
+                .map(|(name, value)| (name.as_str().as_bytes(), value.as_bytes())),
+        );
         Ok(Arc::new_cyclic(|me| HttpTransport {
             me: me.clone(),
             http,
@@ -116,6 +123,7 @@ impl HttpTransport {
             fallback: OnceCell::new(),
             closed: AtomicBool::new(false),
             sessions: AtomicU64::new(0),
+            credential,
         }))
     }
 
@@ -692,6 +700,10 @@ impl Transport for HttpTransport {
             }
             Ok(())
         })
+    }
+
+    fn credential(&self) -> u64 {
+        self.credential
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
