@@ -73,9 +73,12 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {"mode": {"enum": ["ok", "bad", "missing", "error"]}}, "required": ["mode"]},
      "outputSchema": {"type": "object", "properties": {"temperature": {"type": "number"}}, "required": ["temperature"]}},
     {"name": "list_changed", "description": "Sends notifications/tools/list_changed, then answers", "inputSchema": {"type": "object"}},
-    {"name": "listens", "description": "The subscriptions/listen ids and cancelled ids so far", "inputSchema": {"type": "object"}},
-    {"name": "end_listen", "description": "Ends the newest listen stream with notifications/cancelled", "inputSchema": {"type": "object"}},
 ]
+if MODE == "modern-listen":
+    TOOLS += [
+        {"name": "listens", "description": "The subscriptions/listen ids and cancelled ids so far", "inputSchema": {"type": "object"}},
+        {"name": "end_listen", "description": "Ends the newest listen stream with notifications/cancelled", "inputSchema": {"type": "object"}},
+    ]
 
 
 def call_tool(rid, params):
