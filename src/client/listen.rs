@@ -157,6 +157,7 @@ impl Shared {
     /// for now. Cheap after the first time.
     pub(super) fn events_wanted(self: &Arc<Self>) {
         if self.options.listen == ListenMode::Auto
+            && !self.listen.consumer_seen.load(Ordering::Relaxed)
             && !self.listen.consumer_seen.swap(true, Ordering::Relaxed)
         {
             self.listen_for(true, None);
