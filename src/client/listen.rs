@@ -16,8 +16,8 @@
 //!
 //! A stream that drops (the HTTP response stream broke, the server answered its request or sent
 //! `notifications/cancelled` for it on stdio) is opened again after a delay that doubles with
-//! each failure to re-open (1 s up to 30 s); what the cache holds about what it covered is
-//! dropped, since its notifications may have been missed. A server that does not serve the
+//! each failure to re-open and each stream that did not last 10 s (1 s up to 30 s); what the
+//! cache holds about what it covered is dropped, since its notifications may have been missed. A server that does not serve the
 //! method (-32601) is not asked again: the host gets a `warning` event. Closing the connection
 //! closes the stream (stdio: `notifications/cancelled`; HTTP: the response stream is closed).
 
@@ -30,9 +30,12 @@ use tokio::sync::{oneshot, watch};
 /// The `_meta` key that ties a notification to its `subscriptions/listen` request.
 pub(super) const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
-/// The delay before a dropped stream is opened again; doubled after each failed attempt.
+/// The delay before a dropped stream is opened again; doubled after each failed attempt and
+/// after each stream that did not last `HEALTHY` (a server that acknowledges and hangs up at
+/// once is not asked again every second).
 const FIRST_RETRY: Duration = Duration::from_secs(1);
 const MAX_RETRY: Duration = Duration::from_secs(30);
+const HEALTHY: Duration = Duration::from_secs(10);
 /// Streams closed by this client whose late notifications are still recognized (and dropped).
 const RETIRED_KEPT: usize = 8;
 
@@ -87,6 +90,8 @@ struct Stream {
     id: u64,
     filter: Value,
     answer: oneshot::Receiver<Outcome>,
+    /// When the server acknowledged it.
+    since: Instant,
 }
 
 impl Listen {
@@ -411,6 +416,7 @@ impl Shared {
                 id,
                 filter: filter.clone(),
                 answer,
+                since: Instant::now(),
             },
             ack,
         ))
@@ -475,18 +481,10 @@ fn says_unsupported(e: &Error) -> bool {
     e.kind == ErrorKind::Rpc && e.code == Some(codes::METHOD_NOT_FOUND)
 }
 
-/// Sleeps `delay`, or less if the connection closes.
+/// Sleeps `delay`, or less if the connection closes or what is wanted changes (a host's
+/// `resources/subscribe` is not kept waiting for a backoff).
 async fn pause(listen: &Listen, delay: Duration) {
-    let shut = async {
-        loop {
-            let woken = listen.wake.notified();
-            if listen.inner.lock().shut {
-                return;
-            }
-            woken.await;
-        }
-    };
-    let _ = tokio::time::timeout(delay, shut).await;
+    let _ = tokio::time::timeout(delay, listen.wake.notified()).await;
 }
 
 /// Keeps the connection's stream open while anything is wanted (see the module's text).
@@ -533,26 +531,30 @@ async fn listen_task(weak: Weak<Shared>, listen: Arc<Listen>) {
                         let Some(shared) = weak.upgrade() else { return };
                         listen.retire(stream.id);
                         gap = true;
-                        let delay = match outcome {
-                            // The server ended it gracefully (shutting down, or its backlog for
-                            // this stream overflowed): listen again.
-                            Ok(Ok(_)) => FIRST_RETRY,
-                            Ok(Err(e)) if shared.check_open().is_err() => {
-                                let _ = e;
-                                return;
-                            }
+                        // The server ended it gracefully (shutting down, or its backlog for this
+                        // stream overflowed), or it dropped: listen again.
+                        match outcome {
+                            Ok(Err(_)) if shared.check_open().is_err() => return,
                             Ok(Err(e)) if says_unsupported(&e) => {
                                 shared.listen_unsupported(version, e);
                                 return;
                             }
                             Ok(Err(e)) => {
                                 tracing::debug!("the subscriptions/listen stream dropped: {}", e.message);
-                                FIRST_RETRY
                             }
-                            // Forgotten by someone else: only this task forgets its streams.
-                            Err(_) => FIRST_RETRY,
-                        };
+                            // Ok(Ok): the graceful end. Err: forgotten by someone else (only this
+                            // task forgets its streams).
+                            _ => {}
+                        }
                         drop(shared);
+                        let delay = if stream.since.elapsed() >= HEALTHY {
+                            retry = FIRST_RETRY;
+                            FIRST_RETRY
+                        } else {
+                            let delay = retry;
+                            retry = (retry * 2).min(MAX_RETRY);
+                            delay
+                        };
                         pause(&listen, delay).await;
                     }
                     _ = &mut woken => current = Some(stream),
@@ -588,6 +590,7 @@ async fn listen_task(weak: Weak<Shared>, listen: Arc<Listen>) {
                 let Some(shared) = weak.upgrade() else { return };
                 match outcome {
                     Ok(honored) => {
+                        stream.since = Instant::now();
                         if let Some(old) = current.replace(stream) {
                             shared.end_stream(old.id).await;
                         }
@@ -595,7 +598,6 @@ async fn listen_task(weak: Weak<Shared>, listen: Arc<Listen>) {
                             shared.forget_covered(&filter);
                             gap = false;
                         }
-                        retry = FIRST_RETRY;
                         listen.settled.send_modify(|s| {
                             s.acked = version;
                             s.honored = honored;
