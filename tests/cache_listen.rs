@@ -121,7 +121,11 @@ fn is_notification(e: &Value, method: &str) -> bool {
     e["type"] == "notification" && e["method"] == method
 }
 
-const ACK: &str = "notifications/subscriptions/acknowledged";
+/// The event that says the listen stream is up (the server's acknowledgement).
+fn is_listening(e: &Value) -> bool {
+    e["type"] == "listening"
+}
+
 const SUB_ID: &str = "io.modelcontextprotocol/subscriptionId";
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -130,12 +134,15 @@ const WAIT: Duration = Duration::from_secs(10);
 /// (after resources/subscribe), and unsubscribe.
 fn cache_and_listen(server: Value) {
     let c = connect(server, json!({"listen": true}));
-    let ack = wait_for(&c, WAIT, "the acknowledgement", |e| is_notification(e, ACK));
-    let honored = &ack["params"]["notifications"];
+    let ack = wait_for(&c, WAIT, "the acknowledgement", is_listening);
+    let honored = &ack["notifications"];
     assert_eq!(honored["toolsListChanged"], true, "{ack}");
     assert_eq!(honored["promptsListChanged"], true, "{ack}");
     assert_eq!(honored["resourcesListChanged"], true, "{ack}");
     assert!(honored.get("resourceSubscriptions").is_none(), "{ack}");
+    assert_eq!(ack["reopened"], false, "{ack}");
+    // The server's acknowledgement itself is not passed on as a notification.
+    assert!(notifications_within(&c, Duration::from_millis(200)).is_empty());
 
     // A listed result is served from the cache: a tool added without telling is not in it.
     let first = request(&c, "tools/list", json!({}), json!({})).unwrap();
@@ -158,7 +165,7 @@ fn cache_and_listen(server: Value) {
         is_notification(e, "notifications/tools/list_changed")
     });
     assert_eq!(
-        changed["params"]["_meta"][SUB_ID], ack["params"]["_meta"][SUB_ID],
+        changed["params"]["_meta"][SUB_ID], ack["subscription"],
         "{changed}"
     );
     let names = tool_names(&c, json!({}));
@@ -180,27 +187,23 @@ fn cache_and_listen(server: Value) {
     )
     .unwrap();
     assert_eq!(r, "{}");
-    let ack2 = wait_for(&c, WAIT, "the new acknowledgement", |e| {
-        is_notification(e, ACK)
-    });
+    let ack2 = wait_for(&c, WAIT, "the new acknowledgement", is_listening);
     assert_eq!(
-        ack2["params"]["notifications"]["resourceSubscriptions"],
+        ack2["notifications"]["resourceSubscriptions"],
         json!(["note://current"]),
         "{ack2}"
     );
-    assert_ne!(
-        ack2["params"]["_meta"][SUB_ID], ack["params"]["_meta"][SUB_ID],
-        "a new stream"
+    assert_ne!(ack2["subscription"], ack["subscription"], "a new stream");
+    assert_eq!(
+        ack2["reopened"], false,
+        "a planned switch leaves no gap: {ack2}"
     );
     call(&c, "set_note", json!({"text": "third", "notify": true}));
     let updated = wait_for(&c, WAIT, "resources/updated", |e| {
         is_notification(e, "notifications/resources/updated")
     });
     assert_eq!(updated["params"]["uri"], "note://current");
-    assert_eq!(
-        updated["params"]["_meta"][SUB_ID],
-        ack2["params"]["_meta"][SUB_ID]
-    );
+    assert_eq!(updated["params"]["_meta"][SUB_ID], ack2["subscription"]);
     assert_eq!(note(&c, json!({})), "third", "the update made it stale");
 
     // Unsubscribed: no more updates, and the cached read stays.
@@ -213,7 +216,7 @@ fn cache_and_listen(server: Value) {
     .unwrap();
     assert_eq!(r, "{}");
     wait_for(&c, WAIT, "the acknowledgement without the URI", |e| {
-        is_notification(e, ACK) && e["params"]["notifications"]["resourceSubscriptions"].is_null()
+        is_listening(e) && e["notifications"]["resourceSubscriptions"].is_null()
     });
     call(&c, "set_note", json!({"text": "fourth", "notify": true}));
     let seen = notifications_within(&c, Duration::from_millis(800));
@@ -295,25 +298,18 @@ fn a_stream_the_server_ends_is_opened_again() {
     // Gracefully (the SDK answers the listen request).
     let c = connect(modern_stdio(&["--cache-ttl-ms", "60000"]), json!({}));
     // The "auto" mode: the stream opens once the host waits for events.
-    let ack = wait_for(&c, WAIT, "the acknowledgement", |e| is_notification(e, ACK));
+    let ack = wait_for(&c, WAIT, "the acknowledgement", is_listening);
     call(&c, "add_tool", json!({"name": "before"}));
     assert!(!tool_names(&c, json!({})).is_empty());
     call(&c, "end_subscriptions", json!({}));
-    let ack2 = wait_for(&c, WAIT, "a second acknowledgement", |e| {
-        is_notification(e, ACK)
-    });
-    assert_ne!(
-        ack2["params"]["_meta"][SUB_ID],
-        ack["params"]["_meta"][SUB_ID]
-    );
+    let ack2 = wait_for(&c, WAIT, "a second acknowledgement", is_listening);
+    assert_ne!(ack2["subscription"], ack["subscription"]);
+    assert_eq!(ack2["reopened"], true, "{ack2}");
     call(&c, "add_tool", json!({"name": "after", "notify": true}));
     let changed = wait_for(&c, WAIT, "tools/list_changed", |e| {
         is_notification(e, "notifications/tools/list_changed")
     });
-    assert_eq!(
-        changed["params"]["_meta"][SUB_ID],
-        ack2["params"]["_meta"][SUB_ID]
-    );
+    assert_eq!(changed["params"]["_meta"][SUB_ID], ack2["subscription"]);
     block_on(c.close());
 }
 
@@ -325,18 +321,19 @@ fn the_stream_follows_a_restarted_http_server() {
         json!({"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}),
         json!({"listen": true}),
     );
-    wait_for(&c, WAIT, "the acknowledgement", |e| is_notification(e, ACK));
+    wait_for(&c, WAIT, "the acknowledgement", is_listening);
     call(&c, "add_tool", json!({"name": "gone_with_the_server"}));
     assert!(tool_names(&c, json!({})).contains(&"gone_with_the_server".to_string()));
     drop::<Peer>(peer);
     let _peer = modern_http_on(port, &["--cache-ttl-ms", "60000"]);
     // The stream broke with the server; it is opened again on the new one.
-    wait_for(
+    let again = wait_for(
         &c,
         Duration::from_secs(30),
         "an acknowledgement from the new server",
-        |e| is_notification(e, ACK),
+        is_listening,
     );
+    assert_eq!(again["reopened"], true, "{again}");
     // What the cache held of the old server's lists may have changed unseen: gone.
     assert!(!tool_names(&c, json!({})).contains(&"gone_with_the_server".to_string()));
     call(
@@ -358,8 +355,8 @@ fn text_json(result: &Value) -> Value {
 #[test]
 fn subscription_ids_acknowledgements_and_a_stdio_teardown() {
     let c = connect(fault("modern-listen"), json!({"listen": true}));
-    let ack = wait_for(&c, WAIT, "the acknowledgement", |e| is_notification(e, ACK));
-    let first_id = ack["params"]["_meta"][SUB_ID].as_u64().unwrap();
+    let ack = wait_for(&c, WAIT, "the acknowledgement", is_listening);
+    let first_id = ack["subscription"].as_u64().unwrap();
     // Only the notification of our stream reaches the host, not one of a stream we never had.
     call(&c, "list_changed", json!({}));
     let seen = notifications_within(&c, Duration::from_millis(500));
@@ -407,10 +404,10 @@ fn subscription_ids_acknowledgements_and_a_stdio_teardown() {
     // The server ends the newest with notifications/cancelled: a new one is opened.
     call(&c, "end_listen", json!({}));
     let again = wait_for(&c, WAIT, "a new acknowledgement", |e| {
-        is_notification(e, ACK) && e["params"]["_meta"][SUB_ID].as_u64() > Some(newest)
+        is_listening(e) && e["subscription"].as_u64() > Some(newest)
     });
     assert_eq!(
-        again["params"]["notifications"]["resourceSubscriptions"],
+        again["notifications"]["resourceSubscriptions"],
         json!(["ok://y"]),
         "the subscriptions are kept: {again}"
     );

@@ -257,7 +257,10 @@ export interface ConnectOptions {
    *  `ttlMs`/`cacheScope`, and answer from them while fresh) and `listen` (default "auto": a
    *  2026-07-28 connection opens its `subscriptions/listen` stream of list changes once events
    *  are pulled — always, since the client pumps them; true: at connect; false: never);
-   *  `request('resources/subscribe', {uri})` adds to that stream. */
+   *  `request('resources/subscribe', {uri})` adds to that stream. Its notifications come as
+   *  'notification' events; an 'event' of type 'listening' (`{subscription, notifications,
+   *  reopened}`) says the server acknowledged a stream (`reopened`: it follows one that ended,
+   *  so changes may have been missed). */
   options?: Record<string, unknown>;
   /** Aborts the connect (McpError kind 'cancelled'); no process is left running. */
   signal?: AbortSignal;

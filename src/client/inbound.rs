@@ -193,8 +193,10 @@ impl Shared {
     pub(super) fn on_notification(&self, method: String, params: Option<Value>) {
         // What it says changed is stale in the cache, whichever stream it came on.
         self.cache.on_notification(&method, params.as_ref());
-        if let listen::Route::Drop = self.route_listen(&method, params.as_ref()) {
-            return;
+        match self.route_listen(&method, params.as_ref()) {
+            listen::Route::Drop => return,
+            listen::Route::Acknowledged(event) => return self.events.push(&event, true),
+            listen::Route::Plain | listen::Route::Deliver => {}
         }
         let mut event = json!({"type": "notification", "method": method});
         match method.as_str() {

@@ -10,9 +10,11 @@
 //! stream's `resourceSubscriptions`, in every mode). A change of what is wanted opens a new
 //! stream first and closes the old one once the new one is acknowledged, so nothing falls in a
 //! gap; only the acknowledged stream's notifications reach the host (each carries its
-//! `io.modelcontextprotocol/subscriptionId`, the request's id). They arrive as ordinary
-//! `notification` events, the acknowledgement too (so a host can tell when a re-opened stream
-//! is up, and that it may have missed changes in between).
+//! `io.modelcontextprotocol/subscriptionId`, the request's id), as ordinary `notification`
+//! events. The acknowledgement itself is the protocol's business, not a change: the host gets
+//! `{"type": "listening", "subscription", "notifications", "reopened"}` instead (what the server
+//! agreed to send; `reopened`: the stream follows one that ended, so changes may have been
+//! missed in between — a host that keeps lists of its own lists them again).
 //!
 //! A stream that drops (the HTTP response stream broke, the server answered its request or sent
 //! `notifications/cancelled` for it on stdio) is opened again after a delay that doubles with
@@ -65,12 +67,16 @@ struct Inner {
     active: Option<u64>,
     /// Streams closed by this client (newest last).
     retired: Vec<u64>,
+    /// The last stream ended (rather than being replaced by a newer one): the next one follows
+    /// a gap in which changes may have been missed.
+    gap: bool,
     /// Why the server cannot be listened to (it does not serve the method).
     unsupported: Option<Error>,
 }
 
 struct Opening {
     id: u64,
+    filter: Value,
     ack: oneshot::Sender<Value>,
 }
 
@@ -144,8 +150,10 @@ fn subscription_id(params: Option<&Value>) -> Option<u64> {
 pub(super) enum Route {
     /// Not a subscription's: deliver it as always.
     Plain,
-    /// The active stream's (or its acknowledgement): deliver it.
+    /// The active stream's: deliver it.
     Deliver,
+    /// The acknowledgement of the stream being opened: this event instead.
+    Acknowledged(Value),
     /// A stream this client closed or never opened: drop it.
     Drop,
 }
@@ -250,12 +258,24 @@ impl Shared {
                 if let Some(old) = inner.active.replace(id) {
                     inner.retired.push(old);
                 }
+                let reopened = std::mem::take(&mut inner.gap);
+                drop(inner);
                 let honored = params
                     .and_then(|p| p.get("notifications"))
                     .cloned()
                     .unwrap_or(json!({}));
+                if reopened {
+                    // Before the host hears of it, so that what it lists again is fresh.
+                    self.forget_covered(&opening.filter);
+                }
+                let event = json!({
+                    "type": "listening",
+                    "subscription": id,
+                    "notifications": honored,
+                    "reopened": reopened,
+                });
                 let _ = opening.ack.send(honored);
-                return Route::Deliver;
+                return Route::Acknowledged(event);
             }
             return Route::Drop;
         }
@@ -394,7 +414,11 @@ impl Shared {
                 self.pending.forget(id);
                 return Err(Error::closed("the connection is closed"));
             }
-            inner.opening = Some(Opening { id, ack: tx });
+            inner.opening = Some(Opening {
+                id,
+                filter: filter.clone(),
+                ack: tx,
+            });
         }
         let message = {
             let era = self.era.read();
@@ -491,9 +515,6 @@ async fn pause(listen: &Listen, delay: Duration) {
 async fn listen_task(weak: Weak<Shared>, listen: Arc<Listen>) {
     let mut current: Option<Stream> = None;
     let mut retry = FIRST_RETRY;
-    // The last stream ended (rather than being replaced): the next one follows a gap in which
-    // changes may have been missed.
-    let mut gap = false;
     loop {
         let woken = listen.wake.notified();
         tokio::pin!(woken);
@@ -530,7 +551,7 @@ async fn listen_task(weak: Weak<Shared>, listen: Arc<Listen>) {
                     outcome = &mut stream.answer => {
                         let Some(shared) = weak.upgrade() else { return };
                         listen.retire(stream.id);
-                        gap = true;
+                        listen.inner.lock().gap = true;
                         // The server ended it gracefully (shutting down, or its backlog for this
                         // stream overflowed), or it dropped: listen again.
                         match outcome {
@@ -593,10 +614,6 @@ async fn listen_task(weak: Weak<Shared>, listen: Arc<Listen>) {
                         stream.since = Instant::now();
                         if let Some(old) = current.replace(stream) {
                             shared.end_stream(old.id).await;
-                        }
-                        if gap {
-                            shared.forget_covered(&filter);
-                            gap = false;
                         }
                         listen.settled.send_modify(|s| {
                             s.acked = version;

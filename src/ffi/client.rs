@@ -272,10 +272,12 @@ pub unsafe extern "C" fn mcplug_client_notify(
 /// (`{"type": "request_expired", "id", "method"}`), a stderr line, or the final
 /// `{"type": "closed"}`. On a modern connection, list changes and resource updates come from
 /// its `subscriptions/listen` stream (option `listen`): only those of the stream the client
-/// holds, each with `params._meta["io.modelcontextprotocol/subscriptionId"]`, and before them
-/// the stream's `notifications/subscriptions/acknowledged` (its `notifications`: what the
-/// server agreed to send). Another acknowledgement later means the stream was opened again
-/// (it dropped, or what is listened for changed); after a drop, changes may have been missed.
+/// holds, each with `params._meta["io.modelcontextprotocol/subscriptionId"]`. When the server
+/// acknowledges a stream, the host gets `{"type": "listening", "subscription": N,
+/// "notifications": {...what the server agreed to send}, "reopened": bool}` (another one later:
+/// what is listened for changed, or, with `reopened` true, the last stream ended and was opened
+/// again — changes in between may have been missed, so a host that keeps lists of its own lists
+/// them again; the connection's cache has already forgotten them).
 /// A server that does not serve the method gives
 /// `{"type": "warning", "reason": "listen_unsupported", "message"}`.
 /// Returns `MCPLUG_OK` with the event in `out`, `MCPLUG_TIMEOUT` when none came, or

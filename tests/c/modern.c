@@ -95,8 +95,9 @@ static void cache_and_listen(const char *server) {
     mcplug_client *c = connect_or_die(server, "{\"listen\":true}", "the modern server with caching hints");
     mcplug_status st;
 
-    ev = wait_event(c, bound_s(10), "notifications/subscriptions/acknowledged", "\"toolsListChanged\":true");
-    CHECK_OUT(ev != NULL, ev, "listen: true opens the stream at connect; its acknowledgement is an event");
+    ev = wait_event(c, bound_s(10), "\"type\":\"listening\"", "\"toolsListChanged\":true");
+    CHECK_OUT(ev != NULL, ev, "listen: true opens the stream at connect; once acknowledged, a listening event says what comes");
+    CHECK_OUT(contains(ev, "\"reopened\":false"), ev, "... the first stream: reopened false");
     drop(&ev);
 
     st = mcplug_client_list_tools(c, NULL, &out);

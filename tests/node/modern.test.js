@@ -43,10 +43,13 @@ describe('modern server (2026-07-28)', { timeout: 60000 }, () => {
     const server = h.modernServer();
     server.args = [...server.args, '--cache-ttl-ms', '60000'];
     const seen = [];
+    const listening = [];
     const client = await h.connect(t, server, { connectTimeoutMs: 20000 });
     client.on('notification', (n) => seen.push(n));
+    client.on('event', (e) => { if (e.type === 'listening') listening.push(e); });
     // The client pumps events from the start, so the stream opens on its own ("auto").
-    await h.waitFor(() => seen.some((n) => n.method === 'notifications/subscriptions/acknowledged'), 10000, 'the acknowledgement');
+    await h.waitFor(() => listening.length > 0, 10000, 'the listening event');
+    assert.equal(listening[0].notifications.toolsListChanged, true);
     const names = async (opts) => (await client.listTools(opts)).map((x) => x.name);
     assert.ok(!(await names()).includes('node_quiet'));
     await client.callTool('add_tool', { name: 'node_quiet' });

@@ -55,7 +55,7 @@ def test_cached_results_and_list_changes(modern_server: Dict[str, Any]) -> None:
     acknowledged = threading.Event()
     handlers = {
         "notifications/tools/list_changed": lambda params: changed.set(),
-        "notifications/subscriptions/acknowledged": lambda params: acknowledged.set(),
+        "listening": lambda event: acknowledged.set(),
     }
     with mcplug.Client.connect(server, handlers=handlers, options={"listen": True}) as client:
         assert acknowledged.wait(10)

@@ -136,7 +136,9 @@ class Client(_Info, Managed):
         ``subscriptions/listen`` stream of list changes once events are pulled; True: at
         connect; False: never); ``request("resources/subscribe", {"uri": ...})`` adds to that
         stream. Its notifications arrive like any other (the notification handlers, or
-        ``next_event``).
+        ``next_event``); the event type ``"listening"`` (``{"subscription", "notifications",
+        "reopened"}``) says the server acknowledged a stream (``reopened``: it follows one that
+        ended, so changes may have been missed).
         """
         opts, manual = connect_options(
             handlers, connect_timeout, request_timeout, tool_timeout, options,
