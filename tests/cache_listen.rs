@@ -459,3 +459,55 @@ fn legacy_resources_subscribe_goes_to_the_server() {
     assert!(e.message.contains("resources/subscribe"), "{}", e.message);
     block_on(c.close());
 }
+
+#[test]
+fn a_manager_lists_again_when_a_stream_was_reopened() {
+    use mcplug::manager::{options::ManagerOptions, Manager};
+    let m = Manager::new(ManagerOptions::default());
+    let config = json!({"mcpServers": {"m": modern_stdio(&["--cache-ttl-ms", "60000"])}});
+    block_on(m.connect(&config)).unwrap();
+    block_on(m.wait_settled(Some(Duration::from_secs(30)))).unwrap();
+    let pool_has = |name: &str| {
+        m.list_tools(None)["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t.to_string().contains(name))
+    };
+    let call = |tool: &str, args: Value| {
+        let args = serde_json::value::to_raw_value(&args).unwrap();
+        block_on(m.call_tool(tool, Some(&args), &opts(json!({})))).unwrap()
+    };
+    // The manager pumps the connection's events, so its stream opens by itself.
+    let deadline = Instant::now() + WAIT;
+    let mut listening = 0;
+    let mut wait_listening = |reopened: bool| loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match m.next_event(Some(left)) {
+            Pulled::Event(e) => {
+                let e: Value = serde_json::from_str(&e).unwrap();
+                if e["type"] == "listening" {
+                    listening += 1;
+                    assert_eq!(e["server"], "m", "{e}");
+                    assert_eq!(e["reopened"], reopened, "{e}");
+                    return;
+                }
+            }
+            other => panic!("no listening event ({})", matches!(other, Pulled::TimedOut)),
+        }
+    };
+    wait_listening(false);
+    call("mcp__m__add_tool", json!({"name": "added_quietly"}));
+    assert!(!pool_has("added_quietly"), "nobody told the manager");
+    // The stream ends and is opened again: what changed meanwhile may have been missed, so the
+    // manager lists the server's tools again.
+    call("mcp__m__end_subscriptions", json!({}));
+    wait_listening(true);
+    let until = Instant::now() + WAIT;
+    while !pool_has("added_quietly") {
+        assert!(Instant::now() < until, "the pool was not listed again");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(listening, 2);
+    block_on(m.close());
+}
