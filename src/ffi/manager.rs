@@ -204,7 +204,8 @@ pub unsafe extern "C" fn mcplug_manager_call_tool(
 /// events get ids of the manager's own, unique across servers, for `mcplug_manager_respond`),
 /// except each connection's `closed`, which becomes a `state` event; plus `{"type": "state",
 /// ...}` (see `mcplug_manager_connect`), `{"type": "tools_changed", "server", "tools": [its pool
-/// names], "pool": [every pool name]}` after a server's `notifications/tools/list_changed`, and
+/// names], "pool": [every pool name]}` after a server's `notifications/tools/list_changed` (or
+/// after its 2026-07-28 listen stream was opened again: `listening` with `reopened` true), and
 /// `{"type": "removed", "server"}`. The last event is `{"type": "closed"}` once the manager is
 /// closed. Returns `MCPLUG_OK`, `MCPLUG_TIMEOUT`, or `MCPLUG_CLOSED` (closed, every event pulled).
 #[no_mangle]
