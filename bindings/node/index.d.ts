@@ -253,7 +253,15 @@ export interface ConnectOptions {
   /** Restricts negotiation, e.g. ['2025-11-25']. */
   protocolVersions?: string[];
   /** Raw connection options of the C ABI (snake_case: `capabilities`, `protocol_versions`,
-   *  `max_message_bytes`, `max_events`, `shutdown_grace_ms`, ...); the named options above win. */
+   *  `max_message_bytes`, `max_events`, `shutdown_grace_ms`, ...); the named options above win.
+   *  Among them `cache` (default true: keep the results a 2026-07-28 server marks cacheable,
+   *  `ttlMs`/`cacheScope`, and answer from them while fresh) and `listen` (default "auto": a
+   *  2026-07-28 connection opens its `subscriptions/listen` stream of list changes once events
+   *  are pulled — always, since the client pumps them; true: at connect; false: never);
+   *  `request('resources/subscribe', {uri})` adds to that stream. Its notifications come as
+   *  'notification' events; an 'event' of type 'listening' (`{subscription, notifications,
+   *  reopened}`) says the server acknowledged a stream (`reopened`: it follows one that ended,
+   *  so changes may have been missed). */
   options?: Record<string, unknown>;
   /** Aborts the connect (McpError kind 'cancelled'); no process is left running. */
   signal?: AbortSignal;
@@ -269,6 +277,9 @@ export interface CallOptions {
   tag?: string;
   /** Aborting rejects the call with kind 'cancelled' and sends notifications/cancelled. */
   signal?: AbortSignal;
+  /** false: a cacheable request (2026-07-28 lists, `resources/read`) asks the server even when
+   *  the connection's cache holds a fresh result (which the new one replaces). */
+  cache?: boolean;
 }
 
 export interface ProgressParams {

@@ -754,6 +754,13 @@ function taskAndSchemaOptions(extra, { task, taskTtlMs, validateArguments }) {
   return extra;
 }
 
+/** The per-call option `cache` (false: a cacheable request asks the server even when the
+ *  connection's cache holds a fresh result), added to `extra` (created if null). */
+function cacheOption(extra, { cache }) {
+  if (cache !== undefined) (extra || (extra = {})).cache = checkBoolean(cache, 'cache');
+  return extra;
+}
+
 /** Notifications that also come as an event of their own name, with their params. */
 const NAMED_NOTIFICATIONS = Object.freeze({
   __proto__: null,
@@ -906,8 +913,9 @@ class Client extends EventEmitter {
   get state() { return this._state; }
 
   /** Lists every tool (all pages). */
-  async listTools({ timeoutMs, tag, signal } = {}) {
-    const res = await this._work('tools/list', native.list_tools, { timeoutMs, tag, signal }, (options) => [options]);
+  async listTools({ timeoutMs, tag, signal, cache } = {}) {
+    const extra = cacheOption(null, { cache }) || undefined;
+    const res = await this._work('tools/list', native.list_tools, { timeoutMs, tag, signal, extra }, (options) => [options]);
     return res.tools;
   }
 
@@ -978,7 +986,7 @@ class Client extends EventEmitter {
       if (options === undefined || options === null) return this._start(native.request_start, '', method, paramsJson, NO_OPTIONS, null);
       const { timeoutMs, tag, signal, allPages, onProgress } = options;
       // tools/call through request() takes the task and schema options of callTool().
-      const extra = taskAndSchemaOptions(null, options);
+      const extra = cacheOption(taskAndSchemaOptions(null, options), options);
       if (allPages) {
         // Many requests, looped inside the library: a blocking call.
         return this._work(method, native.request, { timeoutMs, tag, signal, onProgress, extra: { ...extra, all_pages: true } },

@@ -191,6 +191,13 @@ impl Shared {
     }
 
     pub(super) fn on_notification(&self, method: String, params: Option<Value>) {
+        // What it says changed is stale in the cache, whichever stream it came on.
+        self.cache.on_notification(&method, params.as_ref());
+        match self.route_listen(&method, params.as_ref()) {
+            listen::Route::Drop => return,
+            listen::Route::Acknowledged(event) => return self.events.push(&event, true),
+            listen::Route::Plain | listen::Route::Deliver => {}
+        }
         let mut event = json!({"type": "notification", "method": method});
         match method.as_str() {
             "notifications/progress" => {
@@ -210,8 +217,14 @@ impl Shared {
                 }
             }
             "notifications/cancelled" => {
-                // The server gave up on one of its requests to the host: forget it.
+                // The server gave up on one of its requests to the host: forget it. (Or, in
+                // the modern era on stdio, it ended a subscription of ours.)
                 if let Some(rid) = params.as_ref().and_then(|p| p.get("requestId")) {
+                    if self.listen_cancelled_by_server(rid) {
+                        event["params"] = params.clone().unwrap_or(Value::Null);
+                        self.events.push(&event, true);
+                        return;
+                    }
                     let mut hr = self.host_requests.lock();
                     let found = hr
                         .iter()

@@ -6,6 +6,7 @@
 //! host (sampling, elicitation, roots without a fixed list) waits for `respond` under its own timer
 //! and is answered with an error if the host never does, so the server never hangs on us.
 
+pub(crate) mod cache;
 pub mod cancel;
 pub mod events;
 pub mod options;
@@ -13,6 +14,7 @@ pub mod options;
 mod host;
 mod hosted_tasks;
 mod inbound;
+mod listen;
 mod mrtr;
 mod negotiate;
 mod request;
@@ -105,6 +107,10 @@ struct Shared {
     param_headers: Option<Arc<crate::transport::param_headers::ParamHeaders>>,
     /// The skills extension: held entries and loaded skills (see `skills`).
     skills: skills::Skills,
+    /// Results the server marked cacheable (see `cache.rs`).
+    cache: cache::ResultCache,
+    /// The `subscriptions/listen` stream of the modern era (see `listen.rs`).
+    listen: Arc<listen::Listen>,
 }
 
 /// The negotiated era, and for the modern era the request `_meta` entries, serialized once.
@@ -122,6 +128,7 @@ impl Client {
         options: ConnectOptions,
         tag: Option<&str>,
     ) -> Result<(Client, Value)> {
+        let cache_enabled = options.cache;
         let shared = Arc::new(Shared {
             events: EventQueue::new(options.max_events),
             host: host::HostState::new(&options),
@@ -143,6 +150,8 @@ impl Client {
             schemas: schema::ToolSchemas::default(),
             param_headers: matches!(spec, ServerSpec::Http { .. }).then(Default::default),
             skills: Default::default(),
+            cache: cache::ResultCache::new(cache_enabled),
+            listen: Arc::new(listen::Listen::new()),
         });
         let sink: Weak<dyn Inbound> = Arc::downgrade(&shared) as Weak<dyn Inbound>;
         let transport: Arc<dyn Transport> = match spec {
@@ -185,7 +194,10 @@ impl Client {
             _ = cancelled(guard.as_ref()) => Err(Error::new(ErrorKind::Cancelled, "connect was cancelled by the host")),
         };
         match outcome {
-            Ok(info) => Ok((client, info)),
+            Ok(info) => {
+                client.shared.listen_at_connect();
+                Ok((client, info))
+            }
             Err(e) => {
                 client.close().await;
                 Err(e)
@@ -207,6 +219,12 @@ impl Client {
         params: Option<Value>,
         options: &CallOptions,
     ) -> Result<RawJson> {
+        if let Some(handled) = self
+            .modern_subscription(method, params.as_ref(), options)
+            .await
+        {
+            return handled;
+        }
         if options.all_pages {
             if let Some(field) = page_field(method) {
                 let mut all =
@@ -254,10 +272,18 @@ impl Client {
             _ => (None, false),
         };
         let timeout = options.timeout.or(self.shared.options.request_timeout);
-        let mut result = self
-            .shared
-            .call(method, mrtr::Call::Params(params), timeout, options, None)
-            .await?;
+        let mut result = match self.shared.cache_key(method, params.as_ref()) {
+            Some(key) => {
+                self.shared
+                    .fetch_cacheable(key, method, params, timeout, options)
+                    .await?
+            }
+            None => {
+                self.shared
+                    .call(method, mrtr::Call::Params(params), timeout, options, None)
+                    .await?
+            }
+        };
         if let Some(tool) = tool {
             self.shared
                 .schemas
@@ -308,15 +334,10 @@ impl Client {
         let shared = &self.shared;
         if let Some(cursor) = &options.cursor {
             let timeout = options.timeout.or(shared.options.request_timeout);
+            let params = Some(json!({ "cursor": cursor }));
+            let key = shared.cache_key("tools/list", params.as_ref());
             let page = shared
-                .send_request(Send {
-                    method: "tools/list",
-                    body: Body::Params(Some(json!({ "cursor": cursor }))),
-                    timeout,
-                    cancellable: true,
-                    resolves: false,
-                    options: Some(options),
-                })
+                .fetch_page(key, "tools/list", params, timeout, options)
                 .await?;
             if self.shared.wants_tool_tasks() {
                 if let Some(Value::Array(tools)) = page.value().get("tools") {
@@ -355,16 +376,11 @@ impl Client {
         let mut items = Vec::new();
         let mut seen = HashSet::new();
         for _ in 0..MAX_PAGES {
+            let params = Some(Value::Object(base.clone()));
+            let key = self.shared.cache_key(method, params.as_ref());
             let mut page = self
                 .shared
-                .send_request(Send {
-                    method,
-                    body: Body::Params(Some(Value::Object(base.clone()))),
-                    timeout,
-                    cancellable: true,
-                    resolves: false,
-                    options: Some(options),
-                })
+                .fetch_page(key, method, params, timeout, options)
                 .await?
                 .value();
             match page.get_mut(field).map(Value::take) {
@@ -405,6 +421,27 @@ impl Client {
         )))
     }
 
+    /// `resources/subscribe` and `resources/unsubscribe` on a modern connection: the era has
+    /// no such methods; the URI joins (or leaves) the `subscriptions/listen` stream instead.
+    /// `None`: any other request, or a legacy connection (sent to the server as is).
+    async fn modern_subscription(
+        &self,
+        method: &str,
+        params: Option<&Value>,
+        options: &CallOptions,
+    ) -> Option<Result<RawJson>> {
+        if !matches!(method, "resources/subscribe" | "resources/unsubscribe")
+            || !matches!(self.era(), Some(Era::Modern { .. }))
+        {
+            return None;
+        }
+        Some(if method == "resources/subscribe" {
+            self.shared.subscribe_resource(params, options).await
+        } else {
+            self.shared.unsubscribe_resource(params)
+        })
+    }
+
     /// Sends a notification to the server.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
         self.shared.check_open()?;
@@ -414,6 +451,7 @@ impl Client {
 
     /// Waits for the next event (`None`: forever).
     pub fn next_event(&self, wait: Option<Duration>) -> Pulled {
+        self.shared.events_wanted();
         match self.shared.drive_for_events(wait) {
             Some(started::Waited::Ready) => self.shared.events.pull(Some(Duration::ZERO)),
             Some(started::Waited::TimedOut) => Pulled::TimedOut,
@@ -469,6 +507,13 @@ impl Client {
 
     pub fn is_closed(&self) -> bool {
         self.shared.closed.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // A listening task that waits for something to listen to ends.
+        self.listen.shut();
     }
 }
 
@@ -662,6 +707,7 @@ impl Shared {
         }
         *self.close_reason.lock() = Some(reason.clone());
         self.closed_now.notify_waiters();
+        self.listen.shut();
         *self.deferred.lock() = Default::default();
         self.has_deferred.store(false, Ordering::Release);
         let tickets = self.pending.fail_all(&reason);

@@ -109,6 +109,25 @@ pub struct ConnectOptions {
     /// Check a tool call's arguments against the tool's `inputSchema` before sending (the
     /// default of the per-call option).
     pub validate_arguments: bool,
+    /// Keep results the server marks cacheable (2026-07-28 `ttlMs`/`cacheScope`, see
+    /// `client/cache.rs`) and answer from them while they are fresh.
+    pub cache: bool,
+    /// When a modern connection opens its `subscriptions/listen` stream of list changes.
+    pub listen: ListenMode,
+}
+
+/// The connection option `listen`: when the list changes the server offers are listened for
+/// (2026-07-28 `subscriptions/listen`; see `client/listen.rs`). Resource subscriptions
+/// (`resources/subscribe`) open the stream in every mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ListenMode {
+    /// `"auto"`: once the host waits for events (it has a consumer for what would arrive).
+    #[default]
+    Auto,
+    /// `true`: right after connect.
+    Always,
+    /// `false`: never.
+    Never,
 }
 
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -283,6 +302,8 @@ impl Default for ConnectOptions {
             max_events: 10_000,
             shutdown_grace: Duration::from_millis(500),
             validate_arguments: false,
+            cache: true,
+            listen: ListenMode::Auto,
         }
     }
 }
@@ -382,6 +403,18 @@ impl ConnectOptions {
         }
         o.derive_capabilities();
         o.validate_arguments = parse_bool(obj, "validate_arguments")?.unwrap_or(false);
+        o.cache = parse_bool(obj, "cache")?.unwrap_or(true);
+        o.listen = match obj.get("listen") {
+            None | Some(Value::Null) => ListenMode::Auto,
+            Some(Value::Bool(true)) => ListenMode::Always,
+            Some(Value::Bool(false)) => ListenMode::Never,
+            Some(Value::String(s)) if s == "auto" => ListenMode::Auto,
+            Some(v) => {
+                return Err(Error::invalid(format!(
+                    "option `listen` must be true, false or \"auto\" (got {v})"
+                )))
+            }
+        };
         Ok(o)
     }
 
@@ -474,6 +507,9 @@ pub struct CallOptions {
     /// For tool calls: check the arguments against the tool's `inputSchema` before sending
     /// (`None`: the connection's `validate_arguments`).
     pub validate_arguments: Option<bool>,
+    /// `Some(false)`: a cacheable request goes to the server even when a fresh cached result
+    /// is there (the new result replaces it).
+    pub cache: Option<bool>,
 }
 
 /// A started call's cancel signal, carried in its options.
@@ -541,6 +577,7 @@ impl CallOptions {
             ("task", wire.task),
             ("task_ttl_ms", wire.task_ttl_ms),
             ("validate_arguments", wire.validate_arguments),
+            ("cache", wire.cache),
         ] {
             let Some(raw) = raw else { continue };
             let v: Value = serde_json::from_str(raw.get()).ok()?;
@@ -596,6 +633,7 @@ impl CallOptions {
             }
             "task_ttl_ms" => o.task_ttl = usize_of(key, v)?.map(|n| n as u64),
             "validate_arguments" => o.validate_arguments = bool_of(key, v)?,
+            "cache" => o.cache = bool_of(key, v)?,
             _ => {}
         }
         Ok(())
@@ -627,6 +665,8 @@ struct Wire<'a> {
     task_ttl_ms: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "raw")]
     validate_arguments: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw")]
+    cache: Option<&'a RawValue>,
 }
 
 fn raw<'de, D: serde::Deserializer<'de>>(

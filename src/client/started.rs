@@ -84,9 +84,14 @@ impl Client {
             ));
         }
         let timeout = options.timeout.or(shared.options.request_timeout);
-        // tools/call is checked against schemas and tools/list teaches them: the task way.
-        let schema_work = matches!(method, "tools/call" | "tools/list");
-        if timeout.is_none() && direct_ok(options) && !schema_work {
+        // tools/call is checked against schemas and tools/list teaches them, cacheable results
+        // may be answered from the cache, and a modern connection's resources/subscribe is
+        // the engine's: the task way.
+        let engine_work = matches!(
+            method,
+            "tools/call" | "tools/list" | "resources/subscribe" | "resources/unsubscribe"
+        ) || cache::CACHEABLE.contains(&method);
+        if timeout.is_none() && direct_ok(options) && !engine_work {
             let modern = shared.is_modern();
             let replay = shared.may_resume(method, modern).then(|| {
                 Box::new(Replay {
@@ -143,6 +148,7 @@ impl Client {
     /// A new descriptor, owned by the caller, readable while events wait (and once the
     /// connection is closed): for hosts that poll instead of blocking in `next_event`.
     pub fn event_fd(&self) -> Result<i32> {
+        self.shared.events_wanted();
         self.shared
             .events
             .readiness_fd()
@@ -151,6 +157,7 @@ impl Client {
 
     /// Waits like `next_event`, then takes up to `max` events at once, as one JSON array.
     pub fn next_events(&self, max: usize, wait: Option<Duration>) -> Pulled {
+        self.shared.events_wanted();
         match self.shared.drive_for_events(wait) {
             Some(Waited::Ready) => self.shared.events.pull_many(max, Some(Duration::ZERO)),
             Some(Waited::TimedOut) => Pulled::TimedOut,

@@ -77,6 +77,22 @@ fn enter<'a>(c: *mut mcplug_client) -> Result<Active<'a>, Error> {
 /// used, and the host gets the event `{"type": "warning", "reason": "invalid_schema", "tool",
 /// "schema": "outputSchema"|"inputSchema", "message"}`.
 ///
+/// Caching (2026-07-28): `cache` (true) keeps the results a modern server marks cacheable
+/// (`ttlMs`, `cacheScope` on `tools/list`, `prompts/list`, `resources/list`,
+/// `resources/templates/list`, `resources/read`) and answers the same request (same method and
+/// params; each page by its cursor) from them, untouched, until `ttlMs` has passed — sooner
+/// when the server says the list changed (`notifications/tools/list_changed` and the like) or
+/// the resource was updated (`notifications/resources/updated`), or when the listen stream
+/// that would have said so dropped. A result not marked `"public"` is served only under the
+/// headers it was fetched with; a cache is never shared between connections. Nothing says a
+/// result came from the cache (the spec defines no marker); the per-call option
+/// `"cache": false` asks the server. Legacy results and results reached through input rounds
+/// are never cached.
+/// `listen` (`"auto"`): when a modern connection opens its `subscriptions/listen` stream for
+/// the list changes the server offers — `"auto"`: when the host first waits for events
+/// (`mcplug_client_next_event`, `_next_events`, `_event_fd`); `true`: at connect; `false`:
+/// never. `resources/subscribe` opens it in every mode (see `mcplug_client_request`).
+///
 /// On `MCPLUG_OK`, `*client` is the new handle and `out` holds
 /// `{"name", "era", "protocol_version", "server_info", "capabilities", "instructions", "result"}`.
 /// Otherwise `*client` is untouched and no process is left running. Errors: `invalid_argument`,
@@ -120,7 +136,8 @@ pub unsafe extern "C" fn mcplug_client_connect(
 
 /// Lists the server's tools, following pagination to the end: `out` is `{"tools": [...]}`.
 /// With `"cursor"` in `options_json`, returns that one page as the server sent it (with
-/// `nextCursor`). Options: `timeout_ms` (per page; default the request timeout), `tag`.
+/// `nextCursor`). Options: `timeout_ms` (per page; default the request timeout), `tag`,
+/// `cache` (false: every page from the server, even when cached; see `mcplug_client_connect`).
 /// The client keeps each listed tool's `inputSchema` and `outputSchema` for the checks of
 /// `mcplug_client_call_tool` (a whole list replaces what it knew, a page adds to it;
 /// `notifications/tools/list_changed` forgets it all). A schema that does not compile is not
@@ -211,7 +228,18 @@ pub unsafe extern "C" fn mcplug_client_call_tool(
 /// `tools/call` resolve input requests as `mcplug_client_call_tool` does (and `tools/call` its
 /// tasks, with the same `task` options). A `tools/list` result teaches the client the tools'
 /// schemas, and `tools/call` is checked as `mcplug_client_call_tool` checks it (also the
-/// `validate_arguments` option).
+/// `validate_arguments` option). The cacheable methods may be answered from the connection's
+/// cache (see `mcplug_client_connect`); the option `cache` (false) asks the server whatever
+/// the cache holds, and keeps the new result.
+///
+/// On a modern (2026-07-28) connection, `resources/subscribe` and `resources/unsubscribe`
+/// (`{"uri"}`) are the engine's: that era has no such methods, so the URI joins (or leaves)
+/// the connection's `subscriptions/listen` stream, and `notifications/resources/updated` for it
+/// arrive as events. Subscribe returns `{}` once the server acknowledged a stream carrying the
+/// URI; errors: `invalid_argument` (no `uri`; the server offers no `resources.subscribe`),
+/// `denied` (its acknowledgement left the URI out), `rpc` (-32601: it does not serve
+/// `subscriptions/listen`), `timeout` (no acknowledgement within the request timeout).
+/// Unsubscribe returns `{}` at once. On a legacy connection both go to the server as they are.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_client_request(
     client: *mut mcplug_client,
@@ -256,8 +284,18 @@ pub unsafe extern "C" fn mcplug_client_notify(
 /// host no longer needs to answer (`{"type": "request_cancelled", "id", "method", "reason"}`: the
 /// call was cancelled, or the server cancelled its task) or that expired
 /// (`{"type": "request_expired", "id", "method"}`), a stderr line, or the final
-/// `{"type": "closed"}`. Returns `MCPLUG_OK` with the event in `out`, `MCPLUG_TIMEOUT` when none
-/// came, or `MCPLUG_CLOSED` once the connection is closed and every event was pulled.
+/// `{"type": "closed"}`. On a modern connection, list changes and resource updates come from
+/// its `subscriptions/listen` stream (option `listen`): only those of the stream the client
+/// holds, each with `params._meta["io.modelcontextprotocol/subscriptionId"]`. When the server
+/// acknowledges a stream, the host gets `{"type": "listening", "subscription": N,
+/// "notifications": {...what the server agreed to send}, "reopened": bool}` (another one later:
+/// what is listened for changed, or, with `reopened` true, the last stream ended and was opened
+/// again — changes in between may have been missed, so a host that keeps lists of its own lists
+/// them again; the connection's cache has already forgotten them).
+/// A server that does not serve the method gives
+/// `{"type": "warning", "reason": "listen_unsupported", "message"}`.
+/// Returns `MCPLUG_OK` with the event in `out`, `MCPLUG_TIMEOUT` when none came, or
+/// `MCPLUG_CLOSED` once the connection is closed and every event was pulled.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_client_next_event(
     client: *mut mcplug_client,

@@ -484,9 +484,10 @@ pub unsafe extern "C" fn mcplug_manager_next_events(
 /// events get ids of the manager's own, unique across servers, for `mcplug_manager_respond`),
 /// except each connection's `closed`, which becomes a `state` event; plus `{"type": "state",
 /// ...}` (see `mcplug_manager_connect`), `{"type": "tools_changed", "server", "tools": [its pool
-/// names], "pool": [every pool name]}` after a server's `notifications/tools/list_changed`, and
+/// names], "pool": [every pool name]}` after a server's `notifications/tools/list_changed` (or
+/// after its 2026-07-28 listen stream was opened again: `listening` with `reopened` true),
 /// `{"type": "removed", "server"}`, `{"type": "resources_changed" | "prompts_changed", "server"}`
-/// (after the server's list_changed notification for them: list them again), and the `tools/call`
+/// (after the server's list_changed notification for them: list them again), the `tools/call`
 /// requests of in-process servers (see `mcplug_manager_set_tools`), and the `completion` events of
 /// started calls (`mcplug_manager_call_tool_start`). The last event is
 /// `{"type": "closed"}` once the manager is

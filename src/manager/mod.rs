@@ -1382,6 +1382,8 @@ impl Inner {
                     event.insert("id".into(), json!(id));
                 }
             }
+            // A tools list change, or a 2026-07-28 listen stream opened again after it ended
+            // (changes in between may have been missed).
             "notification"
                 if event.get("method").and_then(Value::as_str)
                     == Some("notifications/tools/list_changed") =>
@@ -1404,6 +1406,11 @@ impl Inner {
                     self.push(json!({"type": changed, "server": server.name}), false);
                     return None;
                 }
+            }
+            "listening" if event.get("reopened") == Some(&Value::Bool(true)) => {
+                let me = self.clone();
+                let s = server.clone();
+                crate::runtime::spawn(async move { me.relist(s, gen).await });
             }
             _ => {}
         }

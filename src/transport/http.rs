@@ -80,6 +80,8 @@ pub struct HttpTransport {
     sessions: AtomicU64,
     /// The tools' `x-mcp-header` parameters, as the connection learned them.
     param_headers: Option<Arc<ParamHeaders>>,
+    /// The fingerprint of `headers` (see [`Transport::credential`]).
+    credential: u64,
 }
 
 #[derive(Default)]
@@ -114,6 +116,11 @@ impl HttpTransport {
         let url = parse_url(&config.url)?;
         let headers = remote::header_map(&config.headers)?;
         let http = remote::http_client(&limits)?;
+        let credential = crate::client::cache::fingerprint(
+            headers
+                .iter()
+                .map(|(name, value)| (name.as_str().as_bytes(), value.as_bytes())),
+        );
         Ok(Arc::new_cyclic(|me| HttpTransport {
             me: me.clone(),
             http,
@@ -130,6 +137,7 @@ impl HttpTransport {
             closed: AtomicBool::new(false),
             sessions: AtomicU64::new(0),
             param_headers,
+            credential,
         }))
     }
 
@@ -767,6 +775,10 @@ impl Transport for HttpTransport {
             }
             Ok(())
         })
+    }
+
+    fn credential(&self) -> u64 {
+        self.credential
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {

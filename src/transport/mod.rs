@@ -89,4 +89,11 @@ pub trait Transport: Send + Sync {
     fn diagnostics_tail(&self) -> Vec<String> {
         Vec::new()
     }
+    /// A fingerprint of the credentials this transport sends now (for a remote one, every
+    /// header it adds to its requests): results the server marked `"private"` are served from
+    /// the connection's cache only under the same fingerprint (see `client/cache.rs`). A
+    /// transport whose headers change (a refreshed token) must return a new one.
+    fn credential(&self) -> u64 {
+        0
+    }
 }

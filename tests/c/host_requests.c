@@ -526,7 +526,7 @@ static void modern(const char *server) {
     drop(&out);
     out = call(c, "log_levels", "{}", NULL, MCPLUG_OK, "log_levels at level info");
     drop(&out);
-    CHECK(host_wait(&h, 5.0, "notifications/message", "info line") && host_saw(&h, "notifications/message", "warning line"),
+    CHECK(host_wait(&h, 5.0, "notifications/message", "info line") && host_wait(&h, 5.0, "notifications/message", "warning line"),
           "... info and warning lines arrived");
     CHECK(!host_saw(&h, "notifications/message", "debug line"), "... the debug line did not");
 

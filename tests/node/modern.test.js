@@ -62,4 +62,32 @@ describe('modern server (2026-07-28)', { timeout: 60000 }, () => {
     assert.deepEqual(await reads(), [SKILL, GUIDE, GUIDE, SKILL, GUIDE]);
     await assert.rejects(client.loadSkill('skill://nope/SKILL.md'), (e) => e.kind === 'rpc' && e.code === -32602);
   });
+
+  test('cached results, the cache option, and list changes from the listen stream', async (t) => {
+    const server = h.modernServer();
+    server.args = [...server.args, '--cache-ttl-ms', '60000'];
+    const seen = [];
+    const listening = [];
+    const client = await h.connect(t, server, { connectTimeoutMs: 20000 });
+    client.on('notification', (n) => seen.push(n));
+    client.on('event', (e) => { if (e.type === 'listening') listening.push(e); });
+    // The client pumps events from the start, so the stream opens on its own ("auto").
+    await h.waitFor(() => listening.length > 0, 10000, 'the listening event');
+    assert.equal(listening[0].notifications.toolsListChanged, true);
+    const names = async (opts) => (await client.listTools(opts)).map((x) => x.name);
+    assert.ok(!(await names()).includes('node_quiet'));
+    await client.callTool('add_tool', { name: 'node_quiet' });
+    assert.ok(!(await names()).includes('node_quiet'), 'served from the cache');
+    assert.ok((await names({ cache: false })).includes('node_quiet'));
+    await client.callTool('add_tool', { name: 'node_loud', notify: true });
+    await h.waitFor(() => seen.some((n) => n.method === 'notifications/tools/list_changed'), 10000, 'tools/list_changed');
+    const listed = await client.request('tools/list', {}, { allPages: true });
+    assert.ok(listed.tools.some((x) => x.name === 'node_loud'));
+    const read = (opts) => client.request('resources/read', { uri: 'note://current' }, opts);
+    const first = (await read()).contents[0].text;
+    await client.callTool('set_note', { text: 'node changed' });
+    assert.equal((await read()).contents[0].text, first);
+    assert.equal((await read({ cache: false })).contents[0].text, 'node changed');
+    await assert.rejects(client.listTools({ cache: 'no' }), (e) => e.kind === 'invalid_argument');
+  });
 });

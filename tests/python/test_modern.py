@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import Any, Dict
 
 import pytest
@@ -92,3 +93,34 @@ def test_skills_through_asyncio(modern_server: Dict[str, Any]) -> None:
             assert guide["verified"] is True
 
     asyncio.run(asyncio.wait_for(main(), 45))
+
+
+def test_cached_results_and_list_changes(modern_server: Dict[str, Any]) -> None:
+    """A server that marks its results cacheable (--cache-ttl-ms): lists come from the
+    connection's cache until cache=False asks the server, and a list change the server tells of
+    (on the subscriptions/listen stream, opened once the pump pulls events) reaches the handler
+    and makes the cache forget."""
+    server = dict(modern_server, args=modern_server["args"] + ["--cache-ttl-ms", "60000"])
+    changed = threading.Event()
+    acknowledged = threading.Event()
+    handlers = {
+        "notifications/tools/list_changed": lambda params: changed.set(),
+        "listening": lambda event: acknowledged.set(),
+    }
+    with mcplug.Client.connect(server, handlers=handlers, options={"listen": True}) as client:
+        assert acknowledged.wait(10)
+        names = lambda **kw: {t["name"] for t in client.list_tools(**kw)}  # noqa: E731
+        assert "py_quiet" not in names()
+        client.call_tool("add_tool", {"name": "py_quiet"})
+        assert "py_quiet" not in names(), "served from the cache"
+        assert "py_quiet" in names(cache=False)
+        client.call_tool("add_tool", {"name": "py_loud", "notify": True})
+        assert changed.wait(10)
+        assert "py_loud" in names()
+        read = lambda **kw: client.request("resources/read", {"uri": "note://current"}, **kw)  # noqa: E731
+        first = read()["contents"][0]["text"]
+        client.call_tool("set_note", {"text": "py changed"})
+        assert read()["contents"][0]["text"] == first
+        assert read(cache=False)["contents"][0]["text"] == "py changed"
+        with pytest.raises(mcplug.InvalidArgumentError):
+            client.list_tools(cache="no")  # type: ignore[arg-type]

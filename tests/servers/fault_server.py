@@ -14,6 +14,11 @@ this one exists only for the faults.
           | paged (tools/list in pages of 2; the second page's cursor is "", which is valid)
           | loop-cursor (tools/list always answers the same nextCursor)
           | batch (2025-03-26: `echo` answers in a JSON-RPC batch, after a log notification)
+          | modern-listen (modern, offering tools.listChanged and resources.subscribe; serves
+            subscriptions/listen by hand: acknowledges every URI except deny://..., and
+            list_changed sends a notification tagged with a subscription id it never had, then
+            one tagged with the newest listen request's id)
+          | modern-nolisten (the same capabilities, but subscriptions/listen is -32601)
 
 Tools (every mode that answers): echo {message}, sleep {ms}, cancelled_ids {}, crash {},
 big {bytes}, stderr {line}, last_meta {} (the `_meta` of this very request, as JSON text),
@@ -23,6 +28,9 @@ weather {mode} (declares an outputSchema {temperature: number}; mode "ok" matche
 it, "missing" has no structuredContent, "error" is an isError result that breaks it),
 list_changed {what?} (sends notifications/<what: tools (default), resources, prompts>/list_changed,
   then answers).
+In modern-listen mode also: listens {} (the ids of the subscriptions/listen requests so far, and
+the request ids named by notifications/cancelled, as JSON text), end_listen {} (ends the newest
+listen stream the stdio way: notifications/cancelled naming its request).
 """
 import json
 import os
@@ -38,6 +46,7 @@ cancelled = []
 stop_reading = threading.Event()
 answers = {}  # id of a request we sent -> [threading.Event, response]
 ask_counter = [0]
+listens = []  # ids of the subscriptions/listen requests, oldest first
 
 
 def send(msg):
@@ -66,6 +75,11 @@ TOOLS = [
      "outputSchema": {"type": "object", "properties": {"temperature": {"type": "number"}}, "required": ["temperature"]}},
     {"name": "list_changed", "description": "Sends notifications/tools/list_changed, then answers", "inputSchema": {"type": "object"}},
 ]
+if MODE == "modern-listen":
+    TOOLS += [
+        {"name": "listens", "description": "The subscriptions/listen ids and cancelled ids so far", "inputSchema": {"type": "object"}},
+        {"name": "end_listen", "description": "Ends the newest listen stream with notifications/cancelled", "inputSchema": {"type": "object"}},
+    ]
 
 
 def call_tool(rid, params):
@@ -116,10 +130,22 @@ def call_tool(rid, params):
         if mode == "error":
             result["isError"] = True
         return send({"jsonrpc": "2.0", "id": rid, "result": result})
+    if name == "list_changed" and MODE == "modern-listen":
+        meta = lambda sid: {"_meta": {"io.modelcontextprotocol/subscriptionId": sid}}
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": meta(987654)})
+        if listens:
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": meta(listens[-1])})
+        return send({"jsonrpc": "2.0", "id": rid, "result": text("ok")})
     if name == "list_changed":
         what = args.get("what", "tools") if isinstance(args, dict) else "tools"
         send({"jsonrpc": "2.0", "method": "notifications/%s/list_changed" % what})
         return send({"jsonrpc": "2.0", "id": rid, "result": text("ok")})
+    if name == "listens":
+        return send({"jsonrpc": "2.0", "id": rid, "result": text(json.dumps({"listens": listens, "cancelled": cancelled}))})
+    if name == "end_listen":
+        if listens:
+            send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": listens[-1], "reason": "ending"}})
+        return send({"jsonrpc": "2.0", "id": rid, "result": text("ended")})
     if name == "last_meta":
         return send({"jsonrpc": "2.0", "id": rid, "result": text(json.dumps(params.get("_meta")))})
     send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "Unknown tool: %s" % name}})
@@ -140,6 +166,12 @@ def handle(msg):
             cancelled.append(params.get("requestId"))
         return
     if method == "server/discover":
+        if MODE in ("modern-listen", "modern-nolisten"):
+            return send({"jsonrpc": "2.0", "id": rid, "result": {
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {"listChanged": True}, "resources": {"subscribe": True}},
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fault-server-" + MODE, "version": "1.0.0"}},
+            }})
         if MODE == "modern":
             return send({"jsonrpc": "2.0", "id": rid, "result": {
                 "supportedVersions": ["2026-07-28"],
@@ -175,6 +207,15 @@ def handle(msg):
         if MODE == "loop-cursor":
             return send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS[:1], "nextCursor": "again"}})
         return send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
+    if method == "subscriptions/listen" and MODE == "modern-listen":
+        listens.append(rid)
+        asked = params.get("notifications") or {}
+        honored = {k: v for k, v in asked.items() if k == "toolsListChanged"}
+        uris = [u for u in asked.get("resourceSubscriptions") or [] if not u.startswith("deny://")]
+        if uris:
+            honored["resourceSubscriptions"] = uris
+        return send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                     "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": rid}, "notifications": honored}})
     if method == "tools/call":
         threading.Thread(target=call_tool, args=(rid, params), daemon=True).start()
         return

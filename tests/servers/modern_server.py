@@ -49,6 +49,13 @@ Skills (`io.modelcontextprotocol/skills`, SEP-2640): skills/list and skills/get 
   ("dynamic"); skill_reads {} -> the skill files read so far (JSON); tamper_skill {} -> changes
   GUIDE.md after the fact (its listed digest goes stale; skills/get gives the new one).
 Started with --no-channel, the server does not declare claude/channel (channel_push still pushes).
+Caching and change notifications (2026-07-28): a resource note://current (text, "first" at start);
+set_note {text, notify?} changes it (with notify: notifications/resources/updated on the
+subscriptions/listen streams that asked for it); add_tool {name, notify?} adds a tool `name`
+answering "I am <name>" (with notify: notifications/tools/list_changed); end_subscriptions {}
+ends every listen stream gracefully (the SDK answers each listen request). Started with
+--cache-ttl-ms N, list results carry ttlMs N with cacheScope "public", resources/read ttlMs N
+"private" (without it the SDK sends ttlMs 0: nothing is cacheable).
 """
 import asyncio
 import functools
@@ -60,6 +67,7 @@ import uuid
 import warnings
 from typing import Annotated, Any, TypedDict
 
+from mcp.server.caching import CacheHint
 from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
 from mcp.server.mcpserver.tools import Tool
@@ -286,12 +294,25 @@ bad_header_tool.parameters = {"type": "object", "required": ["value"],
                               "properties": {"value": {"type": "string", "x-mcp-header": "Bad Name"}}}
 
 CANCELLED: list[str] = []
+
+
+def _cache_hints() -> dict[str, CacheHint]:
+    if "--cache-ttl-ms" not in sys.argv:
+        return {}
+    ttl = int(sys.argv[sys.argv.index("--cache-ttl-ms") + 1])
+    hints = {m: CacheHint(ttl_ms=ttl, scope="public")
+             for m in ("tools/list", "prompts/list", "resources/list", "resources/templates/list")}
+    hints["resources/read"] = CacheHint(ttl_ms=ttl, scope="private")
+    return hints
+
+
 server = MCPServer(
     name="modern-test-server",
     version="1.0.0",
     instructions="mcplug modern-era test server",
     extensions=[Tasks(), Skills()],
     tools=[misreport_tool, unschemable_tool, bad_header_tool],
+    cache_hints=_cache_hints(),
 )
 
 # Channels are an experimental capability; the SDK builds capabilities without one, so add it
@@ -495,6 +516,43 @@ class PermissionRequest(BaseModel):
 async def _permission_request(ctx, params: PermissionRequest) -> None:
     await ctx.session._connection.outbound.notify(
         "notifications/claude/channel/permission", {"request_id": params.request_id, "behavior": "allow"})
+
+
+NOTES = {"note://current": "first"}
+
+
+@server.resource("note://current")
+def current_note() -> str:
+    """The current note (set_note changes it)."""
+    return NOTES["note://current"]
+
+
+@server.tool()
+async def set_note(text: str, ctx: Context, notify: bool = False) -> str:
+    """Changes note://current; with notify, tells the listen streams subscribed to it."""
+    NOTES["note://current"] = text
+    if notify:
+        await ctx.notify_resource_updated("note://current")
+    return "noted"
+
+
+@server.tool()
+async def add_tool(name: str, ctx: Context, notify: bool = False) -> str:
+    """Adds a tool `name`; with notify, tells the listen streams that asked for tool list changes."""
+    def added() -> str:
+        return f"I am {name}"
+
+    server.add_tool(added, name=name, description="added at run time")
+    if notify:
+        await ctx.notify_tools_changed()
+    return "added"
+
+
+@server.tool()
+def end_subscriptions() -> str:
+    """Ends every subscriptions/listen stream gracefully (each listen request gets its result)."""
+    _lowlevel._request_handlers["subscriptions/listen"].handler.close()
+    return "ended"
 
 
 _lowlevel.add_notification_handler("notifications/claude/channel/permission_request", PermissionRequest,

@@ -76,7 +76,10 @@ pub fn everything(mode: &str) -> Peer {
 }
 
 fn python_server(python: PathBuf, script: &str, extra: &[&str]) -> Peer {
-    let port = free_port();
+    python_server_on(free_port(), python, script, extra)
+}
+
+fn python_server_on(port: u16, python: PathBuf, script: &str, extra: &[&str]) -> Peer {
     let mut child = Command::new(python)
         .arg(repo().join("tests/servers").join(script))
         .arg(port.to_string())
@@ -100,6 +103,13 @@ pub fn modern_http(extra: &[&str]) -> Peer {
     let python = repo().join(".deps/venv/bin/python");
     assert!(python.exists(), "run tests/install-deps.sh first");
     python_server(python, "modern_http_server.py", extra)
+}
+
+/// The same on a port of the caller's (a server started again where the last one was).
+pub fn modern_http_on(port: u16, extra: &[&str]) -> Peer {
+    let python = repo().join(".deps/venv/bin/python");
+    assert!(python.exists(), "run tests/install-deps.sh first");
+    python_server_on(port, python, "modern_http_server.py", extra)
 }
 
 pub fn fault_http() -> Peer {

@@ -1,7 +1,16 @@
 """The synchronous client."""
 from __future__ import annotations
 
-from ._core import Core, QueueSink, SyncRunner, call_options, connect_blocking, connect_options, put_task_options
+from ._core import (
+    Core,
+    QueueSink,
+    SyncRunner,
+    call_options,
+    connect_blocking,
+    connect_options,
+    put_cache_option,
+    put_task_options,
+)
 from ._errors import InvalidArgumentError
 from ._managed import Managed
 
@@ -121,7 +130,15 @@ class Client(_Info, Managed):
         asked for more input before it fails with ProtocolError. ``elicitation_defaults``
         (False): an accepted form gets the schema's ``default``s where the handler left a field
         out. ``validate_arguments`` (False): the default of ``call_tool``'s option.
-        ``options`` passes any other library option as-is.
+        ``options`` passes any other library option as-is, such as ``cache`` (True: keep the
+        results a 2026-07-28 server marks cacheable, ``ttlMs``/``cacheScope``, and answer from
+        them while fresh) and ``listen`` (``"auto"``: a 2026-07-28 connection opens its
+        ``subscriptions/listen`` stream of list changes once events are pulled; True: at
+        connect; False: never); ``request("resources/subscribe", {"uri": ...})`` adds to that
+        stream. Its notifications arrive like any other (the notification handlers, or
+        ``next_event``); the event type ``"listening"`` (``{"subscription", "notifications",
+        "reopened"}``) says the server acknowledged a stream (``reopened``: it follows one that
+        ended, so changes may have been missed).
         """
         opts, manual = connect_options(
             handlers, connect_timeout, request_timeout, tool_timeout, options,
@@ -135,10 +152,13 @@ class Client(_Info, Managed):
         core.start()
         return cls(core)
 
-    def list_tools(self, *, timeout: Timeout = None, tag: Optional[str] = None) -> List[Dict[str, Any]]:
+    def list_tools(
+        self, *, timeout: Timeout = None, tag: Optional[str] = None, cache: Optional[bool] = None
+    ) -> List[Dict[str, Any]]:
         """Every tool, following pagination. The client keeps their schemas for ``call_tool``'s
-        checks (a schema that does not compile comes as a ``"warning"`` event)."""
-        return self._core.list_tools(call_options(timeout, tag))
+        checks (a schema that does not compile comes as a ``"warning"`` event). ``cache=False``
+        asks the server even when the connection's cache holds the pages."""
+        return self._core.list_tools(put_cache_option(call_options(timeout, tag), cache))
 
     def call_tool(
         self,
@@ -193,12 +213,15 @@ class Client(_Info, Managed):
         task: Union[bool, str, None] = None,
         task_ttl: Timeout = None,
         validate_arguments: Optional[bool] = None,
+        cache: Optional[bool] = None,
     ) -> Dict[str, Any]:
         """Any request; the raw result. ``all_pages`` follows nextCursor of list methods.
         ``tools/call``, ``prompts/get`` and ``resources/read`` get their input requests served by
         the handlers as ``call_tool`` does; ``task``, ``task_ttl`` and ``validate_arguments``
-        apply to ``tools/call``."""
+        apply to ``tools/call``. Cacheable results (2026-07-28 lists, ``resources/read``) may
+        come from the connection's cache, untouched; ``cache=False`` asks the server."""
         opts = put_task_options(call_options(timeout, tag), task, task_ttl, validate_arguments)
+        put_cache_option(opts, cache)
         if all_pages:
             opts["all_pages"] = True
         return self._core.request(method, params, opts, progress)

@@ -305,6 +305,14 @@ def call_options(timeout: Optional[float], tag: Optional[str], what: str = "time
     return opts
 
 
+def put_cache_option(opts: Dict[str, Any], cache: Optional[bool]) -> Dict[str, Any]:
+    """``cache=False``: a cacheable request (lists, ``resources/read``) goes to the server even
+    when the connection's cache holds a fresh result (the new result replaces it)."""
+    if cache is not None:
+        opts["cache"] = _flag(cache, "cache")
+    return opts
+
+
 def put_task_options(
     opts: Dict[str, Any],
     task: Union[bool, str, None],

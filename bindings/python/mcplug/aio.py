@@ -43,6 +43,7 @@ from ._core import (
     connect_blocking,
     connect_options,
     new_tag,
+    put_cache_option,
     put_task_options,
 )
 from ._errors import CancelledError, ClosedError, InvalidArgumentError, McpError
@@ -313,8 +314,10 @@ class Client(_Info, AsyncManaged):
         core = await _run(job, tag, orphan=lambda c: c.close())
         return cls(core, sink)
 
-    async def list_tools(self, *, timeout: Timeout = None, tag: Optional[str] = None) -> List[Dict[str, Any]]:
-        opts = call_options(timeout, tag or new_tag())
+    async def list_tools(
+        self, *, timeout: Timeout = None, tag: Optional[str] = None, cache: Optional[bool] = None
+    ) -> List[Dict[str, Any]]:
+        opts = put_cache_option(call_options(timeout, tag or new_tag()), cache)
         return await _run(lambda: self._core.list_tools(opts), opts["tag"])
 
     async def list_skills(self, *, timeout: Timeout = None, tag: Optional[str] = None) -> List[Dict[str, Any]]:
@@ -369,9 +372,11 @@ class Client(_Info, AsyncManaged):
         task: Union[bool, str, None] = None,
         task_ttl: Timeout = None,
         validate_arguments: Optional[bool] = None,
+        cache: Optional[bool] = None,
     ) -> Dict[str, Any]:
         """Any request; see ``mcplug.Client.request``."""
         opts = put_task_options(call_options(timeout, tag or new_tag()), task, task_ttl, validate_arguments)
+        put_cache_option(opts, cache)
         if all_pages:
             opts["all_pages"] = True
         return await _run(lambda: self._core.request(method, params, opts, progress), opts["tag"])
