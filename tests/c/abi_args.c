@@ -79,8 +79,8 @@ static void connect_arguments(const char *good) {
     CHECK_OUT(is_error(out, "transport", "http://127.0.0.1:9/mcp"), out, "... naming the URL");
     drop(&out);
     st = mcplug_client_connect("{\"type\":\"sdk\",\"name\":\"x\"}", NULL, &c, &out);
-    CHECK_STATUS(st, MCPLUG_NOT_IMPLEMENTED, out, "type sdk -> NOT_IMPLEMENTED for now (got %s)", status_name(st));
-    CHECK_OUT(is_error(out, "not_implemented", NULL), out, "... with kind not_implemented");
+    CHECK_STATUS(st, MCPLUG_INVALID_ARGUMENT, out, "type sdk on a client -> INVALID_ARGUMENT (got %s)", status_name(st));
+    CHECK_OUT(is_error(out, "invalid_argument", "mcplug_manager_connect"), out, "... pointing to the manager, which serves them");
     drop(&out);
     CHECK(c == sentinel, "*client untouched");
 
