@@ -268,13 +268,7 @@ pub unsafe extern "C" fn mcplug_manager_list_resources(
     ffi_boundary!(out, {
         let h = enter(manager)?;
         let (server, opts) = listing_options(options_json)?;
-        let v = runtime::block_on(h.0.manager.list_resources(server.as_deref(), &opts))?;
-        if let Some(name) = &server {
-            if let Some(e) = v["errors"].get(name) {
-                return Err(error_of(e));
-            }
-        }
-        Ok(v.to_string())
+        Ok(runtime::block_on(h.0.manager.list_resources(server.as_deref(), &opts))?.to_string())
     })
 }
 
@@ -312,13 +306,7 @@ pub unsafe extern "C" fn mcplug_manager_list_prompts(
     ffi_boundary!(out, {
         let h = enter(manager)?;
         let (server, opts) = listing_options(options_json)?;
-        let v = runtime::block_on(h.0.manager.list_prompts(server.as_deref(), &opts))?;
-        if let Some(name) = &server {
-            if let Some(e) = v["errors"].get(name) {
-                return Err(error_of(e));
-            }
-        }
-        Ok(v.to_string())
+        Ok(runtime::block_on(h.0.manager.list_prompts(server.as_deref(), &opts))?.to_string())
     })
 }
 
@@ -394,19 +382,6 @@ pub unsafe extern "C" fn mcplug_manager_set_tools(
         let tools = json_required(tools_json, "tools_json")?;
         Ok(h.0.manager.set_tools(server, &tools)?.to_string())
     })
-}
-
-/// A listing's per-server error entry as this call's error.
-fn error_of(e: &Value) -> Error {
-    let kind = e
-        .get("kind")
-        .and_then(Value::as_str)
-        .and_then(ErrorKind::from_name)
-        .unwrap_or(ErrorKind::Protocol);
-    let mut err = Error::new(kind, e.get("message").and_then(Value::as_str).unwrap_or(""));
-    err.code = e.get("code").and_then(Value::as_i64);
-    err.data = e.get("data").cloned();
-    err
 }
 
 /// Starts a tool call by its pool name without waiting (as `mcplug_client_call_tool_start`): on

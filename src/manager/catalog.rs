@@ -46,8 +46,13 @@ fn error_entry(e: &Error) -> Value {
     e.to_json()["error"].clone()
 }
 
-/// `{"resources": [...], "templates": [...], "errors": {server: error}}`.
-pub async fn list_resources(targets: Vec<Target>, options: &CallOptions) -> Value {
+/// `{"resources": [...], "templates": [...], "errors": {server: error}}`; with `single` (the host
+/// named the server), that server's error is the call's.
+pub async fn list_resources(
+    targets: Vec<Target>,
+    options: &CallOptions,
+    single: bool,
+) -> Result<Value> {
     let runs = targets.iter().map(|t| async move {
         let resources = list_of(t, "resources/list", "resources", options).await;
         // Templates are optional for a server: one that does not know the method has none.
@@ -67,17 +72,22 @@ pub async fn list_resources(targets: Vec<Target>, options: &CallOptions) -> Valu
                 out_resources.extend(r);
                 out_templates.extend(t);
             }
+            (Err(e), _) | (_, Err(e)) if single => return Err(e),
             (Err(e), _) | (_, Err(e)) => {
                 errors.insert(server, error_entry(&e));
             }
         }
     }
-    json!({"resources": out_resources, "templates": out_templates, "errors": errors})
+    Ok(json!({"resources": out_resources, "templates": out_templates, "errors": errors}))
 }
 
 /// `{"prompts": [...], "errors": {...}}`; each prompt's `name` is its qualified name and
-/// `prompt` the server's own name for it.
-pub async fn list_prompts(targets: Vec<Target>, options: &CallOptions) -> Value {
+/// `prompt` the server's own name for it; `single` as for [`list_resources`].
+pub async fn list_prompts(
+    targets: Vec<Target>,
+    options: &CallOptions,
+    single: bool,
+) -> Result<Value> {
     let runs = targets.iter().map(|t| async move {
         (
             t.server.clone(),
@@ -89,12 +99,13 @@ pub async fn list_prompts(targets: Vec<Target>, options: &CallOptions) -> Value 
     for (server, listed) in futures_util::future::join_all(runs).await {
         match listed {
             Ok(items) => prompts.extend(items.into_iter().map(|p| qualify(&server, p))),
+            Err(e) if single => return Err(e),
             Err(e) => {
                 errors.insert(server, error_entry(&e));
             }
         }
     }
-    json!({"prompts": prompts, "errors": errors})
+    Ok(json!({"prompts": prompts, "errors": errors}))
 }
 
 fn qualify(server: &str, mut prompt: Value) -> Value {

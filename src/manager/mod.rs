@@ -399,7 +399,7 @@ impl Manager {
         options: &CallOptions,
     ) -> Result<Value> {
         let targets = self.inner.targets(server, "resources")?;
-        Ok(catalog::list_resources(targets, options).await)
+        catalog::list_resources(targets, options, server.is_some()).await
     }
 
     /// `resources/read` on one server; the contents' text cleaned and capped like tool output.
@@ -420,7 +420,7 @@ impl Manager {
     /// Every prompt of the connected servers that have prompts (or of one), with qualified names.
     pub async fn list_prompts(&self, server: Option<&str>, options: &CallOptions) -> Result<Value> {
         let targets = self.inner.targets(server, "prompts")?;
-        Ok(catalog::list_prompts(targets, options).await)
+        catalog::list_prompts(targets, options, server.is_some()).await
     }
 
     /// `prompts/get` by the qualified name `mcp__{server}__{prompt}`.
