@@ -61,6 +61,18 @@ fn listing_options(
     Ok((server, call))
 }
 
+/// What a pull gives the host: the event(s), `timeout`, or `closed` after the last.
+fn pulled(p: Pulled, timeout_ms: i32) -> Result<String, Error> {
+    match p {
+        Pulled::Event(text) => Ok(text),
+        Pulled::TimedOut => Err(Error::timeout(format!("no event within {timeout_ms} ms"))),
+        Pulled::Closed => Err(Error::new(
+            ErrorKind::Closed,
+            "the manager is closed and every event was delivered",
+        )),
+    }
+}
+
 fn wait_of(timeout_ms: i64) -> Option<Duration> {
     (timeout_ms >= 0).then(|| Duration::from_millis(timeout_ms as u64))
 }
@@ -439,18 +451,11 @@ pub unsafe extern "C" fn mcplug_manager_next_events(
 ) -> mcplug_status {
     ffi_boundary!(out, {
         let h = enter(manager)?;
-        match h
-            .0
-            .manager
-            .next_events(max_events as usize, wait_of(timeout_ms.into()))
-        {
-            Pulled::Event(text) => Ok(text),
-            Pulled::TimedOut => Err(Error::timeout(format!("no event within {timeout_ms} ms"))),
-            Pulled::Closed => Err(Error::new(
-                ErrorKind::Closed,
-                "the manager is closed and every event was delivered",
-            )),
-        }
+        pulled(
+            h.0.manager
+                .next_events(max_events as usize, wait_of(timeout_ms.into())),
+            timeout_ms,
+        )
     })
 }
 
@@ -475,14 +480,10 @@ pub unsafe extern "C" fn mcplug_manager_next_event(
 ) -> mcplug_status {
     ffi_boundary!(out, {
         let h = enter(manager)?;
-        match h.0.manager.next_event(wait_of(timeout_ms.into())) {
-            Pulled::Event(text) => Ok(text),
-            Pulled::TimedOut => Err(Error::timeout(format!("no event within {timeout_ms} ms"))),
-            Pulled::Closed => Err(Error::new(
-                ErrorKind::Closed,
-                "the manager is closed and every event was delivered",
-            )),
-        }
+        pulled(
+            h.0.manager.next_event(wait_of(timeout_ms.into())),
+            timeout_ms,
+        )
     })
 }
 
