@@ -397,6 +397,41 @@ function toJson(value, what) {
   return text;
 }
 
+/**
+ * Runs the handler of a server's request (`call`) and makes the JSON-RPC answer: its result
+ * object (`{}` for nothing), or an error for a throw (its code, message and data) or a value that
+ * is not a result object. Shared by Client and Manager.
+ */
+async function handlerAnswer(ev, call) {
+  try {
+    const result = await call();
+    if (result === undefined || result === null) return { id: ev.id, result: {} };
+    if (typeof result !== 'object' || Array.isArray(result)) {
+      return {
+        id: ev.id,
+        error: { code: -32603, message: `the ${ev.method} handler returned ${Array.isArray(result) ? 'an array' : typeof result}, not a result object` },
+      };
+    }
+    return { id: ev.id, result };
+  } catch (e) {
+    const error = {
+      code: e && Number.isInteger(e.code) ? e.code : -32603,
+      message: e && e.message ? String(e.message) : String(e),
+    };
+    if (e && e.data !== undefined) error.data = e.data;
+    return { id: ev.id, error };
+  }
+}
+
+/** An answer as JSON text; a result that cannot be JSON becomes an error answer saying so. */
+function answerText(ev, answer) {
+  try {
+    return toJson(answer, 'handler result');
+  } catch (e) {
+    return JSON.stringify({ id: ev.id, error: { code: -32603, message: `the ${ev.method} handler returned a value that is not JSON: ${e.message}` } });
+  }
+}
+
 function checkString(value, what) {
   if (typeof value !== 'string') {
     throw errorOf('invalid_argument', `\`${what}\` must be a string (got ${value === null ? 'null' : typeof value})`);
@@ -1405,36 +1440,11 @@ class Client extends EventEmitter {
     if (!handler) {
       answer = { id: ev.id, error: { code: -32601, message: `Method not found: ${ev.method} (no handler for it in this client)` } };
     } else {
-      try {
-        const result = await handler(params, { id: ev.id, method: ev.method, client: this, signal: controller.signal });
-        if (result === undefined || result === null) {
-          answer = { id: ev.id, result: {} };
-        } else if (typeof result !== 'object' || Array.isArray(result)) {
-          answer = {
-            id: ev.id,
-            error: { code: -32603, message: `the ${ev.method} handler returned ${Array.isArray(result) ? 'an array' : typeof result}, not a result object` },
-          };
-        } else {
-          answer = { id: ev.id, result };
-        }
-      } catch (e) {
-        const error = {
-          code: e && Number.isInteger(e.code) ? e.code : -32603,
-          message: e && e.message ? String(e.message) : String(e),
-        };
-        if (e && e.data !== undefined) error.data = e.data;
-        answer = { id: ev.id, error };
-      }
+      answer = await handlerAnswer(ev, () => handler(params, { id: ev.id, method: ev.method, client: this, signal: controller.signal }));
     }
     // Expired or cancelled while the handler ran: nobody waits for the answer.
     if (this._pendingRequests.get(ev.id) !== controller) return;
-    let text;
-    try {
-      text = toJson(answer, 'handler result');
-    } catch (e) {
-      text = JSON.stringify({ id: ev.id, error: { code: -32603, message: `the ${ev.method} handler returned a value that is not JSON: ${e.message}` } });
-    }
-    await this._answer(ev.id, ev.method, text);
+    await this._answer(ev.id, ev.method, answerText(ev, answer));
   }
 
   /** Sends the answer to a server request; an answer nobody waits for any more is dropped. */
@@ -2177,36 +2187,11 @@ class Manager extends EventEmitter {
     } else if (!handler) {
       answer = { id: ev.id, error: { code: -32601, message: `Method not found: ${ev.method} (no handler for it in this manager)` } };
     } else {
-      try {
-        const result = await handler(params, ev.server, { id: ev.id, method: ev.method, server: ev.server, manager: this, signal: controller.signal });
-        if (result === undefined || result === null) {
-          answer = { id: ev.id, result: {} };
-        } else if (typeof result !== 'object' || Array.isArray(result)) {
-          answer = {
-            id: ev.id,
-            error: { code: -32603, message: `the ${ev.method} handler returned ${Array.isArray(result) ? 'an array' : typeof result}, not a result object` },
-          };
-        } else {
-          answer = { id: ev.id, result };
-        }
-      } catch (e) {
-        const error = {
-          code: e && Number.isInteger(e.code) ? e.code : -32603,
-          message: e && e.message ? String(e.message) : String(e),
-        };
-        if (e && e.data !== undefined) error.data = e.data;
-        answer = { id: ev.id, error };
-      }
+      answer = await handlerAnswer(ev, () => handler(params, ev.server, { id: ev.id, method: ev.method, server: ev.server, manager: this, signal: controller.signal }));
     }
     // Withdrawn while the handler ran: nobody waits for the answer.
     if (this._pendingRequests.get(ev.id) !== pending) return;
-    let text;
-    try {
-      text = toJson(answer, 'handler result');
-    } catch (e) {
-      text = JSON.stringify({ id: ev.id, error: { code: -32603, message: `the ${ev.method} handler returned a value that is not JSON: ${e.message}` } });
-    }
-    await this._answer(ev.id, ev.method, text);
+    await this._answer(ev.id, ev.method, answerText(ev, answer));
   }
 
   /** A tools/call of a host server: its tool's handler, a throw becoming an isError result. */
