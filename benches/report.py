@@ -19,12 +19,21 @@ TS = 'TS SDK 1.32.2 (Node 20) StdioClientTransport'
 PY = 'Python SDK mcp 2.3.0 stdio_client'
 MC, MPY, MNODE = 'mcplug (C)', 'mcplug (Python)', 'mcplug (Node)'
 MCPLUG = [MC, MPY, MNODE]
+# The same clients held to the 2025-11-25 revision (connect option protocol_versions), which the raw
+# client and the peers speak: with the default negotiation the peer-bench server and mcplug agree on
+# 2026-07-28, whose requests each carry a `_meta` block (protocol version, capabilities, client info):
+# 3.2x the bytes of a 2025-11-25 tools/call for the server to read. run.sh adds these rows.
+LEGACY = '2025-11-25'
+MC_L, MNODE_L = f'mcplug (C), {LEGACY}', f'mcplug (Node), {LEGACY}'
+MCPLUG_STDIO = MCPLUG + [MC_L, MNODE_L]
+ERA = {MC: '2026-07-28, negotiated', MNODE: '2026-07-28, negotiated', MPY: '2026-07-28, negotiated',
+       MC_L: f'{LEGACY}, as the raw client', MNODE_L: f'{LEGACY}, as the TS SDK'}
 TS_HTTP = 'TS SDK 1.32.2 StreamableHTTPClientTransport'   # benches/http_bench.py's row of the TS SDK
 # benches/http_bench.py's scenarios: S2 against peer-bench's rmcp HTTP server, with and without TCP_NODELAY
 HTTP_SCENARIOS = [('h2', 'server TCP_NODELAY'), ('h2n', 'server Nagle on')]
 HTTP_REQUIRED = ['p50_us', 'p99_us', 'calls_per_s', 'cpu_us_per_call']
 SHORT = {FLOOR: 'floor', RAW: 'raw client', RM_C: 'rmcp (current_thread)', RM_M: 'rmcp (multi_thread)',
-         TS: 'TS SDK', PY: 'Python SDK', MC: 'mcplug (C)'}
+         TS: 'TS SDK', PY: 'Python SDK', MC: 'mcplug (C)', MC_L: f'mcplug (C), {LEGACY}'}
 SCENARIOS = ['s1', 's2', 's2p', 's3', 's3p', 's4']
 REQUIRED = {'s1': ['ttl_ms'], 's2': ['p50_us', 'p99_us', 'calls_per_s', 'hwm_kib', 'cpu_us_per_call'],
             's2p': ['p50_us', 'cpu_us_per_call'], 's3': ['calls_per_s', 'cpu_us_per_call'],
@@ -360,7 +369,7 @@ def main():
 
     # ---- did every mcplug client run every scenario? ----
     failures = []
-    for c in MCPLUG:
+    for c in MCPLUG_STDIO:
         for scen in SCENARIOS:
             for k in REQUIRED[scen]:
                 v = med(values, c, f'{scen}.{k}')
@@ -403,32 +412,35 @@ def main():
     def ge(x, lim):
         return None if x is None else x >= lim
 
-    for key, label in (('s2p', '1 CPU'), ('s2', 'unpinned')):
-        r = P(MC, RAW, f'{key}.cpu_us_per_call')
-        target('C', f'S2 client CPU per call <= 1.5x the raw client ({label})',
-               f'{fnum(M(MC, f"{key}.cpu_us_per_call"), 2)} vs {fnum(M(RAW, f"{key}.cpu_us_per_call"), 2)} us: {fratio(r)}', le(r, 1.5))
-    for key, label in (('s2p', '1 CPU'), ('s2', 'unpinned')):
-        r = P(MC, RM_C, f'{key}.cpu_us_per_call')
-        target('C', f'S2 client CPU per call <= 0.5x rmcp current_thread ({label})',
-               f'{fnum(M(MC, f"{key}.cpu_us_per_call"), 2)} vs {fnum(M(RM_C, f"{key}.cpu_us_per_call"), 2)} us: {fratio(r)}', le(r, 0.5))
     ipc = cg_per_call.get('mcplug-c')
     target('C', '<= 20,000 instructions per call (callgrind, S2)', fnum(ipc, 0) if ipc else '-', le(ipc, 20000))
-    for key, label in (('s3', 'unpinned'), ('s3p', '1 CPU')):
-        r = P(MC, RAW, f'{key}.calls_per_s')
-        target('C', f'S3 calls/s >= the raw client ({label})',
-               f'{fnum(M(MC, f"{key}.calls_per_s"))} vs {fnum(M(RAW, f"{key}.calls_per_s"))}: {fratio(r)}', ge(r, 1.0))
-    r = P(MC, FLOOR, 's4.mib_per_s')
-    target('C', 'S4 MiB/s >= 0.9x the floor', f'{fnum(M(MC, "s4.mib_per_s"))} vs {fnum(M(FLOOR, "s4.mib_per_s"))}: {fratio(r)}', ge(r, 0.9))
-    r = P(MC, RAW, 's1.ttl_ms')
-    target('C', 'S1 cold start <= 1.3x the raw client', f'{fnum(M(MC, "s1.ttl_ms"), 2)} vs {fnum(M(RAW, "s1.ttl_ms"), 2)} ms: {fratio(r)}', le(r, 1.3))
+    for row in (MC, MC_L):
+        era = f' [{ERA[row]}]'
+        for key, label in (('s2p', '1 CPU'), ('s2', 'unpinned')):
+            r = P(row, RAW, f'{key}.cpu_us_per_call')
+            target('C', f'S2 client CPU per call <= 1.5x the raw client ({label}){era}',
+                   f'{fnum(M(row, f"{key}.cpu_us_per_call"), 2)} vs {fnum(M(RAW, f"{key}.cpu_us_per_call"), 2)} us: {fratio(r)}', le(r, 1.5))
+        for key, label in (('s2p', '1 CPU'), ('s2', 'unpinned')):
+            r = P(row, RM_C, f'{key}.cpu_us_per_call')
+            target('C', f'S2 client CPU per call <= 0.5x rmcp current_thread ({label}){era}',
+                   f'{fnum(M(row, f"{key}.cpu_us_per_call"), 2)} vs {fnum(M(RM_C, f"{key}.cpu_us_per_call"), 2)} us: {fratio(r)}', le(r, 0.5))
+        for key, label in (('s3', 'unpinned'), ('s3p', '1 CPU')):
+            r = P(row, RAW, f'{key}.calls_per_s')
+            target('C', f'S3 calls/s >= the raw client ({label}){era}',
+                   f'{fnum(M(row, f"{key}.calls_per_s"))} vs {fnum(M(RAW, f"{key}.calls_per_s"))}: {fratio(r)}', ge(r, 1.0))
+        r = P(row, FLOOR, 's4.mib_per_s')
+        target('C', f'S4 MiB/s >= 0.9x the floor{era}', f'{fnum(M(row, "s4.mib_per_s"))} vs {fnum(M(FLOOR, "s4.mib_per_s"))}: {fratio(r)}', ge(r, 0.9))
+        r = P(row, RAW, 's1.ttl_ms')
+        target('C', f'S1 cold start <= 1.3x the raw client{era}', f'{fnum(M(row, "s1.ttl_ms"), 2)} vs {fnum(M(RAW, "s1.ttl_ms"), 2)} ms: {fratio(r)}', le(r, 1.3))
     target('C', 'the library adds <= 8 MiB to a C host\'s peak RSS',
            f'{fnum(rss_added, 1)} MiB ({fnum(hwm_with, 0)} KiB with, {fnum(hwm_without, 0)} KiB without)', le(rss_added, 8.0))
-    for who, row, lim, sdk in (('Python', MPY, 15, PY), ('Node', MNODE, 25, TS)):
+    for who, row, lim, sdk in (('Python', MPY, 15, PY), ('Node', MNODE, 25, TS), ('Node', MNODE_L, 25, TS)):
+        era = f' [{ERA[row]}]'
         for key, label in (('s2p', '1 CPU'), ('s2', 'unpinned')):
             v = M(row, f'{key}.cpu_us_per_call')
-            target(who, f'S2 client CPU <= {lim} us per call ({label})', f'{fnum(v, 1)} us', le(v, lim))
+            target(who, f'S2 client CPU <= {lim} us per call ({label}){era}', f'{fnum(v, 1)} us', le(v, lim))
         r = P(row, sdk, 's1.ttl_ms')
-        target(who, f'S1 cold start <= 1/10 of the {SHORT[sdk]}',
+        target(who, f'S1 cold start <= 1/10 of the {SHORT[sdk]}{era}',
                f'{fnum(M(row, "s1.ttl_ms"), 1)} vs {fnum(M(sdk, "s1.ttl_ms"), 1)} ms: {fratio(r)}', le(r, 0.1))
 
     if a.http:
@@ -469,17 +481,28 @@ def main():
     L.append(f'- Command: `benches/run.sh{" --quick" if a.quick else ""}`' + (f' with `{env_set}`' if env_set else '') +
              ', which builds `target/release/libmcplug.so` and the C clients, then runs')
     L.append(f'  `MCPB_EXTRA_CLIENT=\'mcplug (C)|target/bench/mcplug_client;;mcplug (Python)|python3 benches/clients/mcplug_client.py;;'
-             f'mcplug (Node)|node benches/clients/mcplug_client.js\' {a.peer_bench or "../shared/peer-bench"}/run_all.sh`')
+             f'mcplug (Node)|node benches/clients/mcplug_client.js;;mcplug (C), {LEGACY}|env MCPB_MCPLUG_OPTIONS={{"protocol_versions":["{LEGACY}"]}} '
+             f'target/bench/mcplug_client;;mcplug (Node), {LEGACY}|env MCPB_MCPLUG_OPTIONS=... node benches/clients/mcplug_client.js\' '
+             f'{a.peer_bench or "../shared/peer-bench"}/run_all.sh`')
     L.append(f'  (absolute paths in the real command), then callgrind (S2 x {cg_n1} and x {cg_n2}), '
              '`benches/http_bench.py` (S2 over Streamable HTTP, see below) and the peak-RSS runs.')
-    L.append('- Clients: `benches/clients/mcplug_client.c` (C ABI; S3 = 64 pthreads sharing one handle), '
+    L.append('- Clients: `benches/clients/mcplug_client.c` (C ABI; S3 = 64 started calls in flight from one thread, '
+             'completions taken in batches with `mcplug_client_next_events`), '
              '`mcplug_client.py` (Python binding, sync API; S3 = 64 threads on one `Client` — faster than '
              '`mcplug.aio` with 64 tasks, which `MCPB_PY_S3=aio` selects), `mcplug_client.js` (Node binding; S3 = '
-             '64 concurrent promises). Each checks every answer (`content[0].text` equals the text sent).')
+             '64 concurrent promises). Each checks every answer (`content[0].text` equals the text sent). '
+             '`MCPB_MCPLUG_OPTIONS` gives each its connect options (the 2025-11-25 rows).')
     L.append('')
     L.append('## Targets (issue #3; Streamable HTTP: issue #5)')
     L.append('')
-    L.append('Ratios are medians over repetitions of mcplug / reference measured in the same repetition.')
+    L.append('Ratios are medians over repetitions of mcplug / reference measured in the same repetition. '
+             f'The C and Node clients run twice: as they connect by default, negotiating 2026-07-28 with this server '
+             f'(every request then carries a `_meta` block — protocol version, capabilities, client info — 3.2x the '
+             f'bytes of a {LEGACY} `tools/call`, which the server reads and parses), and held to {LEGACY} '
+             f'(connect option `protocol_versions`), the revision the raw client and the TS SDK speak here (rmcp '
+             'sends 2026-07-28 in a stateful `initialize`, without the per-request block): the same bytes on the wire as '
+             'the raw client, so the ratio is the two clients\' own cost. Each target '
+             'says which run it is judged on in brackets.')
     L.append('')
     L.append('| from | target | measured | |')
     L.append('|---|---|---|---|')
@@ -504,8 +527,8 @@ def main():
     L.append('')
     L.append('mcplug\'s value divided by the reference\'s (median of per-repetition ratios). Where lower is better '
              '(times, CPU, memory) below 1 means mcplug is better; where higher is better (calls/s, MiB/s) above 1 does.')
-    for c in MCPLUG:
-        refs = [FLOOR, RAW, RM_C, RM_M, TS, PY] + ([MC] if c != MC else [])
+    for c in MCPLUG_STDIO:
+        refs = [FLOOR, RAW, RM_C, RM_M, TS, PY] + ([MC] if c != MC else []) + ([MC_L] if c == MNODE_L else [])
         L.append('')
         L.append(f'### {c}')
         L.append('')

@@ -91,7 +91,11 @@ else
 fi
 "$PY" -m compileall -q "$root/bindings/python" >/dev/null
 NODE=$(command -v node)
-export MCPB_EXTRA_CLIENT="mcplug (C)|$out/mcplug_client;;mcplug (Python)|$PY $root/benches/clients/mcplug_client.py;;mcplug (Node)|$NODE $root/benches/clients/mcplug_client.js"
+# The C and Node clients also run held to 2025-11-25, the revision the raw client and the TS SDK
+# speak here (by default mcplug and this server agree on 2026-07-28, whose requests are 3.2x longer):
+# like-for-like rows, see report.py. run_all.sh splits a row's command on whitespace: no spaces below.
+legacy='env MCPB_MCPLUG_OPTIONS={"protocol_versions":["2025-11-25"]}'
+export MCPB_EXTRA_CLIENT="mcplug (C)|$out/mcplug_client;;mcplug (Python)|$PY $root/benches/clients/mcplug_client.py;;mcplug (Node)|$NODE $root/benches/clients/mcplug_client.js;;mcplug (C), 2025-11-25|$legacy $out/mcplug_client;;mcplug (Node), 2025-11-25|$legacy $NODE $root/benches/clients/mcplug_client.js"
 
 echo "== peer-bench: $PB/run_all.sh (work dir $PEER_BENCH_WORK)" >&2
 started=$(date -u +%FT%TZ)

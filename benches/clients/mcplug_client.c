@@ -13,6 +13,8 @@
  *      s4: N echoes of SIZE bytes, prints MiB/s.
  *      rss: like s2, but prints VmHWM before the first library call and after the loop, so the
  *          memory the library adds to a C host can be read off one process.
+ * MCPB_MCPLUG_OPTIONS: connect options (JSON) for mcplug_client_connect, e.g.
+ * {"protocol_versions":["2025-11-25"]} to hold the connection to the revision the raw client speaks.
  * Every answer is checked: content[0].text must equal the text sent. CPU is getrusage(RUSAGE_SELF)
  * around the loop, so the library's runtime threads are counted, as they should be. */
 #define _GNU_SOURCE
@@ -391,7 +393,7 @@ int main(int argc, char **argv) {
 
   char *server = server_json(argv[1]);
   char *out = NULL;
-  if (mcplug_client_connect(server, NULL, &client, &out) != MCPLUG_OK) die("connect failed", out);
+  if (mcplug_client_connect(server, getenv("MCPB_MCPLUG_OPTIONS"), &client, &out) != MCPLUG_OK) die("connect failed", out);
   mcplug_string_free(out);
   free(server);
   if (mcplug_client_list_tools(client, NULL, &out) != MCPLUG_OK) die("tools/list failed", out);

@@ -29,7 +29,9 @@ function emit(obj) { console.log(JSON.stringify({ client: 'mcplug-node', scenari
 
 async function main() {
   const entry = /^https?:\/\//.test(server) ? { type: 'http', url: server } : { command: server, args: [] };
-  const client = await Client.connect(entry);
+  // MCPB_MCPLUG_OPTIONS: connect options (JSON), e.g. {"protocol_versions":["2025-11-25"]}
+  const options = process.env.MCPB_MCPLUG_OPTIONS ? JSON.parse(process.env.MCPB_MCPLUG_OPTIONS) : undefined;
+  const client = await Client.connect(entry, options);
   try {
     const tools = await client.listTools();
     const tList = process.env.MCPB_T0

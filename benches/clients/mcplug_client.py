@@ -7,6 +7,7 @@ Prints one JSON line, as peer-bench's py/client.py does (see /work/shared/peer-b
 S3 (CONC calls in flight on one connection) uses CONC threads sharing one sync Client: ctypes
 releases the GIL during the blocking library call, so the threads really overlap. MCPB_PY_S3=aio
 runs it with ``mcplug.aio`` and CONC tasks instead (slower: see BENCHMARKS.md).
+MCPB_MCPLUG_OPTIONS: connect options (JSON), e.g. {"protocol_versions":["2025-11-25"]}.
 """
 import time
 
@@ -19,6 +20,8 @@ import threading  # noqa: E402
 # the binding of this checkout (benches/clients/ -> bindings/python), not an installed one
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bindings", "python"))
 import mcplug  # noqa: E402
+
+OPTIONS = json.loads(os.environ["MCPB_MCPLUG_OPTIONS"]) if os.environ.get("MCPB_MCPLUG_OPTIONS") else None
 
 
 def hwm_kib():
@@ -59,7 +62,7 @@ def main():
 
         return asyncio.run(s3_aio(server, n, conc, emit))
 
-    with mcplug.Client.connect(server) as c:
+    with mcplug.Client.connect(server, options=OPTIONS) as c:
         tools = c.list_tools()
         t0env = os.environ.get("MCPB_T0")
         ttl = (time.time_ns() - int(t0env)) / 1e6 if t0env else (time.perf_counter() - _T0) * 1e3
@@ -129,7 +132,7 @@ def main():
 async def s3_aio(server, n, conc, emit):
     import asyncio
 
-    c = await mcplug.aio.Client.connect(server)
+    c = await mcplug.aio.Client.connect(server, options=OPTIONS)
     try:
         assert len(await c.list_tools()) >= 2
         for _ in range(200):
