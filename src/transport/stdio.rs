@@ -11,12 +11,14 @@ use super::{BoxFuture, Drive, Inbound, Transport};
 use crate::error::Error;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
-use tokio::process::{ChildStdin, Command};
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::process::Command;
 use tokio::sync::watch;
 
 /// How to start the server.
@@ -69,7 +71,7 @@ impl std::fmt::Display for Exit {
 }
 
 pub struct StdioTransport {
-    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    stdin: tokio::sync::Mutex<Option<StdinPipe>>,
     reader: Arc<SharedReader>,
     sink: Weak<dyn Inbound>,
     /// Itself, for the tasks it spawns.
@@ -91,11 +93,15 @@ impl StdioTransport {
         limits: StdioLimits,
         sink: Weak<dyn Inbound>,
     ) -> Result<Arc<Self>, Error> {
+        // Our own pipes for stdin and stdout (tokio's would be registered with the reactor
+        // first, and the first write would wait for it: see `StdinPipe`).
+        let (stdin_theirs, stdin_ours) = pipe_pair("stdin")?;
+        let (stdout_ours, stdout_theirs) = pipe_pair("stdout")?;
         let mut cmd = Command::new(&config.command);
         cmd.args(&config.args)
             .envs(&config.env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
+            .stdin(Stdio::from(stdin_theirs))
+            .stdout(Stdio::from(stdout_theirs))
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(false);
@@ -112,14 +118,13 @@ impl StdioTransport {
             }
             Error::transport(msg)
         })?;
+        // The server's ends of the pipes are in `cmd`: closed here, so that the end of its
+        // stdout is seen when the server's last copy goes.
+        drop(cmd);
         let pid = child.id().map(|p| p as i32).unwrap_or(0);
-        let stdin = child.stdin.take().expect("stdin was piped");
-        let stdout = child.stdout.take().expect("stdout was piped");
-        let stdout = stdout
-            .into_owned_fd()
-            .map_err(|e| Error::transport(format!("cannot take the server's stdout: {e}")))?;
+        let stdin = StdinPipe::new(stdin_ours)?;
         let reader = Arc::new(SharedReader::new(
-            stdout,
+            stdout_ours,
             sink.clone(),
             limits.max_message_bytes,
         ));
@@ -418,3 +423,62 @@ async fn read_stderr<R: AsyncRead + Unpin>(
 }
 
 use tokio::io::AsyncReadExt as _;
+
+/// The server's stdin. A write goes straight to the pipe from the writing thread; only when the
+/// pipe is full does it wait for the reactor. (tokio's `ChildStdin` first waits for the reactor
+/// to report a new descriptor writable: the first request of every connection paid a runtime
+/// thread's wake-up, and the caller's, before a byte went out.)
+struct StdinPipe {
+    fd: AsyncFd<std::os::fd::OwnedFd>,
+}
+
+impl StdinPipe {
+    fn new(fd: OwnedFd) -> Result<Self, Error> {
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe {
+            let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+            libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+        // SAFETY: the AsyncFd owns the descriptor, so it stays open for as long as it is
+        // registered (the registration goes before the descriptor is closed).
+        let fd = unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::WRITABLE) }
+            .map_err(|e| Error::transport(format!("cannot watch the server's stdin: {e}")))?;
+        Ok(StdinPipe { fd })
+    }
+
+    async fn write_all(&mut self, mut buf: &[u8]) -> std::io::Result<()> {
+        while !buf.is_empty() {
+            // SAFETY: a write of our own live buffer to our own descriptor.
+            let n = unsafe { libc::write(self.fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
+            if n >= 0 {
+                buf = &buf[n as usize..];
+                continue;
+            }
+            let err = std::io::Error::last_os_error();
+            match err.kind() {
+                std::io::ErrorKind::Interrupted => {}
+                std::io::ErrorKind::WouldBlock => {
+                    // Full: wait until the server has read some. The readiness tokio holds may
+                    // be stale; clearing it makes the next wait a real one.
+                    self.fd.writable().await?.clear_ready();
+                }
+                _ => return Err(err),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A pipe (close-on-exec, blocking): its read end, then its write end.
+fn pipe_pair(what: &str) -> Result<(OwnedFd, OwnedFd), Error> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the two descriptors, which nobody else owns.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(Error::transport(format!(
+            "cannot make a pipe for the server's {what}: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: as above.
+    unsafe { Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))) }
+}
