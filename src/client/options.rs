@@ -282,7 +282,7 @@ fn normalize_capabilities(caps: &Value) -> Result<Value> {
 
 impl Default for ConnectOptions {
     fn default() -> Self {
-        ConnectOptions {
+        let mut o = ConnectOptions {
             connect_timeout: Some(DEFAULT_CONNECT_TIMEOUT),
             request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
             tool_timeout: None,
@@ -304,7 +304,9 @@ impl Default for ConnectOptions {
             validate_arguments: false,
             cache: true,
             listen: ListenMode::Auto,
-        }
+        };
+        o.derive_capabilities();
+        o
     }
 }
 
@@ -944,6 +946,18 @@ fn remote_key(kind: &str, config: &RemoteConfig) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn no_options_declare_what_empty_options_declare() {
+        let none = ConnectOptions::parse(None).unwrap();
+        let empty = ConnectOptions::parse(Some(&json!({}))).unwrap();
+        assert_eq!(none.modern_capabilities, empty.modern_capabilities);
+        assert_eq!(none.legacy_capabilities, empty.legacy_capabilities);
+        assert!(none.modern_capabilities["extensions"]
+            .get(TASKS_EXTENSION)
+            .is_some());
+    }
+
     use super::*;
 
     #[test]
