@@ -99,7 +99,16 @@ impl Shared {
             // must not hold a caller past its timeout.
             // Started calls deferred by the host go out first, in the same write.
             let (message, deferred) = self.take_deferred(message);
-            let mut sending = self.transport()?.clone().send(message);
+            // On a host thread, read the transport ourselves while we wait (see
+            // transport/stdio_read.rs, transport/http_direct.rs): then no runtime thread has to
+            // wake us for the answer.
+            let transport = self.transport()?.clone();
+            let can_drive = reset.is_none() && crate::runtime::on_host_thread() && transport.drivable();
+            let mut sending = if can_drive {
+                transport.clone().send_driven(message, id)
+            } else {
+                transport.clone().send(message)
+            };
             let sent = tokio::select! {
                 r = &mut sending => Some(r),
                 _ = sleep_until_opt(deadline) => None,
@@ -145,10 +154,6 @@ impl Shared {
                     });
                 }
             }
-            // On a host thread, read the transport ourselves while we wait (see
-            // transport/stdio_read.rs): then no runtime thread has to wake us for the answer.
-            let transport = self.transport()?.clone();
-            let can_drive = reset.is_none() && crate::runtime::on_host_thread() && transport.drivable();
             transport.enter_call(can_drive);
             let _leave = LeaveCall(&*transport, can_drive);
             if can_drive {

@@ -5,6 +5,7 @@
 //! connection provides. The sink is held weakly, so a transport never keeps its connection alive.
 
 pub mod http;
+mod http_direct;
 pub mod param_headers;
 pub mod remote;
 pub mod sse;
@@ -54,6 +55,17 @@ pub trait Transport: Send + Sync {
     /// Closes gracefully and releases everything (for stdio: the whole process group is gone
     /// and reaped when this returns). Idempotent.
     fn close(&self) -> BoxFuture<'_, ()>;
+    /// Like [`Transport::send`], from a caller (a host thread) that then waits for the answer
+    /// to its request `id` in it, calling [`Transport::drive`] between the turns of its wait
+    /// and [`Transport::leave_call`] when it stops: a transport may leave that request's I/O
+    /// to the caller's own thread (Streamable HTTP: see `http_direct`).
+    fn send_driven(
+        self: Arc<Self>,
+        message: Vec<u8>,
+        _id: u64,
+    ) -> BoxFuture<'static, Result<(), Error>> {
+        self.send(message)
+    }
     /// Whether a caller waiting for an answer may read the incoming side itself, on its own
     /// thread, with [`Transport::drive`] (stdio: see `stdio_read`). Every caller that waits for
     /// an answer brackets its wait with [`Transport::enter_call`] and [`Transport::leave_call`],

@@ -90,7 +90,7 @@ pub(crate) fn http_client(limits: &RemoteLimits) -> Result<reqwest::Client, Erro
 }
 
 /// How long an idle keep-alive connection is kept for the next request.
-const IDLE_CONNECTION: Duration = Duration::from_secs(4);
+pub(crate) const IDLE_CONNECTION: Duration = Duration::from_secs(4);
 
 /// An error with its causes, `a: b: c`, without repeats.
 pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
