@@ -362,6 +362,18 @@ impl HttpTransport {
         self.deliver(message);
     }
 
+    /// A message of a direct exchange's response stream, for the connection: whether it was
+    /// the answer to `id`.
+    pub(super) fn direct_answer(&self, message: &[u8], id: &str) -> bool {
+        if self.closed.load(Ordering::SeqCst) {
+            return false;
+        }
+        match self.sink.upgrade() {
+            Some(sink) => sink.answer(message, id),
+            None => false,
+        }
+    }
+
     /// A direct exchange's request gets no answer: it fails with `error`.
     pub(super) fn direct_failed(&self, id: &str, error: Error) {
         if self.closed.load(Ordering::SeqCst) {

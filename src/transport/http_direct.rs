@@ -66,8 +66,10 @@ pub(super) struct Direct {
 struct Conn {
     sock: TcpStream,
     since: Instant,
-    /// The unread end of the last response (its answer came before its end did).
-    rest: Option<Box<Reading>>,
+    /// The reading state, kept for its buffer; with `pending`, the unread end of the last
+    /// response (its answer came before its end did).
+    reading: Reading,
+    pending: bool,
 }
 
 pub(super) struct Driven {
@@ -178,8 +180,9 @@ impl Direct {
             finished: false,
             error_deadline: None,
         };
-        if let Some(sock) = self.checkout() {
+        if let Some((sock, reading)) = self.checkout() {
             exchange.sock = Some(sock);
+            exchange.reading = reading;
             exchange.reused = true;
             // Small requests go out at once; a write that cannot finish goes on in `drive`.
             exchange.write(t);
@@ -248,20 +251,24 @@ impl Direct {
         let Some(sock) = exchange.sock.take() else {
             return;
         };
-        let reading = std::mem::replace(&mut exchange.reading, Reading::new());
+        let mut reading = std::mem::replace(&mut exchange.reading, Reading::new());
         drop(exchange);
-        let rest = match reading.framing {
-            Framing::Done if reading.keep_alive && reading.unread().is_empty() => None,
+        let pending = match reading.framing {
+            Framing::Done if reading.keep_alive && reading.unread().is_empty() => false,
             Framing::Done | Framing::Close => return,
             _ if !reading.keep_alive => return,
-            _ => Some(Box::new(reading)),
+            _ => true,
         };
+        if !pending {
+            reading.reset();
+        }
         let mut pool = self.pool.lock();
         if pool.len() < MAX_IDLE {
             pool.push(Conn {
                 sock,
                 since: Instant::now(),
-                rest,
+                reading,
+                pending,
             });
         }
     }
@@ -295,8 +302,9 @@ impl Direct {
         self.pool.lock().clear();
     }
 
-    /// A kept-alive connection to use (the unread end of its last response read first).
-    fn checkout(&self) -> Option<TcpStream> {
+    /// A kept-alive connection to use (the unread end of its last response read first), with
+    /// its reading state (for the buffer).
+    fn checkout(&self) -> Option<(TcpStream, Reading)> {
         let mut pool = self.pool.lock();
         let now = Instant::now();
         let mut i = pool.len();
@@ -308,9 +316,12 @@ impl Direct {
                 continue;
             }
             let conn = &mut pool[i];
-            if let Some(rest) = &mut conn.rest {
-                match rest.finish_now(&conn.sock) {
-                    Some(true) => conn.rest = None,
+            if conn.pending {
+                match conn.reading.finish_now(&conn.sock) {
+                    Some(true) => {
+                        conn.pending = false;
+                        conn.reading.reset();
+                    }
                     Some(false) if age < DRAIN => continue,
                     _ => {
                         pool.swap_remove(i);
@@ -321,7 +332,8 @@ impl Direct {
                 pool.swap_remove(i);
                 continue;
             }
-            return Some(pool.swap_remove(i).sock);
+            let conn = pool.swap_remove(i);
+            return Some((conn.sock, conn.reading));
         }
         None
     }
@@ -432,6 +444,14 @@ impl Reading {
             framing: Framing::Head,
             keep_alive: true,
         }
+    }
+
+    /// Ready for the next response on the same connection (the buffer is kept).
+    fn reset(&mut self) {
+        self.buf.clear();
+        self.at = 0;
+        self.framing = Framing::Head;
+        self.keep_alive = true;
     }
 
     fn unread(&self) -> &[u8] {
@@ -646,7 +666,8 @@ struct Sse {
     line: Vec<u8>,
     /// A CR ended the last line: a LF right after it belongs to it.
     after_cr: bool,
-    data: String,
+    /// The data of the event so far (bytes: the connection checks the message as a whole).
+    data: Vec<u8>,
     has_data: bool,
     /// Bytes since the last event, against the message limit.
     since_event: usize,
@@ -658,7 +679,7 @@ impl Sse {
         &mut self,
         mut bytes: &[u8],
         bound: usize,
-        event: &mut dyn FnMut(&str) -> bool,
+        event: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<bool, &'static str> {
         while !bytes.is_empty() {
             if self.after_cr {
@@ -691,9 +712,10 @@ impl Sse {
             if line.is_empty() {
                 self.since_event = 0;
                 if self.has_data {
-                    let data = std::mem::take(&mut self.data);
                     self.has_data = false;
-                    if event(&data) {
+                    let answer = event(&self.data);
+                    self.data.clear();
+                    if answer {
                         return Ok(true);
                     }
                 }
@@ -707,9 +729,9 @@ impl Sse {
                 };
                 if field == b"data" {
                     if self.has_data {
-                        self.data.push('\n');
+                        self.data.push(b'\n');
                     }
-                    self.data.push_str(&String::from_utf8_lossy(value));
+                    self.data.extend_from_slice(value);
                     self.has_data = true;
                 }
             }
@@ -1085,12 +1107,10 @@ impl Exchange {
                 too_large = true;
                 return true;
             }
-            if data.trim().is_empty() {
+            if data.iter().all(u8::is_ascii_whitespace) {
                 return false; // a priming event, or a keep-alive
             }
-            let answer = remote::response_id(data.as_bytes()).as_deref() == Some(id.as_str());
-            t.direct_deliver(data.as_bytes());
-            answer
+            t.direct_answer(data, id)
         });
         match r {
             Err(_) => too_large = true,
@@ -1220,7 +1240,7 @@ mod tests {
             let mut got = Vec::new();
             for part in [&text[..split], &text[split..]] {
                 sse.feed(part, 1 << 20, &mut |d| {
-                    got.push(d.to_string());
+                    got.push(String::from_utf8_lossy(d).into_owned());
                     false
                 })
                 .unwrap();

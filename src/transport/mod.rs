@@ -25,6 +25,14 @@ pub trait Inbound: Send + Sync {
     /// One framed message (a line, without its newline), not yet parsed: the connection parses
     /// it, so a response's result can stay the text the server sent.
     fn message(self: std::sync::Arc<Self>, line: &[u8]);
+    /// Like [`Inbound::message`], from a transport that waits for the answer to its request
+    /// `id` (JSON text): whether this message was that answer (read off the connection's own
+    /// parse, so the message is not parsed twice).
+    fn answer(self: std::sync::Arc<Self>, line: &[u8], id: &str) -> bool {
+        let is = remote::response_id(line).as_deref() == Some(id);
+        self.message(line);
+        is
+    }
     /// A line the server wrote to its stderr (stdio only).
     fn stderr(self: std::sync::Arc<Self>, line: String);
     /// A request the transport could not deliver or get an answer to (remote transports: the
