@@ -2,7 +2,7 @@
 //! check of what came back.
 
 use super::*;
-use crate::transport::Drive;
+use crate::transport::{Drive, DrivenRequest, RequestShape};
 use tokio::sync::oneshot;
 
 /// How long a caller driving the transport blocks at a time before it looks at its timer and
@@ -72,20 +72,35 @@ impl Shared {
                 },
             );
         }
-        let (message, modern) = {
+        let (message, modern, shape) = {
             let era = self.era.read();
             let modern = era.as_ref().and_then(|s| s.modern_meta.as_deref());
-            let message = match send.body {
-                Body::Params(params) => {
-                    self.encode_params(id, send.method, params, wants_progress, era.as_ref())
-                }
+            let (message, shape) = match send.body {
+                Body::Params(params) => (
+                    self.encode_params(id, send.method, params, wants_progress, era.as_ref()),
+                    None,
+                ),
                 Body::ToolCall {
                     name,
                     arguments,
                     extra,
-                } => encode_tool_call(id, name, arguments, extra, wants_progress, modern),
+                } => {
+                    let version = match era.as_ref().map(|s| &s.era) {
+                        Some(Era::Modern { version }) if modern.is_some() => Some(version.clone()),
+                        _ => None,
+                    };
+                    let shape = RequestShape {
+                        method: "tools/call",
+                        name: name.to_string(),
+                        version,
+                    };
+                    (
+                        encode_tool_call(id, name, arguments, extra, wants_progress, modern),
+                        Some(shape),
+                    )
+                }
             };
-            (message, modern.is_some())
+            (message, modern.is_some(), shape)
         };
 
         let outcome = async {
@@ -105,7 +120,7 @@ impl Shared {
             let transport = self.transport()?.clone();
             let can_drive = reset.is_none() && crate::runtime::on_host_thread() && transport.drivable();
             let mut sending = if can_drive {
-                transport.clone().send_driven(message, id)
+                transport.clone().send_driven(message, DrivenRequest { id, shape })
             } else {
                 transport.clone().send(message)
             };

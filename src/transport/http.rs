@@ -862,7 +862,7 @@ impl HttpTransport {
     fn send_lines(
         self: Arc<Self>,
         message: Vec<u8>,
-        driven: Option<u64>,
+        mut driven: Option<super::DrivenRequest>,
     ) -> BoxFuture<'static, Result<(), Error>> {
         Box::pin(async move {
             if self.closed.load(Ordering::SeqCst) {
@@ -871,11 +871,28 @@ impl HttpTransport {
             if let Some(sse) = self.fallback.get() {
                 return sse.clone().send(message).await;
             }
-            for line in remote::lines(&message) {
-                let out = Outgoing::peek(line);
+            let mut lines = remote::lines(&message).peekable();
+            while let Some(line) = lines.next() {
+                // The caller's own request (the last line) as the caller described it, if it
+                // did; anything else as read from the message.
+                let shape = match lines.peek() {
+                    None => driven.as_mut().and_then(|d| d.shape.take()),
+                    Some(_) => None,
+                };
+                let out = match (shape, &driven) {
+                    (Some(shape), Some(d)) => Outgoing {
+                        kind: Kind::Request(d.id.to_string()),
+                        method: Some(shape.method.to_string()),
+                        name: Some(shape.name),
+                        version: shape.version,
+                        cancels: None,
+                    },
+                    _ => Outgoing::peek(line),
+                };
+                let driven_id = driven.as_ref().map(|d| d.id);
                 match &out.kind {
                     Kind::Request(id) => {
-                        if let Some(direct) = self.direct_for(&out, id, driven) {
+                        if let Some(direct) = self.direct_for(&out, id, driven_id) {
                             let version = out.version.as_deref().unwrap_or_default();
                             if let Some(extra) = self.direct_headers(line, &out, version) {
                                 {
@@ -935,9 +952,9 @@ impl Transport for HttpTransport {
     fn send_driven(
         self: Arc<Self>,
         message: Vec<u8>,
-        id: u64,
+        request: super::DrivenRequest,
     ) -> BoxFuture<'static, Result<(), Error>> {
-        self.send_lines(message, Some(id))
+        self.send_lines(message, Some(request))
     }
 
     fn drivable(&self) -> bool {

@@ -44,6 +44,23 @@ pub trait Inbound: Send + Sync {
     fn closed(self: std::sync::Arc<Self>, error: Error);
 }
 
+/// The request a caller drives (see [`Transport::send_driven`]): the last message of what it
+/// sends.
+pub struct DrivenRequest {
+    pub id: u64,
+    /// When the caller wrote the request itself (a `tools/call`): what a transport would read
+    /// back from it, so that it need not.
+    pub shape: Option<RequestShape>,
+}
+
+pub struct RequestShape {
+    pub method: &'static str,
+    /// `params.name`.
+    pub name: String,
+    /// The modern `_meta` protocol version, when the request carries one.
+    pub version: Option<String>,
+}
+
 /// What one turn of [`Transport::drive`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Drive {
@@ -64,13 +81,13 @@ pub trait Transport: Send + Sync {
     /// and reaped when this returns). Idempotent.
     fn close(&self) -> BoxFuture<'_, ()>;
     /// Like [`Transport::send`], from a caller (a host thread) that then waits for the answer
-    /// to its request `id` in it, calling [`Transport::drive`] between the turns of its wait
+    /// to its `request` in it (the last message), calling [`Transport::drive`] between the turns of its wait
     /// and [`Transport::leave_call`] when it stops: a transport may leave that request's I/O
     /// to the caller's own thread (Streamable HTTP: see `http_direct`).
     fn send_driven(
         self: Arc<Self>,
         message: Vec<u8>,
-        _id: u64,
+        _request: DrivenRequest,
     ) -> BoxFuture<'static, Result<(), Error>> {
         self.send(message)
     }

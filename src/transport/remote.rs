@@ -348,7 +348,11 @@ impl Outgoing {
             version: None,
             cancels: None,
         };
-        let Ok(peek) = serde_json::from_slice::<Peek>(line) else {
+        // Checked as UTF-8 once, as a whole: read from bytes, serde_json checks every string.
+        let Ok(peek) = std::str::from_utf8(line)
+            .map_err(|_| ())
+            .and_then(|text| serde_json::from_str::<Peek>(text).map_err(|_| ()))
+        else {
             return out;
         };
         out.kind = match (&peek.id, &peek.method.0) {
