@@ -37,6 +37,8 @@ use std::sync::Arc;
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
+/// How long the addresses of a host name are used before it is looked up again.
+const RESOLVED_FOR: Duration = Duration::from_secs(60);
 /// Idle connections kept for later requests.
 const MAX_IDLE: usize = 64;
 /// A connection idle longer than this is checked for a close by the server before reuse.
@@ -61,6 +63,8 @@ pub(super) struct Direct {
     driven: Mutex<Vec<Arc<Driven>>>,
     /// Cleared when the server redirects: requests then go by the general path.
     enabled: AtomicBool,
+    /// The addresses of the URL's host, and when they were looked up.
+    resolved: Mutex<Option<(Vec<SocketAddr>, Instant)>>,
 }
 
 struct Conn {
@@ -143,6 +147,7 @@ impl Direct {
             pool: Mutex::new(Vec::new()),
             driven: Mutex::new(Vec::new()),
             enabled: AtomicBool::new(true),
+            resolved: Mutex::new(None),
         })
     }
 
@@ -245,7 +250,12 @@ impl Direct {
             all.swap_remove(i)
         };
         let mut exchange = driven.exchange.lock();
-        if !exchange.finished || driven.cancelled.load(Ordering::Acquire) {
+        // A connection whose request was not all written (the server answered early) cannot
+        // take another one.
+        if !exchange.finished
+            || driven.cancelled.load(Ordering::Acquire)
+            || exchange.written < exchange.request.len()
+        {
             return;
         }
         let Some(sock) = exchange.sock.take() else {
@@ -255,7 +265,7 @@ impl Direct {
         drop(exchange);
         let pending = match reading.framing {
             Framing::Done if reading.keep_alive && reading.unread().is_empty() => false,
-            Framing::Done | Framing::Close => return,
+            Framing::Done | Framing::Close | Framing::Head => return,
             _ if !reading.keep_alive => return,
             _ => true,
         };
@@ -338,9 +348,21 @@ impl Direct {
         None
     }
 
-    /// The host and port to connect to, resolved now (a name is looked up on this thread).
+    /// The host and port to connect to. A name is looked up on this thread, and the answer
+    /// kept for `RESOLVED_FOR` (forgotten when none of its addresses could be connected to).
     fn addresses(&self) -> std::io::Result<Vec<SocketAddr>> {
-        self.url.socket_addrs(|| Some(80))
+        if let Some((addrs, at)) = &*self.resolved.lock() {
+            if at.elapsed() < RESOLVED_FOR {
+                return Ok(addrs.clone());
+            }
+        }
+        let addrs = self.url.socket_addrs(|| Some(80))?;
+        *self.resolved.lock() = Some((addrs.clone(), Instant::now()));
+        Ok(addrs)
+    }
+
+    fn forget_addresses(&self) {
+        *self.resolved.lock() = None;
     }
 }
 
@@ -933,6 +955,9 @@ impl Exchange {
                     .error
                     .take()
                     .unwrap_or_else(|| std::io::Error::other("no address to connect to"));
+                if let Some(direct) = t.direct() {
+                    direct.forget_addresses();
+                }
                 self.io_failed(t, &format!("connecting failed: {e}"));
                 return false;
             };
