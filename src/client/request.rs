@@ -72,10 +72,11 @@ impl Shared {
                 },
             );
         }
-        let (message, modern, shape) = {
+        // A tool call's name, for a transport that drives it (`RequestShape`).
+        let (message, modern, tool_call) = {
             let era = self.era.read();
             let modern = era.as_ref().and_then(|s| s.modern_meta.as_deref());
-            let (message, shape) = match send.body {
+            let (message, tool_call) = match send.body {
                 Body::Params(params) => (
                     self.encode_params(id, send.method, params, wants_progress, era.as_ref()),
                     None,
@@ -84,23 +85,12 @@ impl Shared {
                     name,
                     arguments,
                     extra,
-                } => {
-                    let version = match era.as_ref().map(|s| &s.era) {
-                        Some(Era::Modern { version }) if modern.is_some() => Some(version.clone()),
-                        _ => None,
-                    };
-                    let shape = RequestShape {
-                        method: "tools/call",
-                        name: name.to_string(),
-                        version,
-                    };
-                    (
-                        encode_tool_call(id, name, arguments, extra, wants_progress, modern),
-                        Some(shape),
-                    )
-                }
+                } => (
+                    encode_tool_call(id, name, arguments, extra, wants_progress, modern),
+                    Some(name),
+                ),
             };
-            (message, modern.is_some(), shape)
+            (message, modern.is_some(), tool_call)
         };
 
         let outcome = async {
@@ -120,6 +110,15 @@ impl Shared {
             let transport = self.transport()?.clone();
             let can_drive = reset.is_none() && crate::runtime::on_host_thread() && transport.drivable();
             let mut sending = if can_drive {
+                let shape = tool_call.map(|name| RequestShape {
+                    method: "tools/call",
+                    name: name.to_string(),
+                    // The version the message's `_meta` was stamped with.
+                    version: match self.era.read().as_ref().map(|s| &s.era) {
+                        Some(Era::Modern { version }) if modern => Some(version.clone()),
+                        _ => None,
+                    },
+                });
                 transport.clone().send_driven(message, DrivenRequest { id, shape })
             } else {
                 transport.clone().send(message)

@@ -81,9 +81,9 @@ pub trait Transport: Send + Sync {
     /// and reaped when this returns). Idempotent.
     fn close(&self) -> BoxFuture<'_, ()>;
     /// Like [`Transport::send`], from a caller (a host thread) that then waits for the answer
-    /// to its `request` in it (the last message), calling [`Transport::drive`] between the turns of its wait
-    /// and [`Transport::leave_call`] when it stops: a transport may leave that request's I/O
-    /// to the caller's own thread (Streamable HTTP: see `http_direct`).
+    /// to its `request` in it (the last message), calling [`Transport::drive`] between the
+    /// turns of its wait and [`Transport::leave_call`] when it stops: a transport may leave
+    /// that request's I/O to the caller's own thread (Streamable HTTP: see `http_direct`).
     fn send_driven(
         self: Arc<Self>,
         message: Vec<u8>,
