@@ -592,3 +592,141 @@ fn http_errors_refusals_slowness_and_size_are_clear_errors() {
     );
     block_on(c.close());
 }
+
+/// A modern request from a caller that waits is POSTed and read on the caller's own thread
+/// (transport/http_direct.rs): the fault server's modern endpoint shows that path keeps every
+/// behaviour — answers over JSON and SSE, a stream's late end read for the connection's reuse,
+/// timeouts and cancels that close the request's stream, the message limit, HTTP errors, a
+/// stream cut before its answer, and callers on several threads at once.
+#[test]
+fn the_modern_era_direct_path_keeps_every_fault_clear() {
+    let peer = fault_http();
+    let (c, info) = connect(
+        json!({"type": "http", "url": fault_url(&peer, "/modern")}),
+        json!({"max_message_bytes": 100000}),
+    )
+    .unwrap();
+    assert_eq!(info["era"], "modern", "{info}");
+    assert_eq!(
+        text_of(&call(&c, "echo", json!({"message": "a"}), json!({})).unwrap()),
+        "Echo: a"
+    );
+    // The stream's end comes 0.5 s after the answer: the call does not wait for it, and the
+    // connection is taken again once it came.
+    let before = stats(&c)["connections"].as_u64().unwrap();
+    for i in 0..3 {
+        let t = Instant::now();
+        let r = call(
+            &c,
+            "echo_kept",
+            json!({"message": i.to_string()}),
+            json!({}),
+        )
+        .unwrap();
+        assert_eq!(text_of(&r), format!("Echo: {i}"));
+        assert!(
+            t.elapsed() < Duration::from_millis(400),
+            "{:?}",
+            t.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(700));
+    }
+    let s = stats(&c);
+    assert_eq!(s["connections"].as_u64().unwrap(), before, "{s}");
+    assert_eq!(s["headers"]["MCP-Protocol-Version"], "2026-07-28", "{s}");
+    assert_eq!(s["headers"]["Mcp-Name"], "stats", "{s}");
+    // Timeouts on time; the endless stream is closed (the modern era's cancellation).
+    for tool in ["slow", "endless"] {
+        let started = Instant::now();
+        let e = call(&c, tool, json!({"ms": 3000}), json!({"timeout_ms": 300})).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Timeout, "{tool}: {e:?}");
+        assert!(started.elapsed() < Duration::from_secs(2), "{tool}");
+    }
+    // Cancelled by the host from another thread.
+    let canceller = std::thread::spawn(|| {
+        for _ in 0..200 {
+            std::thread::sleep(Duration::from_millis(10));
+            if mcplug::client::cancel::cancel("direct-cancel-tag") > 0 {
+                return true;
+            }
+        }
+        false
+    });
+    let e = call(
+        &c,
+        "endless",
+        json!({}),
+        json!({"tag": "direct-cancel-tag"}),
+    )
+    .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Cancelled, "{e:?}");
+    assert!(canceller.join().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let closed = stats(&c)["endless_closed"].as_u64().unwrap();
+        if closed >= 2 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the endless streams were not closed: {closed}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Too big, as JSON and as an SSE event.
+    for tool in ["big", "big_sse"] {
+        let e = call(
+            &c,
+            tool,
+            json!({"bytes": 300000}),
+            json!({"timeout_ms": 5000}),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Transport, "{tool}: {e:?}");
+        assert!(e.message.contains("max_message_bytes"), "{tool}: {e:?}");
+    }
+    let e = call(&c, "fail500", json!({}), json!({})).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Transport, "{e:?}");
+    assert!(
+        e.message.contains("500") && e.message.contains("tool exploded"),
+        "{e:?}"
+    );
+    let e = call(&c, "cut_noid", json!({}), json!({"timeout_ms": 5000})).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Transport, "{e:?}");
+    assert!(e.message.contains("ended before the answer"), "{e:?}");
+    let e = call(&c, "nope", json!({}), json!({})).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Rpc, "{e:?}");
+    // Several callers at once, each on its own thread and its own connection.
+    let c = Arc::new(c);
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let c = c.clone();
+            std::thread::spawn(move || {
+                for i in 0..20 {
+                    let m = format!("{t}-{i}");
+                    let tool = if i % 2 == 0 { "echo" } else { "big" };
+                    let r = call(&c, tool, json!({"message": m, "bytes": 10}), json!({})).unwrap();
+                    if tool == "echo" {
+                        assert_eq!(text_of(&r), format!("Echo: {m}"));
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    block_on(c.close());
+    // A redirect is followed (by the general path, from then on).
+    let (c, info) = connect(
+        json!({"type": "http", "url": fault_url(&peer, "/redirect")}),
+        json!({}),
+    )
+    .unwrap();
+    assert_eq!(info["era"], "modern", "{info}");
+    assert_eq!(
+        text_of(&call(&c, "echo", json!({"message": "r"}), json!({})).unwrap()),
+        "Echo: r"
+    );
+    block_on(c.close());
+}

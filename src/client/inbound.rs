@@ -275,6 +275,15 @@ impl Inbound for Shared {
         self.handle_message(line);
     }
 
+    fn answer(self: Arc<Self>, line: &[u8], id: &str) -> bool {
+        if line.first() == Some(&b'[') {
+            let is = crate::transport::remote::response_id(line).as_deref() == Some(id);
+            self.message(line);
+            return is;
+        }
+        self.handle_message_for(line, Some(id))
+    }
+
     fn stderr(self: Arc<Self>, line: String) {
         self.events
             .push(&json!({"type": "stderr", "line": line}), true);
@@ -299,14 +308,21 @@ impl Inbound for Shared {
 
 impl Shared {
     pub(super) fn handle_message(self: &Arc<Self>, line: &[u8]) {
+        self.handle_message_for(line, None);
+    }
+
+    /// Handles one message; whether it was the answer to the request `answer_to` (JSON text).
+    fn handle_message_for(self: &Arc<Self>, line: &[u8], answer_to: Option<&str>) -> bool {
         match protocol::parse(line) {
             Incoming::Response { id, outcome } => {
+                let is = answer_to.is_some_and(|a| id.get().trim() == a);
                 let outcome = match outcome {
                     Ok(result) => Ok(RawJson::copy_of(result)),
                     Err(error) => Err(Error::from_rpc(&error)),
                 };
                 let delivered = self.pending.complete(id, outcome);
                 self.delivered(delivered, id);
+                return is;
             }
             Incoming::Request { id, method, params } => self.on_server_request(id, method, params),
             Incoming::Notification { method, params } => self.on_notification(method, params),
@@ -319,6 +335,7 @@ impl Shared {
                 );
             }
         }
+        false
     }
 }
 

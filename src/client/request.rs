@@ -2,7 +2,7 @@
 //! check of what came back.
 
 use super::*;
-use crate::transport::Drive;
+use crate::transport::{Drive, DrivenRequest, RequestShape};
 use tokio::sync::oneshot;
 
 /// How long a caller driving the transport blocks at a time before it looks at its timer and
@@ -72,20 +72,25 @@ impl Shared {
                 },
             );
         }
-        let (message, modern) = {
+        // A tool call's name, for a transport that drives it (`RequestShape`).
+        let (message, modern, tool_call) = {
             let era = self.era.read();
             let modern = era.as_ref().and_then(|s| s.modern_meta.as_deref());
-            let message = match send.body {
-                Body::Params(params) => {
-                    self.encode_params(id, send.method, params, wants_progress, era.as_ref())
-                }
+            let (message, tool_call) = match send.body {
+                Body::Params(params) => (
+                    self.encode_params(id, send.method, params, wants_progress, era.as_ref()),
+                    None,
+                ),
                 Body::ToolCall {
                     name,
                     arguments,
                     extra,
-                } => encode_tool_call(id, name, arguments, extra, wants_progress, modern),
+                } => (
+                    encode_tool_call(id, name, arguments, extra, wants_progress, modern),
+                    Some(name),
+                ),
             };
-            (message, modern.is_some())
+            (message, modern.is_some(), tool_call)
         };
 
         let outcome = async {
@@ -99,7 +104,25 @@ impl Shared {
             // must not hold a caller past its timeout.
             // Started calls deferred by the host go out first, in the same write.
             let (message, deferred) = self.take_deferred(message);
-            let mut sending = self.transport()?.clone().send(message);
+            // On a host thread, read the transport ourselves while we wait (see
+            // transport/stdio_read.rs, transport/http_direct.rs): then no runtime thread has to
+            // wake us for the answer.
+            let transport = self.transport()?.clone();
+            let can_drive = reset.is_none() && crate::runtime::on_host_thread() && transport.drivable();
+            let mut sending = if can_drive {
+                let shape = tool_call.map(|name| RequestShape {
+                    method: "tools/call",
+                    name: name.to_string(),
+                    // The version the message's `_meta` was stamped with.
+                    version: match self.era.read().as_ref().map(|s| &s.era) {
+                        Some(Era::Modern { version }) if modern => Some(version.clone()),
+                        _ => None,
+                    },
+                });
+                transport.clone().send_driven(message, DrivenRequest { id, shape })
+            } else {
+                transport.clone().send(message)
+            };
             let sent = tokio::select! {
                 r = &mut sending => Some(r),
                 _ = sleep_until_opt(deadline) => None,
@@ -145,10 +168,6 @@ impl Shared {
                     });
                 }
             }
-            // On a host thread, read the transport ourselves while we wait (see
-            // transport/stdio_read.rs): then no runtime thread has to wake us for the answer.
-            let transport = self.transport()?.clone();
-            let can_drive = reset.is_none() && crate::runtime::on_host_thread() && transport.drivable();
             transport.enter_call(can_drive);
             let _leave = LeaveCall(&*transport, can_drive);
             if can_drive {

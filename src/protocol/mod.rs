@@ -82,7 +82,13 @@ struct Envelope<'a> {
 /// Parses one line. Responses are the hot path: their `result` is only validated and sliced,
 /// never built into a tree.
 pub fn parse(line: &[u8]) -> Incoming<'_> {
-    let env: Envelope = match serde_json::from_slice(line) {
+    // Checked as UTF-8 once, as a whole (read from bytes, serde_json checks every string);
+    // bytes that are not UTF-8 are read as bytes, for serde_json's own error message.
+    let parsed = match std::str::from_utf8(line) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(line),
+    };
+    let env: Envelope = match parsed {
         Ok(e) => e,
         Err(e) if e.is_data() => {
             return Incoming::Invalid {

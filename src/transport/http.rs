@@ -22,6 +22,7 @@
 //! An `http` server whose POST of `initialize` fails with 400/404/405 and no JSON-RPC body is
 //! tried as a deprecated HTTP+SSE server at the same URL (the spec's backwards compatibility).
 
+use super::http_direct::Direct;
 use super::param_headers::ParamHeaders;
 use super::remote::{self, Event, Events, Kind, Outgoing, RemoteConfig, RemoteLimits};
 use super::sse::SseTransport;
@@ -43,7 +44,7 @@ const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 const LAST_EVENT_ID: &str = "last-event-id";
 const MCP_METHOD: &str = "mcp-method";
 const MCP_NAME: &str = "mcp-name";
-const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+pub(super) const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 /// How long to wait before reconnecting a stream when the server gave no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// The longest `retry` honoured: a server cannot park a call for longer between attempts.
@@ -82,6 +83,8 @@ pub struct HttpTransport {
     param_headers: Option<Arc<ParamHeaders>>,
     /// The fingerprint of `headers` (see [`Transport::credential`]).
     credential: u64,
+    /// The direct path for callers that wait on their own thread (plain http, no proxy).
+    direct: Option<Direct>,
 }
 
 #[derive(Default)]
@@ -121,6 +124,7 @@ impl HttpTransport {
                 .iter()
                 .map(|(name, value)| (name.as_str().as_bytes(), value.as_bytes())),
         );
+        let direct = Direct::new(&url, &headers);
         Ok(Arc::new_cyclic(|me| HttpTransport {
             me: me.clone(),
             http,
@@ -138,6 +142,7 @@ impl HttpTransport {
             sessions: AtomicU64::new(0),
             param_headers,
             credential,
+            direct,
         }))
     }
 
@@ -284,40 +289,135 @@ impl HttpTransport {
                 return self.read_answer(resp, out, id, true).await.map(|_| ());
             }
             let body = remote::error_body(resp).await;
-            let method = out.method();
-            if let Some(mut error) = remote::rpc_error_of(&body) {
-                // An MCP error in an HTTP error: the server's own words, with the status.
-                if let Some(m) = error.get("message").and_then(Value::as_str) {
-                    let m = format!("{m} (HTTP {} from POST {})", status.as_u16(), self.url);
-                    error["message"] = json!(m);
-                }
-                self.deliver(&remote::error_response(id, &error));
-                return Ok(());
-            }
-            let unrecognised = matches!(status.as_u16(), 400 | 404 | 405);
-            if method == "server/discover"
-                && status.is_client_error()
-                && status != StatusCode::UNAUTHORIZED
+            if out.method() == "initialize"
+                && matches!(status.as_u16(), 400 | 404 | 405)
+                && self.sse_fallback
+                && remote::rpc_error_of(&body).is_none()
             {
-                // Not a 2026-07-28 server: an error the era negotiation reads as "legacy".
-                let error = json!({
-                    "code": crate::protocol::codes::METHOD_NOT_FOUND,
-                    "message": format!("HTTP {} from POST {} (server/discover){}", status.as_u16(), self.url, remote::snippet(&body)),
-                });
-                self.deliver(&remote::error_response(id, &error));
-                return Ok(());
-            }
-            if method == "initialize" && unrecognised && self.sse_fallback {
                 return self.fall_back_to_sse(line, status, &body).await;
             }
-            return Err(status_error(
-                "POST",
-                self.url.as_str(),
-                method,
-                status,
-                &body,
-            ));
+            return self.status_answer(status, &body, out, id);
         }
+    }
+
+    /// A request answered with an HTTP error status: an MCP error in it goes to the connection
+    /// as the answer; `server/discover` refused is an answer the era negotiation reads as
+    /// "legacy"; anything else is the request's `transport` (or `needs_auth`) error.
+    pub(super) fn status_answer(
+        &self,
+        status: StatusCode,
+        body: &[u8],
+        out: &Outgoing,
+        id: &str,
+    ) -> Result<(), Error> {
+        let method = out.method();
+        if let Some(mut error) = remote::rpc_error_of(body) {
+            // An MCP error in an HTTP error: the server's own words, with the status.
+            if let Some(m) = error.get("message").and_then(Value::as_str) {
+                let m = format!("{m} (HTTP {} from POST {})", status.as_u16(), self.url);
+                error["message"] = json!(m);
+            }
+            self.deliver(&remote::error_response(id, &error));
+            return Ok(());
+        }
+        if method == "server/discover"
+            && status.is_client_error()
+            && status != StatusCode::UNAUTHORIZED
+        {
+            // Not a 2026-07-28 server: an error the era negotiation reads as "legacy".
+            let error = json!({
+                "code": crate::protocol::codes::METHOD_NOT_FOUND,
+                "message": format!("HTTP {} from POST {} (server/discover){}", status.as_u16(), self.url, remote::snippet(body)),
+            });
+            self.deliver(&remote::error_response(id, &error));
+            return Ok(());
+        }
+        Err(status_error(
+            "POST",
+            self.url.as_str(),
+            method,
+            status,
+            body,
+        ))
+    }
+
+    pub(super) fn direct(&self) -> Option<&Direct> {
+        self.direct.as_ref()
+    }
+
+    pub(super) fn url(&self) -> &str {
+        self.url.as_str()
+    }
+
+    pub(super) fn limits(&self) -> &RemoteLimits {
+        &self.limits
+    }
+
+    pub(super) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// A message read by a direct exchange, for the connection.
+    pub(super) fn direct_deliver(&self, message: &[u8]) {
+        self.deliver(message);
+    }
+
+    /// A message of a direct exchange's response stream, for the connection: whether it was
+    /// the answer to `id`.
+    pub(super) fn direct_answer(&self, message: &[u8], id: &str) -> bool {
+        if self.closed.load(Ordering::SeqCst) {
+            return false;
+        }
+        match self.sink.upgrade() {
+            Some(sink) => sink.answer(message, id),
+            None => false,
+        }
+    }
+
+    /// A direct exchange's request gets no answer: it fails with `error`.
+    pub(super) fn direct_failed(&self, id: &str, error: Error) {
+        if self.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        if let Some(sink) = self.sink.upgrade() {
+            sink.request_failed(id, error);
+        }
+    }
+
+    /// The header lines a modern request carries besides the fixed ones (see `post`), for the
+    /// direct path; `None` when one cannot be written as is (the general path then decides).
+    fn direct_headers(&self, line: &[u8], out: &Outgoing, version: &str) -> Option<Vec<u8>> {
+        let mut extra = Vec::with_capacity(96);
+        let mut header = |name: &[u8], value: &[u8]| -> Option<()> {
+            if !value
+                .iter()
+                .all(|b| (0x20..0x7f).contains(b) || *b == b'\t')
+            {
+                return None;
+            }
+            extra.extend_from_slice(name);
+            extra.extend_from_slice(b": ");
+            extra.extend_from_slice(value);
+            extra.extend_from_slice(b"\r\n");
+            Some(())
+        };
+        header(PROTOCOL_VERSION.as_bytes(), version.as_bytes())?;
+        if let Some(method) = &out.method {
+            header(
+                MCP_METHOD.as_bytes(),
+                remote::header_safe(method).as_bytes(),
+            )?;
+        }
+        if let Some(name) = &out.name {
+            header(MCP_NAME.as_bytes(), remote::header_safe(name).as_bytes())?;
+            if let (Some("tools/call"), Some(known)) = (out.method.as_deref(), &self.param_headers)
+            {
+                for (h, value) in known.headers_for(name, line) {
+                    header(h.as_str().as_bytes(), value.as_bytes())?;
+                }
+            }
+        }
+        Some(extra)
     }
 
     /// Reads the answer of a request: JSON or an SSE stream. Every message goes to the
@@ -709,8 +809,61 @@ pub(crate) fn status_error(
     ))
 }
 
-impl Transport for HttpTransport {
-    fn send(self: Arc<Self>, message: Vec<u8>) -> BoxFuture<'static, Result<(), Error>> {
+impl HttpTransport {
+    /// Whether the request `out` (id `id`, JSON text) of a caller that drives its own request
+    /// `driven` takes the direct path (see `http_direct`): the transport's path exists, the
+    /// caller is a host thread, and the request is that caller's own, of the modern era.
+    fn direct_for(&self, out: &Outgoing, id: &str, driven: Option<u64>) -> Option<&Direct> {
+        let direct = self.direct.as_ref()?;
+        let driven = driven?;
+        if out.version.is_none()
+            || !direct.enabled()
+            || out.method.as_deref() == Some("initialize")
+            || id.parse::<u64>().ok() != Some(driven)
+            || !crate::runtime::on_host_thread()
+        {
+            return None;
+        }
+        Some(direct)
+    }
+
+    /// A request's exchange as a task of its own on the runtime (the general path).
+    pub(super) fn spawn_exchange(self: &Arc<Self>, line: Vec<u8>, out: Outgoing, id: String) {
+        let me = self.clone();
+        let key = id.clone();
+        // The entry goes in under the lock that the task's end takes too, so a quick task
+        // never leaves its handle behind.
+        let mut inflight = self.inflight.lock();
+        let task = crate::runtime::spawn(async move {
+            let r = me.exchange(&line, &out, &id).await;
+            me.inflight.lock().remove(&id);
+            if let Err(e) = r {
+                if !me.closed.load(Ordering::SeqCst) {
+                    if let Some(sink) = me.sink.upgrade() {
+                        sink.request_failed(&id, e);
+                    }
+                }
+            }
+        });
+        inflight.insert(key, task.abort_handle());
+    }
+
+    /// The server redirected a direct POST (it did not handle it): the request goes again by
+    /// the general path, which follows redirects, and so does every later one.
+    pub(super) fn direct_redirected(&self, body: &[u8], out: Outgoing, id: String) {
+        if let Some(direct) = &self.direct {
+            direct.disable();
+        }
+        if !self.closed.load(Ordering::SeqCst) {
+            self.me().spawn_exchange(body.to_vec(), out, id);
+        }
+    }
+
+    fn send_lines(
+        self: Arc<Self>,
+        message: Vec<u8>,
+        mut driven: Option<super::DrivenRequest>,
+    ) -> BoxFuture<'static, Result<(), Error>> {
         Box::pin(async move {
             if self.closed.load(Ordering::SeqCst) {
                 return Err(Error::closed("the connection is closed"));
@@ -718,35 +871,46 @@ impl Transport for HttpTransport {
             if let Some(sse) = self.fallback.get() {
                 return sse.clone().send(message).await;
             }
-            for line in remote::lines(&message) {
-                let out = Outgoing::peek(line);
+            let mut lines = remote::lines(&message).peekable();
+            while let Some(line) = lines.next() {
+                // The caller's own request (the last line) as the caller described it, if it
+                // did; anything else as read from the message.
+                let shape = match lines.peek() {
+                    None => driven.as_mut().and_then(|d| d.shape.take()),
+                    Some(_) => None,
+                };
+                let out = match (shape, &driven) {
+                    (Some(shape), Some(d)) => Outgoing {
+                        kind: Kind::Request(d.id.to_string()),
+                        method: Some(shape.method.to_string()),
+                        name: Some(shape.name),
+                        version: shape.version,
+                        cancels: None,
+                    },
+                    _ => Outgoing::peek(line),
+                };
+                let driven_id = driven.as_ref().map(|d| d.id);
                 match &out.kind {
                     Kind::Request(id) => {
+                        if let Some(direct) = self.direct_for(&out, id, driven_id) {
+                            let version = out.version.as_deref().unwrap_or_default();
+                            if let Some(extra) = self.direct_headers(line, &out, version) {
+                                {
+                                    let mut state = self.state.lock();
+                                    if state.modern_version.as_deref() != Some(version) {
+                                        state.modern_version = Some(version.to_string());
+                                    }
+                                }
+                                let id = id.clone();
+                                direct.start(&self, line, out, id, &extra);
+                                continue;
+                            }
+                        }
                         if out.method.as_deref() == Some("initialize") {
                             self.state.lock().initialize = Some((line.to_vec(), id.clone()));
                         }
-                        let me = self.clone();
-                        let line = line.to_vec();
-                        let key = id.clone();
-                        // The entry goes in under the lock that the task's end takes too, so a
-                        // quick task never leaves its handle behind.
-                        let mut inflight = self.inflight.lock();
-                        let task = crate::runtime::spawn(async move {
-                            let id = match &out.kind {
-                                Kind::Request(id) => id.clone(),
-                                _ => unreachable!(),
-                            };
-                            let r = me.exchange(&line, &out, &id).await;
-                            me.inflight.lock().remove(&id);
-                            if let Err(e) = r {
-                                if !me.closed.load(Ordering::SeqCst) {
-                                    if let Some(sink) = me.sink.upgrade() {
-                                        sink.request_failed(&id, e);
-                                    }
-                                }
-                            }
-                        });
-                        inflight.insert(key, task.abort_handle());
+                        let id = id.clone();
+                        self.spawn_exchange(line.to_vec(), out, id);
                     }
                     Kind::Notification if out.cancels.is_some() => {
                         let target = out.cancels.clone().unwrap_or_default();
@@ -757,6 +921,8 @@ impl Transport for HttpTransport {
                         // Modern: closing the request's stream is the cancellation.
                         if let Some(task) = self.inflight.lock().remove(&target) {
                             task.abort();
+                        } else if let Some(direct) = &self.direct {
+                            direct.cancel(&target);
                         }
                     }
                     _ => {
@@ -776,6 +942,37 @@ impl Transport for HttpTransport {
             Ok(())
         })
     }
+}
+
+impl Transport for HttpTransport {
+    fn send(self: Arc<Self>, message: Vec<u8>) -> BoxFuture<'static, Result<(), Error>> {
+        self.send_lines(message, None)
+    }
+
+    fn send_driven(
+        self: Arc<Self>,
+        message: Vec<u8>,
+        request: super::DrivenRequest,
+    ) -> BoxFuture<'static, Result<(), Error>> {
+        self.send_lines(message, Some(request))
+    }
+
+    fn drivable(&self) -> bool {
+        self.direct.is_some()
+    }
+
+    fn drive(&self, wait: Duration, _also: Option<std::os::fd::RawFd>) -> super::Drive {
+        match &self.direct {
+            Some(direct) if direct.drive(self, wait) => super::Drive::Turned,
+            _ => super::Drive::Finished,
+        }
+    }
+
+    fn leave_call(&self, _could_drive: bool) {
+        if let Some(direct) = &self.direct {
+            direct.leave();
+        }
+    }
 
     fn credential(&self) -> u64 {
         self.credential
@@ -791,6 +988,9 @@ impl Transport for HttpTransport {
             }
             for task in self.background.lock().drain(..) {
                 task.abort();
+            }
+            if let Some(direct) = &self.direct {
+                direct.close();
             }
             if let Some(sse) = self.fallback.get() {
                 sse.close().await;

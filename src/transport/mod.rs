@@ -5,6 +5,7 @@
 //! connection provides. The sink is held weakly, so a transport never keeps its connection alive.
 
 pub mod http;
+mod http_direct;
 pub mod param_headers;
 pub mod remote;
 pub mod sse;
@@ -24,6 +25,14 @@ pub trait Inbound: Send + Sync {
     /// One framed message (a line, without its newline), not yet parsed: the connection parses
     /// it, so a response's result can stay the text the server sent.
     fn message(self: std::sync::Arc<Self>, line: &[u8]);
+    /// Like [`Inbound::message`], from a transport that waits for the answer to its request
+    /// `id` (JSON text): whether this message was that answer (read off the connection's own
+    /// parse, so the message is not parsed twice).
+    fn answer(self: std::sync::Arc<Self>, line: &[u8], id: &str) -> bool {
+        let is = remote::response_id(line).as_deref() == Some(id);
+        self.message(line);
+        is
+    }
     /// A line the server wrote to its stderr (stdio only).
     fn stderr(self: std::sync::Arc<Self>, line: String);
     /// A request the transport could not deliver or get an answer to (remote transports: the
@@ -33,6 +42,23 @@ pub trait Inbound: Send + Sync {
     /// The transport is finished (the server exited, a pipe broke, a message was too big).
     /// Called at most once.
     fn closed(self: std::sync::Arc<Self>, error: Error);
+}
+
+/// The request a caller drives (see [`Transport::send_driven`]): the last message of what it
+/// sends.
+pub struct DrivenRequest {
+    pub id: u64,
+    /// When the caller wrote the request itself (a `tools/call`): what a transport would read
+    /// back from it, so that it need not.
+    pub shape: Option<RequestShape>,
+}
+
+pub struct RequestShape {
+    pub method: &'static str,
+    /// `params.name`.
+    pub name: String,
+    /// The modern `_meta` protocol version, when the request carries one.
+    pub version: Option<String>,
 }
 
 /// What one turn of [`Transport::drive`] did.
@@ -54,6 +80,17 @@ pub trait Transport: Send + Sync {
     /// Closes gracefully and releases everything (for stdio: the whole process group is gone
     /// and reaped when this returns). Idempotent.
     fn close(&self) -> BoxFuture<'_, ()>;
+    /// Like [`Transport::send`], from a caller (a host thread) that then waits for the answer
+    /// to its `request` in it (the last message), calling [`Transport::drive`] between the
+    /// turns of its wait and [`Transport::leave_call`] when it stops: a transport may leave
+    /// that request's I/O to the caller's own thread (Streamable HTTP: see `http_direct`).
+    fn send_driven(
+        self: Arc<Self>,
+        message: Vec<u8>,
+        _request: DrivenRequest,
+    ) -> BoxFuture<'static, Result<(), Error>> {
+        self.send(message)
+    }
     /// Whether a caller waiting for an answer may read the incoming side itself, on its own
     /// thread, with [`Transport::drive`] (stdio: see `stdio_read`). Every caller that waits for
     /// an answer brackets its wait with [`Transport::enter_call`] and [`Transport::leave_call`],

@@ -90,7 +90,7 @@ pub(crate) fn http_client(limits: &RemoteLimits) -> Result<reqwest::Client, Erro
 }
 
 /// How long an idle keep-alive connection is kept for the next request.
-const IDLE_CONNECTION: Duration = Duration::from_secs(4);
+pub(crate) const IDLE_CONNECTION: Duration = Duration::from_secs(4);
 
 /// An error with its causes, `a: b: c`, without repeats.
 pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
@@ -218,24 +218,27 @@ pub(crate) struct Outgoing {
     pub cancels: Option<String>,
 }
 
+/// The top of an outgoing message, read in one pass: `params` is looked into as it is read (not
+/// kept as text and parsed again), and only the members the transport needs are kept; anything
+/// of another shape than expected is passed over rather than refused (see `Lenient`).
 #[derive(Deserialize)]
 struct Peek<'a> {
     #[serde(borrow, default)]
     id: Option<&'a RawValue>,
     #[serde(borrow, default)]
-    method: Option<Cow<'a, str>>,
+    method: Lenient<Cow<'a, str>>,
     #[serde(borrow, default)]
-    params: Option<&'a RawValue>,
+    params: Lenient<PeekParams<'a>>,
 }
 
 #[derive(Deserialize)]
 struct PeekParams<'a> {
     #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
+    name: Lenient<Cow<'a, str>>,
     #[serde(borrow, default)]
-    uri: Option<Cow<'a, str>>,
+    uri: Lenient<Cow<'a, str>>,
     #[serde(rename = "_meta", borrow, default)]
-    meta: Option<PeekMeta<'a>>,
+    meta: Lenient<PeekMeta<'a>>,
     #[serde(rename = "requestId", borrow, default)]
     request_id: Option<&'a RawValue>,
 }
@@ -243,7 +246,95 @@ struct PeekParams<'a> {
 #[derive(Deserialize)]
 struct PeekMeta<'a> {
     #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
-    version: Option<Cow<'a, str>>,
+    version: Lenient<Cow<'a, str>>,
+}
+
+/// A member read when it has the expected shape (a string, or an object), passed over when not.
+struct Lenient<T>(Option<T>);
+
+impl<T> Default for Lenient<T> {
+    fn default() -> Self {
+        Lenient(None)
+    }
+}
+
+/// How a `Lenient` member is recognized: strings from string tokens, structs from objects.
+trait LenientShape<'de>: Sized {
+    fn from_str(_: Cow<'de, str>) -> Option<Self> {
+        None
+    }
+    fn from_map<A: serde::de::MapAccess<'de>>(map: A) -> Result<Option<Self>, A::Error> {
+        drain_map(map)?;
+        Ok(None)
+    }
+}
+
+fn drain_map<'de, A: serde::de::MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    use serde::de::IgnoredAny;
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+impl<'de: 'a, 'a> LenientShape<'de> for Cow<'a, str> {
+    fn from_str(s: Cow<'de, str>) -> Option<Self> {
+        Some(s)
+    }
+}
+
+macro_rules! lenient_struct {
+    ($($t:ident),*) => {$(
+        impl<'de: 'a, 'a> LenientShape<'de> for $t<'a> {
+            fn from_map<A: serde::de::MapAccess<'de>>(map: A) -> Result<Option<Self>, A::Error> {
+                Deserialize::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Some)
+            }
+        }
+    )*};
+}
+lenient_struct!(PeekParams, PeekMeta);
+
+impl<'de, T: LenientShape<'de>> Deserialize<'de> for Lenient<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: LenientShape<'de>> Visitor<'de> for V<T> {
+            type Value = Lenient<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(Lenient(T::from_str(Cow::Borrowed(s))))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(Lenient(T::from_str(Cow::Owned(s.to_string()))))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
+                Ok(Lenient(T::from_str(Cow::Owned(s))))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                T::from_map(map).map(Lenient)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Lenient(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
 }
 
 impl Outgoing {
@@ -257,25 +348,26 @@ impl Outgoing {
             version: None,
             cancels: None,
         };
-        let Ok(peek) = serde_json::from_slice::<Peek>(line) else {
+        // Checked as UTF-8 once, as a whole: read from bytes, serde_json checks every string.
+        let Ok(peek) = std::str::from_utf8(line)
+            .map_err(|_| ())
+            .and_then(|text| serde_json::from_str::<Peek>(text).map_err(|_| ()))
+        else {
             return out;
         };
-        out.kind = match (&peek.id, &peek.method) {
+        out.kind = match (&peek.id, &peek.method.0) {
             (Some(id), Some(_)) => Kind::Request(id.get().trim().to_string()),
             (Some(_), None) => Kind::Response,
             _ => Kind::Notification,
         };
-        let method = peek.method.map(Cow::into_owned);
-        if let Some(params) = peek
-            .params
-            .and_then(|p| serde_json::from_str::<PeekParams>(p.get()).ok())
-        {
+        let method = peek.method.0.map(Cow::into_owned);
+        if let Some(params) = peek.params.0 {
             out.name = match method.as_deref() {
-                Some("tools/call" | "prompts/get") => params.name.map(Cow::into_owned),
-                Some("resources/read") => params.uri.map(Cow::into_owned),
+                Some("tools/call" | "prompts/get") => params.name.0.map(Cow::into_owned),
+                Some("resources/read") => params.uri.0.map(Cow::into_owned),
                 _ => None,
             };
-            out.version = params.meta.and_then(|m| m.version).map(Cow::into_owned);
+            out.version = params.meta.0.and_then(|m| m.version.0).map(Cow::into_owned);
             if method.as_deref() == Some("notifications/cancelled") {
                 out.cancels = params.request_id.map(|r| r.get().trim().to_string());
             }
@@ -447,6 +539,23 @@ mod tests {
         assert_eq!(o.cancels.as_deref(), Some("3"));
         let o = Outgoing::peek(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#);
         assert_eq!(o.kind, Kind::Response);
+        // Odd shapes are passed over, never a reason to take a request for a notification.
+        for odd in [
+            r#"{"jsonrpc":"2.0","id":4,"method":"x/y","params":[1,{"a":2}]}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"x/y","params":{"_meta":5,"name":{"n":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"x/y","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":[1]}}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"params":null,"method":"x/y"}"#,
+        ] {
+            let o = Outgoing::peek(odd.as_bytes());
+            assert_eq!(o.kind, Kind::Request("4".into()), "{odd}");
+            assert_eq!(o.method.as_deref(), Some("x/y"), "{odd}");
+            assert_eq!(o.version, None, "{odd}");
+        }
+        let o = Outgoing::peek(
+            br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"a\"b","_meta":{"io.modelcontextprotocol/protocolVersion":"v","x":[{}]},"arguments":{"_meta":1}}}"#,
+        );
+        assert_eq!(o.name.as_deref(), Some("a\"b"));
+        assert_eq!(o.version.as_deref(), Some("v"));
         assert_eq!(
             response_id(br#"{"jsonrpc":"2.0","id": 3 ,"result":{}}"#).as_deref(),
             Some("3")

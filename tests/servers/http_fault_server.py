@@ -11,6 +11,9 @@ Prints "listening <port>" once it accepts connections. Endpoints:
   DELETE /mcp       ends the session (202), counted
   POST /always500   HTTP 500 to everything
   POST /locked      HTTP 401 with a WWW-Authenticate challenge (a server that needs OAuth)
+  POST /modern      the same tools in the 2026-07-28 era: server/discover offers only that
+                    version, no sessions (a cut stream is not resumable there)
+  POST /redirect    307 to /modern
 Tools (tools/call):
   echo {message}          SSE answer with event ids: "Echo: <message>"
   echo_kept {message}     the same, on a connection kept alive (chunked), the stream's end
@@ -25,7 +28,8 @@ Tools (tools/call):
   big_sse {bytes}         the same as one SSE event
   fail500 {}              HTTP 500 with a text body
   restart {}              forgets every session (as a restarted server would), then answers
-  stats {}                {"initializes", "deletes", "resumes", "connections", "sessions", "headers": {...}}
+  stats {}                {"initializes", "deletes", "resumes", "connections", "sessions",
+                          "endless_closed", "headers": {...}}
                           (headers: the last request's MCP headers and X-Test)
 """
 import json
@@ -38,7 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 PORT = int(sys.argv[1])
 lock = threading.Lock()
 sessions = set()
-stats = {"initializes": 0, "deletes": 0, "resumes": 0, "connections": 0}
+stats = {"initializes": 0, "deletes": 0, "resumes": 0, "connections": 0, "endless_closed": 0}
 last_headers = {}
 # Answers waiting for a resuming GET, by the last event id the client saw.
 parked = {}
@@ -135,14 +139,18 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/always500":
             self.plain(500, "boom: this server always fails")
             return
+        if self.path == "/redirect":
+            self.json_reply(307, None, {"Location": "/modern"})
+            return
         if self.path == "/locked":
             self.json_reply(401, {"error": "invalid_token"}, {
                 "WWW-Authenticate": 'Bearer resource_metadata="http://127.0.0.1:%d/.well-known/oauth-protected-resource"' % PORT})
             return
-        if self.path != "/mcp":
+        if self.path not in ("/mcp", "/modern"):
             self.plain(404, "not here")
             return
         msg = json.loads(body)
+        modern = self.path == "/modern"
         with lock:
             last_headers.clear()
             for k in ["Mcp-Session-Id", "MCP-Protocol-Version", "Mcp-Method", "Mcp-Name", "X-Test", "Accept"]:
@@ -150,6 +158,13 @@ class Handler(BaseHTTPRequestHandler):
                     last_headers[k] = self.headers.get(k)
         method = msg.get("method")
         rid = msg.get("id")
+        if modern and method == "server/discover":
+            self.json_reply(200, result(rid, {
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "http-fault-server", "version": "1"},
+            }))
+            return
         if method == "initialize":
             sid = uuid.uuid4().hex
             with lock:
@@ -165,8 +180,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         sid = self.headers.get("Mcp-Session-Id")
         with lock:
-            known = sid in sessions
-        if sid is None:
+            known = modern or sid in sessions
+        if sid is None and not modern:
             self.json_reply(400, {"jsonrpc": "2.0", "id": None,
                                   "error": {"code": -32000, "message": "Bad Request: no session"}})
             return
@@ -225,7 +240,8 @@ class Handler(BaseHTTPRequestHandler):
                     self.wfile.flush()
                     time.sleep(0.05)
             except OSError:
-                pass
+                with lock:
+                    stats["endless_closed"] += 1
         elif name == "big":
             self.json_reply(200, text(rid, "x" * int(args.get("bytes", 1000))))
         elif name == "big_sse":

@@ -1,0 +1,1278 @@
+//! The direct path of the Streamable HTTP transport: a request of the 2026-07-28 era whose
+//! caller (a host thread blocked in a call) waits for its answer is POSTed and read by that
+//! caller, on its own thread, over a plain-HTTP keep-alive connection of the transport's own.
+//!
+//! Why: on the general path (reqwest on the runtime) every call hops to the runtime's worker and
+//! back — an eventfd write to wake the worker, its epoll wake-ups, a futex pair to wake the
+//! caller — and pays for reqwest's layers (URL re-parsing, redirect and retry policies, the
+//! pool's bookkeeping), about 120k instructions and 3.4 context switches per call against
+//! peer-bench's server. Here the caller writes the POST, polls the socket between the turns of
+//! its wait (its timer and its cancel are looked at between turns, as with stdio's
+//! `stdio_read`), parses the response (head with `httparse`, body framing, SSE events) and
+//! delivers every message to the connection itself, until its answer has come.
+//!
+//! Only where nothing is lost: plain `http` URLs without userinfo, no proxy variable set
+//! (`HTTP_PROXY`, `ALL_PROXY`, lower case too: then reqwest decides, with `NO_PROXY`), and
+//! modern requests only (no session, no resumption: a broken stream is the request's failure,
+//! and closing it is the cancellation). Everything else — the legacy era, `https`, started
+//! calls, callers on runtime threads — takes the general path.
+//!
+//! Connections: a response stream is read on after the answer only when its end is already
+//! there; otherwise the connection is kept aside with its unread end, and taken again by a
+//! later request once that end has arrived (looked at without blocking), or closed after
+//! `DRAIN`. Idle connections are given up after `IDLE_CONNECTION` (as on the general path), and
+//! one idle for a while is checked for a close by the server before it is used again.
+
+use super::http::HttpTransport;
+use super::remote::{self, Outgoing};
+use crate::error::Error;
+use parking_lot::Mutex;
+use reqwest::header::HeaderMap;
+use reqwest::StatusCode;
+use std::io::{ErrorKind as IoKind, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+/// How long the addresses of a host name are used before it is looked up again.
+const RESOLVED_FOR: Duration = Duration::from_secs(60);
+/// Idle connections kept for later requests.
+const MAX_IDLE: usize = 64;
+/// A connection idle longer than this is checked for a close by the server before reuse.
+const CHECK_AFTER: Duration = Duration::from_millis(100);
+/// How long a connection whose response stream has not ended yet is kept for its end.
+const DRAIN: Duration = Duration::from_secs(1);
+/// The largest response head accepted.
+const MAX_HEAD: usize = 64 << 10;
+/// The part of an error body kept for the message, and how long it is waited for.
+const MAX_ERROR_BODY: usize = 64 << 10;
+const ERROR_BODY_WAIT: Duration = Duration::from_secs(2);
+const READ_CHUNK: usize = 16 << 10;
+
+/// The direct path of one transport (see the module's doc).
+pub(super) struct Direct {
+    url: reqwest::Url,
+    /// `POST <path> HTTP/1.1`, host, user agent, the entry's headers, accept and content type:
+    /// the part of every request head that never changes.
+    head: Vec<u8>,
+    pool: Mutex<Vec<Conn>>,
+    /// The exchanges being driven by their callers, one per waiting thread.
+    driven: Mutex<Vec<Arc<Driven>>>,
+    /// Cleared when the server redirects: requests then go by the general path.
+    enabled: AtomicBool,
+    /// The addresses of the URL's host, and when they were looked up.
+    resolved: Mutex<Option<(Vec<SocketAddr>, Instant)>>,
+}
+
+struct Conn {
+    sock: TcpStream,
+    since: Instant,
+    /// The reading state, kept for its buffer; with `pending`, the unread end of the last
+    /// response (its answer came before its end did).
+    reading: Reading,
+    pending: bool,
+}
+
+pub(super) struct Driven {
+    thread: ThreadId,
+    id: String,
+    cancelled: AtomicBool,
+    exchange: Mutex<Exchange>,
+}
+
+impl Direct {
+    /// The direct path for `url`, when it can serve it (see the module's doc).
+    pub(super) fn new(url: &reqwest::Url, headers: &HeaderMap) -> Option<Direct> {
+        if url.scheme() != "http"
+            || !url.username().is_empty()
+            || url.password().is_some()
+            || url.host_str().is_none()
+        {
+            return None;
+        }
+        let proxied = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
+        if proxied {
+            return None;
+        }
+        for framing in [
+            "content-length",
+            "transfer-encoding",
+            "connection",
+            "expect",
+        ] {
+            if headers.contains_key(framing) {
+                return None;
+            }
+        }
+        let mut head = Vec::with_capacity(256);
+        head.extend_from_slice(b"POST ");
+        head.extend_from_slice(url.path().as_bytes());
+        if let Some(q) = url.query() {
+            head.push(b'?');
+            head.extend_from_slice(q.as_bytes());
+        }
+        head.extend_from_slice(b" HTTP/1.1\r\n");
+        let mut line = |name: &[u8], value: &[u8]| {
+            head.extend_from_slice(name);
+            head.extend_from_slice(b": ");
+            head.extend_from_slice(value);
+            head.extend_from_slice(b"\r\n");
+        };
+        if !headers.contains_key("host") {
+            let host = url.host_str().unwrap_or_default();
+            match url.port() {
+                Some(port) => line(b"host", format!("{host}:{port}").as_bytes()),
+                None => line(b"host", host.as_bytes()),
+            }
+        }
+        for (name, value) in headers {
+            line(name.as_str().as_bytes(), value.as_bytes());
+        }
+        if !headers.contains_key("user-agent") {
+            line(
+                b"user-agent",
+                concat!("mcplug/", env!("CARGO_PKG_VERSION")).as_bytes(),
+            );
+        }
+        line(b"accept", super::http::ACCEPT_BOTH.as_bytes());
+        line(b"content-type", b"application/json");
+        Some(Direct {
+            url: url.clone(),
+            head,
+            pool: Mutex::new(Vec::new()),
+            driven: Mutex::new(Vec::new()),
+            enabled: AtomicBool::new(true),
+            resolved: Mutex::new(None),
+        })
+    }
+
+    /// Starts the exchange of one modern request for the calling thread, which drives it.
+    /// `extra` are the request's own header lines (`name: value\r\n` each).
+    pub(super) fn start(
+        &self,
+        t: &HttpTransport,
+        line: &[u8],
+        out: Outgoing,
+        id: String,
+        extra: &[u8],
+    ) {
+        let mut request = Vec::with_capacity(self.head.len() + extra.len() + line.len() + 32);
+        request.extend_from_slice(&self.head);
+        request.extend_from_slice(extra);
+        request.extend_from_slice(b"content-length: ");
+        push_decimal(&mut request, line.len());
+        request.extend_from_slice(b"\r\n\r\n");
+        let body_at = request.len();
+        request.extend_from_slice(line);
+        let mut exchange = Exchange {
+            id: id.clone(),
+            out,
+            request,
+            body_at,
+            written: 0,
+            sock: None,
+            reused: false,
+            connecting: None,
+            reading: Reading::new(),
+            status: 0,
+            payload: Payload::Json(Vec::new()),
+            answered: false,
+            finished: false,
+            error_deadline: None,
+        };
+        if let Some((sock, reading)) = self.checkout() {
+            exchange.sock = Some(sock);
+            exchange.reading = reading;
+            exchange.reused = true;
+            // Small requests go out at once; a write that cannot finish goes on in `drive`.
+            exchange.write(t);
+        }
+        let thread = std::thread::current().id();
+        let driven = Arc::new(Driven {
+            thread,
+            id,
+            cancelled: AtomicBool::new(false),
+            exchange: Mutex::new(exchange),
+        });
+        let mut all = self.driven.lock();
+        // A caller that left without `leave` (it failed before waiting) leaves nothing behind.
+        all.retain(|d| d.thread != thread);
+        all.push(driven);
+    }
+
+    pub(super) fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn disable(&self) {
+        self.enabled.store(false, Ordering::Relaxed);
+        self.pool.lock().clear();
+    }
+
+    fn mine(&self) -> Option<Arc<Driven>> {
+        let thread = std::thread::current().id();
+        self.driven
+            .lock()
+            .iter()
+            .find(|d| d.thread == thread)
+            .cloned()
+    }
+
+    /// One turn of the calling thread's exchange: `false` when it has none that is still going
+    /// (its answer came, it failed, or the answer comes another way).
+    pub(super) fn drive(&self, t: &HttpTransport, wait: Duration) -> bool {
+        let Some(driven) = self.mine() else {
+            return false;
+        };
+        let mut exchange = driven.exchange.lock();
+        if exchange.finished || driven.cancelled.load(Ordering::Acquire) {
+            return false;
+        }
+        exchange.turn(t, wait);
+        true
+    }
+
+    /// The calling thread stopped waiting: its connection goes back to the pool when its
+    /// response was read (or its end is still to come); an exchange left unanswered is closed,
+    /// which for a modern request is its cancellation.
+    pub(super) fn leave(&self) {
+        let thread = std::thread::current().id();
+        let driven = {
+            let mut all = self.driven.lock();
+            let Some(i) = all.iter().position(|d| d.thread == thread) else {
+                return;
+            };
+            all.swap_remove(i)
+        };
+        let mut exchange = driven.exchange.lock();
+        // A connection whose request was not all written (the server answered early) cannot
+        // take another one.
+        if !exchange.finished
+            || driven.cancelled.load(Ordering::Acquire)
+            || exchange.written < exchange.request.len()
+        {
+            return;
+        }
+        let Some(sock) = exchange.sock.take() else {
+            return;
+        };
+        let mut reading = std::mem::replace(&mut exchange.reading, Reading::new());
+        drop(exchange);
+        let pending = match reading.framing {
+            Framing::Done if reading.keep_alive && reading.unread().is_empty() => false,
+            Framing::Done | Framing::Close | Framing::Head => return,
+            _ if !reading.keep_alive => return,
+            _ => true,
+        };
+        if !pending {
+            reading.reset();
+        }
+        let mut pool = self.pool.lock();
+        if pool.len() < MAX_IDLE {
+            pool.push(Conn {
+                sock,
+                since: Instant::now(),
+                reading,
+                pending,
+            });
+        }
+    }
+
+    /// A modern request was given up (`notifications/cancelled`): closing its stream is the
+    /// cancellation. Whether it was one of the direct path's.
+    pub(super) fn cancel(&self, id: &str) -> bool {
+        let driven = {
+            let mut all = self.driven.lock();
+            let Some(i) = all.iter().position(|d| d.id == id) else {
+                return false;
+            };
+            all.swap_remove(i)
+        };
+        driven.cancelled.store(true, Ordering::Release);
+        if let Some(mut exchange) = driven.exchange.try_lock() {
+            exchange.sock = None;
+        }
+        true
+    }
+
+    /// Closes everything (the transport is closing).
+    pub(super) fn close(&self) {
+        let all = std::mem::take(&mut *self.driven.lock());
+        for driven in all {
+            driven.cancelled.store(true, Ordering::Release);
+            if let Some(mut exchange) = driven.exchange.try_lock() {
+                exchange.sock = None;
+            }
+        }
+        self.pool.lock().clear();
+    }
+
+    /// A kept-alive connection to use (the unread end of its last response read first), with
+    /// its reading state (for the buffer).
+    fn checkout(&self) -> Option<(TcpStream, Reading)> {
+        let mut pool = self.pool.lock();
+        let now = Instant::now();
+        let mut i = pool.len();
+        while i > 0 {
+            i -= 1;
+            let age = now.saturating_duration_since(pool[i].since);
+            if age >= remote::IDLE_CONNECTION {
+                pool.swap_remove(i);
+                continue;
+            }
+            let conn = &mut pool[i];
+            if conn.pending {
+                match conn.reading.finish_now(&conn.sock) {
+                    Some(true) => {
+                        conn.pending = false;
+                        conn.reading.reset();
+                    }
+                    Some(false) if age < DRAIN => continue,
+                    _ => {
+                        pool.swap_remove(i);
+                        continue;
+                    }
+                }
+            } else if age >= CHECK_AFTER && closed_by_peer(&pool[i].sock) {
+                pool.swap_remove(i);
+                continue;
+            }
+            let conn = pool.swap_remove(i);
+            return Some((conn.sock, conn.reading));
+        }
+        None
+    }
+
+    /// The host and port to connect to. A name is looked up on this thread, and the answer
+    /// kept for `RESOLVED_FOR` (forgotten when none of its addresses could be connected to).
+    fn addresses(&self) -> std::io::Result<Vec<SocketAddr>> {
+        if let Some((addrs, at)) = &*self.resolved.lock() {
+            if at.elapsed() < RESOLVED_FOR {
+                return Ok(addrs.clone());
+            }
+        }
+        let addrs = self.url.socket_addrs(|| Some(80))?;
+        *self.resolved.lock() = Some((addrs.clone(), Instant::now()));
+        Ok(addrs)
+    }
+
+    fn forget_addresses(&self) {
+        *self.resolved.lock() = None;
+    }
+}
+
+fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// Whether the server closed (or wrote on) an idle connection: it cannot take a request.
+fn closed_by_peer(sock: &TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    let n = unsafe {
+        libc::recv(
+            sock.as_raw_fd(),
+            byte.as_mut_ptr().cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    !(n < 0 && std::io::Error::last_os_error().kind() == IoKind::WouldBlock)
+}
+
+/// Waits up to `wait` for `sock` to become readable (`POLLIN`) or writable (`POLLOUT`).
+fn wait_for(sock: &TcpStream, events: libc::c_short, wait: Duration) -> bool {
+    let mut pfd = libc::pollfd {
+        fd: sock.as_raw_fd(),
+        events,
+        revents: 0,
+    };
+    let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
+    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+    n > 0
+}
+
+/// Reads what is there into `buf`'s spare room: the count, 0 at the end of the stream.
+fn read_some(sock: &TcpStream, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    buf.reserve(READ_CHUNK);
+    let spare = buf.capacity() - buf.len();
+    let n = unsafe {
+        libc::recv(
+            sock.as_raw_fd(),
+            buf.as_mut_ptr().add(buf.len()).cast(),
+            spare,
+            0,
+        )
+    };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    unsafe { buf.set_len(buf.len() + n as usize) };
+    Ok(n as usize)
+}
+
+/// How a response body is delimited, and how far it has been read.
+#[derive(Debug)]
+enum Framing {
+    /// The head is not complete yet.
+    Head,
+    Length(u64),
+    /// Chunked: the size line of the next chunk is due.
+    ChunkSize,
+    /// Chunked: this much of the current chunk's data is left (then its CRLF).
+    ChunkData(u64),
+    ChunkEnd,
+    Trailers,
+    /// Up to the end of the stream.
+    Close,
+    Done,
+}
+
+/// One response being read off a connection.
+struct Reading {
+    buf: Vec<u8>,
+    /// Where the unread part of `buf` starts.
+    at: usize,
+    framing: Framing,
+    keep_alive: bool,
+}
+
+enum Parsed {
+    /// The head: status, content type (lower case, no parameters), whether the connection
+    /// stays open.
+    Head(u16, String),
+    More,
+}
+
+impl Reading {
+    fn new() -> Reading {
+        Reading {
+            buf: Vec::new(),
+            at: 0,
+            framing: Framing::Head,
+            keep_alive: true,
+        }
+    }
+
+    /// Ready for the next response on the same connection (the buffer is kept).
+    fn reset(&mut self) {
+        self.buf.clear();
+        self.at = 0;
+        self.framing = Framing::Head;
+        self.keep_alive = true;
+    }
+
+    fn unread(&self) -> &[u8] {
+        &self.buf[self.at..]
+    }
+
+    fn compact(&mut self) {
+        if self.at == self.buf.len() {
+            self.buf.clear();
+            self.at = 0;
+        } else if self.at > READ_CHUNK {
+            self.buf.drain(..self.at);
+            self.at = 0;
+        }
+    }
+
+    /// Parses the response head when it is all there (1xx heads are skipped).
+    fn head(&mut self) -> Result<Parsed, String> {
+        loop {
+            let mut headers = [httparse::EMPTY_HEADER; 64];
+            let mut resp = httparse::Response::new(&mut headers);
+            let n = match resp.parse(&self.buf[self.at..]) {
+                Ok(httparse::Status::Complete(n)) => n,
+                Ok(httparse::Status::Partial) if self.buf.len() - self.at > MAX_HEAD => {
+                    return Err("the response head is too large".into())
+                }
+                Ok(httparse::Status::Partial) => return Ok(Parsed::More),
+                Err(e) => return Err(format!("invalid HTTP response: {e}")),
+            };
+            let status = resp.code.unwrap_or(0);
+            let http10 = resp.version == Some(0);
+            let mut length: Option<u64> = None;
+            let mut chunked = false;
+            let mut close = http10;
+            let mut kind = String::new();
+            for h in resp.headers.iter() {
+                let value = std::str::from_utf8(h.value).unwrap_or("").trim();
+                if h.name.eq_ignore_ascii_case("content-type") {
+                    kind = value
+                        .split(';')
+                        .next()
+                        .unwrap_or("")
+                        .trim()
+                        .to_ascii_lowercase();
+                } else if h.name.eq_ignore_ascii_case("content-length") {
+                    let n = value
+                        .parse::<u64>()
+                        .map_err(|_| format!("invalid Content-Length {value:?}"))?;
+                    if length.is_some_and(|l| l != n) {
+                        return Err("conflicting Content-Length headers".into());
+                    }
+                    length = Some(n);
+                } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                    chunked = value
+                        .rsplit(',')
+                        .next()
+                        .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
+                    if !chunked {
+                        close = true;
+                    }
+                } else if h.name.eq_ignore_ascii_case("connection") {
+                    for token in value.split(',') {
+                        if token.trim().eq_ignore_ascii_case("close") {
+                            close = true;
+                        } else if token.trim().eq_ignore_ascii_case("keep-alive") && http10 {
+                            close = false;
+                        }
+                    }
+                }
+            }
+            self.at += n;
+            if (100..200).contains(&status) {
+                if status == 101 {
+                    return Err("the server switched protocols".into());
+                }
+                continue;
+            }
+            self.keep_alive = !close;
+            self.framing = if status == 204 || status == 304 {
+                Framing::Length(0)
+            } else if chunked {
+                Framing::ChunkSize
+            } else if let Some(n) = length {
+                Framing::Length(n)
+            } else {
+                self.keep_alive = false;
+                Framing::Close
+            };
+            if let Framing::Length(0) = self.framing {
+                self.framing = Framing::Done;
+            }
+            return Ok(Parsed::Head(status, kind));
+        }
+    }
+
+    /// Moves the body bytes that are there into `out` (`None`: dropped); `Ok(true)` once the
+    /// body has ended.
+    fn body(&mut self, mut out: Option<&mut Vec<u8>>, eof: bool) -> Result<bool, String> {
+        loop {
+            let unread = &self.buf[self.at..];
+            match self.framing {
+                Framing::Head => return Ok(false),
+                Framing::Done => return Ok(true),
+                Framing::Close => {
+                    if let Some(out) = out.as_deref_mut() {
+                        out.extend_from_slice(unread);
+                    }
+                    self.at = self.buf.len();
+                    if eof {
+                        self.framing = Framing::Done;
+                    }
+                    return Ok(eof);
+                }
+                Framing::Length(left) | Framing::ChunkData(left) => {
+                    let n = (unread.len() as u64).min(left) as usize;
+                    if let Some(out) = out.as_deref_mut() {
+                        out.extend_from_slice(&unread[..n]);
+                    }
+                    self.at += n;
+                    let left = left - n as u64;
+                    self.framing = match (&self.framing, left) {
+                        (Framing::Length(_), 0) => Framing::Done,
+                        (Framing::Length(_), l) => Framing::Length(l),
+                        (_, 0) => Framing::ChunkEnd,
+                        (_, l) => Framing::ChunkData(l),
+                    };
+                    if left > 0 {
+                        return if eof {
+                            Err("the response body ended early".into())
+                        } else {
+                            Ok(false)
+                        };
+                    }
+                }
+                Framing::ChunkSize => match httparse::parse_chunk_size(unread) {
+                    Ok(httparse::Status::Complete((n, 0))) => {
+                        self.at += n;
+                        self.framing = Framing::Trailers;
+                    }
+                    Ok(httparse::Status::Complete((n, size))) => {
+                        self.at += n;
+                        self.framing = Framing::ChunkData(size);
+                    }
+                    Ok(httparse::Status::Partial) => return self.more(eof),
+                    Err(_) => return Err("invalid chunk size in the response body".into()),
+                },
+                Framing::ChunkEnd => {
+                    if unread.len() < 2 {
+                        return self.more(eof);
+                    }
+                    if &unread[..2] != b"\r\n" {
+                        return Err("invalid chunk end in the response body".into());
+                    }
+                    self.at += 2;
+                    self.framing = Framing::ChunkSize;
+                }
+                Framing::Trailers => match unread.windows(2).position(|w| w == b"\r\n") {
+                    Some(0) => {
+                        self.at += 2;
+                        self.framing = Framing::Done;
+                    }
+                    Some(i) => self.at += i + 2,
+                    None => return self.more(eof),
+                },
+            }
+        }
+    }
+
+    fn more(&self, eof: bool) -> Result<bool, String> {
+        if eof {
+            Err("the response body ended early".into())
+        } else {
+            Ok(false)
+        }
+    }
+
+    /// Reads on a kept connection's unread response end without blocking: `Some(true)` once
+    /// it ended (the connection can take a request), `Some(false)` while it has not, `None`
+    /// when the connection is of no more use.
+    fn finish_now(&mut self, sock: &TcpStream) -> Option<bool> {
+        loop {
+            match self.body(None, false) {
+                Ok(true) => return self.unread().is_empty().then_some(true),
+                Ok(false) => {}
+                Err(_) => return None,
+            }
+            self.compact();
+            match read_some(sock, &mut self.buf) {
+                Ok(0) => return None,
+                Ok(_) => {}
+                Err(e) if e.kind() == IoKind::WouldBlock => return Some(false),
+                Err(e) if e.kind() == IoKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+/// What the body of the response is read as.
+enum Payload {
+    /// A JSON body (the answer), or an error body.
+    Json(Vec<u8>),
+    Sse(Sse),
+    /// After the answer: read to the end, for the connection's sake.
+    Drop,
+}
+
+/// An SSE parser over the decoded body.
+#[derive(Default)]
+struct Sse {
+    /// Bytes of a line not complete yet.
+    line: Vec<u8>,
+    /// A CR ended the last line: a LF right after it belongs to it.
+    after_cr: bool,
+    /// The data of the event so far (bytes: the connection checks the message as a whole).
+    data: Vec<u8>,
+    has_data: bool,
+    /// Bytes since the last event, against the message limit.
+    since_event: usize,
+}
+
+impl Sse {
+    /// Feeds decoded body bytes; `event` gets the data of each complete event.
+    fn feed(
+        &mut self,
+        mut bytes: &[u8],
+        bound: usize,
+        event: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<bool, &'static str> {
+        while !bytes.is_empty() {
+            if self.after_cr {
+                self.after_cr = false;
+                if bytes[0] == b'\n' {
+                    bytes = &bytes[1..];
+                    continue;
+                }
+            }
+            let Some(end) = bytes.iter().position(|b| *b == b'\n' || *b == b'\r') else {
+                self.line.extend_from_slice(bytes);
+                if self.since_event + self.line.len() > bound {
+                    return Err("over the message limit");
+                }
+                break;
+            };
+            self.since_event += self.line.len() + end + 1;
+            if self.since_event > bound {
+                return Err("over the message limit");
+            }
+            self.after_cr = bytes[end] == b'\r';
+            let whole;
+            let line: &[u8] = if self.line.is_empty() {
+                &bytes[..end]
+            } else {
+                self.line.extend_from_slice(&bytes[..end]);
+                whole = std::mem::take(&mut self.line);
+                &whole[..]
+            };
+            if line.is_empty() {
+                self.since_event = 0;
+                if self.has_data {
+                    self.has_data = false;
+                    let answer = event(&self.data);
+                    self.data.clear();
+                    if answer {
+                        return Ok(true);
+                    }
+                }
+            } else {
+                let (field, value) = match line.iter().position(|b| *b == b':') {
+                    Some(i) => {
+                        let v = &line[i + 1..];
+                        (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+                    }
+                    None => (line, &b""[..]),
+                };
+                if field == b"data" {
+                    if self.has_data {
+                        self.data.push(b'\n');
+                    }
+                    self.data.extend_from_slice(value);
+                    self.has_data = true;
+                }
+            }
+            bytes = &bytes[end + 1..];
+        }
+        Ok(false)
+    }
+}
+
+struct Connecting {
+    addrs: Vec<SocketAddr>,
+    next: usize,
+    deadline: Instant,
+    error: Option<std::io::Error>,
+    /// The socket whose connect is under way.
+    pending: Option<TcpStream>,
+}
+
+pub(super) struct Exchange {
+    id: String,
+    out: Outgoing,
+    request: Vec<u8>,
+    /// Where the message starts in `request`.
+    body_at: usize,
+    written: usize,
+    sock: Option<TcpStream>,
+    /// The connection came from the pool.
+    reused: bool,
+    connecting: Option<Connecting>,
+    reading: Reading,
+    status: u16,
+    payload: Payload,
+    /// The answer was delivered: what is left is read for the connection's sake.
+    answered: bool,
+    /// Nothing more comes for the caller (answered, failed, or the answer comes elsewhere).
+    finished: bool,
+    error_deadline: Option<Instant>,
+}
+
+impl Exchange {
+    fn fail(&mut self, t: &HttpTransport, e: Error) {
+        self.finished = true;
+        self.sock = None;
+        t.direct_failed(&self.id, e);
+    }
+
+    fn io_failed(&mut self, t: &HttpTransport, e: &dyn std::fmt::Display) {
+        let e = Error::transport(format!(
+            "POST ({}) {} failed: {e}",
+            self.out.method(),
+            t.url()
+        ));
+        self.fail(t, e);
+    }
+
+    /// One turn: as far as it gets without blocking, with at most one wait of up to `wait`.
+    fn turn(&mut self, t: &HttpTransport, wait: Duration) {
+        let mut waited = false;
+        loop {
+            if self.finished {
+                return;
+            }
+            if t.is_closed() {
+                self.finished = true;
+                self.sock = None;
+                return;
+            }
+            if let Some(d) = self.error_deadline {
+                if Instant::now() >= d {
+                    // What came of the error body within its time is enough for the message.
+                    let body = match std::mem::replace(&mut self.payload, Payload::Drop) {
+                        Payload::Json(b) => b,
+                        _ => Vec::new(),
+                    };
+                    self.sock = None;
+                    self.status_done(t, body);
+                    return;
+                }
+            }
+            if self.sock.is_none() {
+                if !self.connect(t, if waited { Duration::ZERO } else { wait }) {
+                    return;
+                }
+                waited = true;
+                continue;
+            }
+            if self.written < self.request.len() {
+                if self.write(t) {
+                    continue;
+                }
+                if waited || self.finished {
+                    return;
+                }
+                if let Some(sock) = &self.sock {
+                    wait_for(sock, libc::POLLOUT, wait);
+                }
+                waited = true;
+                continue;
+            }
+            // Read: what is buffered first, then the socket.
+            if self.process(t, false).is_some() {
+                continue;
+            }
+            if self.finished || waited {
+                return;
+            }
+            let Some(sock) = &self.sock else { return };
+            if !wait_for(sock, libc::POLLIN, wait) {
+                return;
+            }
+            waited = true;
+            self.reading.compact();
+            match read_some(sock, &mut self.reading.buf) {
+                Ok(0) => {
+                    if self.process(t, true).is_none() && !self.finished {
+                        self.io_failed(t, &"the server closed the connection before the answer");
+                    }
+                    return;
+                }
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), IoKind::WouldBlock | IoKind::Interrupted) => {}
+                Err(e) => {
+                    self.io_failed(t, &e);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Writes what is left of the request; `false` when the socket takes no more now (or the
+    /// write failed: then the exchange is finished, or goes on with a new connection when a
+    /// kept-alive one turned out closed before any of it was written).
+    fn write(&mut self, t: &HttpTransport) -> bool {
+        let Some(mut sock) = self.sock.as_ref() else {
+            return false;
+        };
+        loop {
+            match sock.write(&self.request[self.written..]) {
+                Ok(n) => {
+                    self.written += n;
+                    if self.written == self.request.len() {
+                        return true;
+                    }
+                }
+                Err(e) if e.kind() == IoKind::WouldBlock => return false,
+                Err(e) if e.kind() == IoKind::Interrupted => {}
+                Err(_) if self.reused && self.written == 0 => {
+                    // Nothing of the request reached the server: a fresh connection is safe.
+                    self.sock = None;
+                    self.reused = false;
+                    return false;
+                }
+                Err(e) => {
+                    self.io_failed(t, &e);
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// Opens a connection, waiting up to `wait`: `true` when the turn should go on, `false`
+    /// to end it (not connected yet, or failed).
+    fn connect(&mut self, t: &HttpTransport, wait: Duration) -> bool {
+        if self.connecting.is_none() {
+            let addrs = match t.direct().map(Direct::addresses) {
+                Some(Ok(a)) if !a.is_empty() => a,
+                Some(Err(e)) => {
+                    self.io_failed(t, &e);
+                    return false;
+                }
+                _ => {
+                    self.io_failed(t, &"the host name has no address");
+                    return false;
+                }
+            };
+            self.connecting = Some(Connecting {
+                addrs,
+                next: 0,
+                deadline: Instant::now() + t.limits().connect_timeout,
+                error: None,
+                pending: None,
+            });
+        }
+        let c = self.connecting.as_mut().expect("set");
+        let now = Instant::now();
+        if now >= c.deadline {
+            let e = Error::transport(format!(
+                "POST ({}) {}: connecting timed out (after {} ms)",
+                self.out.method(),
+                t.url(),
+                t.limits().connect_timeout.as_millis()
+            ));
+            self.fail(t, e);
+            return false;
+        }
+        if c.pending.is_none() {
+            let Some(addr) = c.addrs.get(c.next).copied() else {
+                let e = c
+                    .error
+                    .take()
+                    .unwrap_or_else(|| std::io::Error::other("no address to connect to"));
+                if let Some(direct) = t.direct() {
+                    direct.forget_addresses();
+                }
+                self.io_failed(t, &format!("connecting failed: {e}"));
+                return false;
+            };
+            c.next += 1;
+            match start_connect(addr) {
+                Ok(sock) => c.pending = Some(sock),
+                Err(e) => {
+                    c.error = Some(e);
+                    return true;
+                }
+            }
+        }
+        let sock = c.pending.as_ref().expect("set");
+        if !wait_for(sock, libc::POLLOUT, wait.min(c.deadline - now)) {
+            return false;
+        }
+        let sock = c.pending.take().expect("set");
+        match sock.take_error().and_then(|e| match e {
+            Some(e) => Err(e),
+            None => sock.set_nodelay(true),
+        }) {
+            Ok(()) => {
+                self.connecting = None;
+                self.sock = Some(sock);
+                self.write(t);
+                true
+            }
+            Err(e) => {
+                c.error = Some(e);
+                true
+            }
+        }
+    }
+
+    /// Handles what is buffered. `Some(())` when it made progress worth another look, `None`
+    /// when more bytes are needed (or the exchange finished).
+    fn process(&mut self, t: &HttpTransport, eof: bool) -> Option<()> {
+        if let Framing::Head = self.reading.framing {
+            match self.reading.head() {
+                Ok(Parsed::More) => {
+                    if eof {
+                        let why = if self.reading.unread().is_empty() {
+                            "the server closed the connection before answering"
+                        } else {
+                            "the server closed the connection in the middle of the response head"
+                        };
+                        self.io_failed(t, &why);
+                    }
+                    return None;
+                }
+                Ok(Parsed::Head(status, kind)) => self.headed(t, status, &kind)?,
+                Err(e) => {
+                    self.io_failed(t, &e);
+                    return None;
+                }
+            }
+        }
+        let limit = t.limits().max_message_bytes;
+        let ended = match &mut self.payload {
+            Payload::Drop => self.reading.body(None, eof),
+            Payload::Json(body) => {
+                let r = self.reading.body(Some(body), eof);
+                let cap = if self.status >= 300 {
+                    MAX_ERROR_BODY
+                } else {
+                    limit
+                };
+                if body.len() > cap {
+                    if self.status >= 300 {
+                        body.truncate(MAX_ERROR_BODY);
+                        let body = std::mem::take(body);
+                        self.status_done(t, body);
+                        return None;
+                    }
+                    let e = remote::too_large(&self.what(t), limit);
+                    self.fail(t, e);
+                    return None;
+                }
+                r
+            }
+            Payload::Sse(_) => {
+                let mut decoded = Vec::new();
+                let r = self.reading.body(Some(&mut decoded), eof);
+                if !decoded.is_empty() {
+                    self.events(t, &decoded)?;
+                }
+                r
+            }
+        };
+        match ended {
+            Ok(false) => None,
+            Ok(true) => {
+                self.ended(t);
+                None
+            }
+            Err(e) => {
+                if self.answered {
+                    self.finished = true;
+                    self.sock = None;
+                } else {
+                    self.io_failed(t, &e);
+                }
+                None
+            }
+        }
+    }
+
+    fn what(&self, t: &HttpTransport) -> String {
+        format!("the answer to {} from {}", self.out.method(), t.url())
+    }
+
+    /// The head came: how its body is read. `None` when the exchange is over.
+    fn headed(&mut self, t: &HttpTransport, status: u16, kind: &str) -> Option<()> {
+        self.status = status;
+        if matches!(status, 301 | 302 | 303 | 307 | 308) {
+            // Not handled here: the general path follows the redirect.
+            self.finished = true;
+            self.sock = None;
+            let out = self.out.clone();
+            t.direct_redirected(&self.request[self.body_at..], out, self.id.clone());
+            return None;
+        }
+        if !(200..300).contains(&status) {
+            self.payload = Payload::Json(Vec::new());
+            self.error_deadline = Some(Instant::now() + ERROR_BODY_WAIT);
+            return Some(());
+        }
+        match kind {
+            "application/json" => {
+                if let Framing::Length(n) = self.reading.framing {
+                    let limit = t.limits().max_message_bytes;
+                    if n as usize > limit {
+                        let e = remote::too_large(&self.what(t), limit);
+                        self.fail(t, e);
+                        return None;
+                    }
+                }
+                self.payload = Payload::Json(Vec::new());
+            }
+            "text/event-stream" => self.payload = Payload::Sse(Sse::default()),
+            _ if status == 202 || matches!(self.reading.framing, Framing::Done) => {
+                // No body: the answer comes another way, under the caller's timer.
+                self.payload = Payload::Drop;
+                self.answered = true;
+                self.finished = true;
+            }
+            _ => {
+                let kind = if kind.is_empty() { "none" } else { kind };
+                let e = Error::transport(format!(
+                    "POST {} ({}) answered with Content-Type {kind:?}; expected application/json or text/event-stream",
+                    t.url(),
+                    self.out.method()
+                ));
+                self.fail(t, e);
+                return None;
+            }
+        }
+        Some(())
+    }
+
+    /// The events of a response stream: each goes to the connection; the answer ends the wait.
+    fn events(&mut self, t: &HttpTransport, decoded: &[u8]) -> Option<()> {
+        let Payload::Sse(sse) = &mut self.payload else {
+            return Some(());
+        };
+        let limit = t.limits().max_message_bytes;
+        let bound = limit.saturating_add(limit / 8 + 1024);
+        let id = &self.id;
+        let mut too_large = false;
+        let r = sse.feed(decoded, bound, &mut |data| {
+            if data.len() > limit {
+                too_large = true;
+                return true;
+            }
+            if data.iter().all(u8::is_ascii_whitespace) {
+                return false; // a priming event, or a keep-alive
+            }
+            t.direct_answer(data, id)
+        });
+        match r {
+            Err(_) => too_large = true,
+            Ok(true) if !too_large => {
+                self.answered = true;
+                self.finished = true;
+                self.payload = Payload::Drop;
+                // Read on what is buffered: the stream's end often came with the answer.
+                let _ = self.reading.body(None, false);
+                return None;
+            }
+            Ok(_) => {}
+        }
+        if too_large {
+            let e = remote::too_large(&format!("an SSE event of {}", self.what(t)), limit);
+            self.fail(t, e);
+            return None;
+        }
+        Some(())
+    }
+
+    /// The body ended.
+    fn ended(&mut self, t: &HttpTransport) {
+        if self.answered {
+            self.finished = true;
+            return;
+        }
+        match std::mem::replace(&mut self.payload, Payload::Drop) {
+            Payload::Json(body) if self.status >= 300 => self.status_done(t, body),
+            Payload::Json(body) => {
+                self.answered = true;
+                self.finished = true;
+                t.direct_deliver(&body);
+            }
+            _ => {
+                let e = Error::transport(format!(
+                    "the response stream of {} from POST {} ended before the answer (the server ended it)",
+                    self.out.method(),
+                    t.url()
+                ));
+                self.fail(t, e);
+            }
+        }
+    }
+
+    /// An HTTP error status with its body (or what came of it).
+    fn status_done(&mut self, t: &HttpTransport, body: Vec<u8>) {
+        self.finished = true;
+        if !matches!(self.reading.framing, Framing::Done) {
+            self.sock = None;
+        } else {
+            // The connection stays usable: the caller's leave puts it back.
+            self.answered = true;
+        }
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::BAD_GATEWAY);
+        if let Err(e) = t.status_answer(status, &body, &self.out, &self.id) {
+            t.direct_failed(&self.id, e);
+        }
+    }
+}
+
+/// Starts a connect to `addr` without blocking.
+fn start_connect(addr: SocketAddr) -> std::io::Result<TcpStream> {
+    use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_nonblocking(true)?;
+    match socket.connect(&SockAddr::from(addr)) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(socket.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(r: &mut Reading, input: &[u8]) -> (Vec<u8>, bool) {
+        let mut out = Vec::new();
+        let mut ended = false;
+        for b in input {
+            r.buf.push(*b);
+            if let Framing::Head = r.framing {
+                match r.head().unwrap() {
+                    Parsed::More => continue,
+                    Parsed::Head(..) => {}
+                }
+            }
+            ended = r.body(Some(&mut out), false).unwrap();
+        }
+        (out, ended)
+    }
+
+    #[test]
+    fn chunked_bodies_are_decoded_byte_by_byte() {
+        let mut r = Reading::new();
+        let (out, ended) = read_all(
+            &mut r,
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n6;x=y\r\n world\r\n0\r\nx-t: 1\r\n\r\n",
+        );
+        assert_eq!(out, b"hello world");
+        assert!(ended && r.keep_alive && r.unread().is_empty());
+    }
+
+    #[test]
+    fn length_and_close_framing() {
+        let mut r = Reading::new();
+        let (out, ended) = read_all(
+            &mut r,
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc",
+        );
+        assert_eq!(out, b"abc");
+        assert!(ended);
+        let mut r = Reading::new();
+        let (out, ended) = read_all(&mut r, b"HTTP/1.0 200 OK\r\n\r\nabc");
+        assert_eq!(out, b"abc");
+        assert!(!ended && !r.keep_alive);
+        assert!(r.body(None, true).unwrap());
+    }
+
+    #[test]
+    fn sse_events_split_anywhere() {
+        let text = b": comment\r\nid: 1\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\nretry: 5\n\ndata:x\r\rdata: y\n\n";
+        for split in 0..text.len() {
+            let mut sse = Sse::default();
+            let mut got = Vec::new();
+            for part in [&text[..split], &text[split..]] {
+                sse.feed(part, 1 << 20, &mut |d| {
+                    got.push(String::from_utf8_lossy(d).into_owned());
+                    false
+                })
+                .unwrap();
+            }
+            assert_eq!(got, ["{\"a\":\n1}", "x", "y"], "split at {split}");
+        }
+        let mut sse = Sse::default();
+        assert!(sse.feed(&[b'a'; 100], 50, &mut |_| false).is_err());
+    }
+}
