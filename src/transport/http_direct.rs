@@ -29,6 +29,7 @@ use crate::error::Error;
 use parking_lot::Mutex;
 use reqwest::header::HeaderMap;
 use reqwest::StatusCode;
+use std::collections::VecDeque;
 use std::io::{ErrorKind as IoKind, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
@@ -681,83 +682,82 @@ enum Payload {
     Drop,
 }
 
-/// An SSE parser over the decoded body.
-#[derive(Default)]
+const OVER_LIMIT: &str = "over the message limit";
+
+/// The SSE events of a decoded body: `sse-stream`'s parser (the one the general path reads
+/// with), fed the bytes as they arrive and polled without waiting, so an event comes out as soon
+/// as its blank line is in.
 struct Sse {
-    /// Bytes of a line not complete yet.
-    line: Vec<u8>,
-    /// A CR ended the last line: a LF right after it belongs to it.
-    after_cr: bool,
-    /// The data of the event so far (bytes: the connection checks the message as a whole).
-    data: Vec<u8>,
-    has_data: bool,
-    /// Bytes since the last event, against the message limit.
+    fed: Arc<Mutex<VecDeque<bytes::Bytes>>>,
+    stream: std::pin::Pin<Box<sse_stream::SseStream<FedBody>>>,
+    /// Bytes since the last event, against the message limit (the parser keeps an event's
+    /// lines until it ends).
     since_event: usize,
 }
 
+impl Default for Sse {
+    fn default() -> Self {
+        let fed = Arc::new(Mutex::new(VecDeque::new()));
+        Sse {
+            stream: Box::pin(sse_stream::SseStream::new(FedBody(fed.clone()))),
+            fed,
+            since_event: 0,
+        }
+    }
+}
+
+/// The body `Sse` feeds its parser: the chunks handed in so far; "not yet" when they are taken.
+struct FedBody(Arc<Mutex<VecDeque<bytes::Bytes>>>);
+
+impl http_body::Body for FedBody {
+    type Data = bytes::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, Self::Error>>> {
+        match self.0.lock().pop_front() {
+            Some(chunk) => std::task::Poll::Ready(Some(Ok(http_body::Frame::data(chunk)))),
+            None => std::task::Poll::Pending,
+        }
+    }
+}
+
 impl Sse {
-    /// Feeds decoded body bytes; `event` gets the data of each complete event.
+    /// Feeds decoded body bytes; `event` gets the data of each complete event and says whether
+    /// it was the one awaited (then `Ok(true)`, and what follows it stays unread). An error when
+    /// an event grows past `bound` bytes or the stream is not SSE.
     fn feed(
         &mut self,
-        mut bytes: &[u8],
+        bytes: &[u8],
         bound: usize,
         event: &mut dyn FnMut(&[u8]) -> bool,
-    ) -> Result<bool, &'static str> {
-        while !bytes.is_empty() {
-            if self.after_cr {
-                self.after_cr = false;
-                if bytes[0] == b'\n' {
-                    bytes = &bytes[1..];
-                    continue;
-                }
-            }
-            let Some(end) = bytes.iter().position(|b| *b == b'\n' || *b == b'\r') else {
-                self.line.extend_from_slice(bytes);
-                if self.since_event + self.line.len() > bound {
-                    return Err("over the message limit");
-                }
-                break;
-            };
-            self.since_event += self.line.len() + end + 1;
-            if self.since_event > bound {
-                return Err("over the message limit");
-            }
-            self.after_cr = bytes[end] == b'\r';
-            let whole;
-            let line: &[u8] = if self.line.is_empty() {
-                &bytes[..end]
-            } else {
-                self.line.extend_from_slice(&bytes[..end]);
-                whole = std::mem::take(&mut self.line);
-                &whole[..]
-            };
-            if line.is_empty() {
-                self.since_event = 0;
-                if self.has_data {
-                    self.has_data = false;
-                    let answer = event(&self.data);
-                    self.data.clear();
-                    if answer {
+    ) -> Result<bool, String> {
+        use futures_util::Stream;
+        if !bytes.is_empty() {
+            self.since_event += bytes.len();
+            self.fed
+                .lock()
+                .push_back(bytes::Bytes::copy_from_slice(bytes));
+        }
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        loop {
+            match self.stream.as_mut().poll_next(&mut cx) {
+                std::task::Poll::Ready(Some(Ok(sse))) => {
+                    // What is still unparsed belongs to the events after this one.
+                    self.since_event = self.fed.lock().iter().map(|b| b.len()).sum();
+                    let Some(data) = sse.data else { continue };
+                    if event(data.as_bytes()) {
                         return Ok(true);
                     }
                 }
-            } else {
-                let (field, value) = match line.iter().position(|b| *b == b':') {
-                    Some(i) => {
-                        let v = &line[i + 1..];
-                        (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
-                    }
-                    None => (line, &b""[..]),
-                };
-                if field == b"data" {
-                    if self.has_data {
-                        self.data.push(b'\n');
-                    }
-                    self.data.extend_from_slice(value);
-                    self.has_data = true;
-                }
+                std::task::Poll::Ready(Some(Err(e))) => return Err(e.to_string()),
+                std::task::Poll::Ready(None) | std::task::Poll::Pending => break,
             }
-            bytes = &bytes[end + 1..];
+        }
+        if self.since_event > bound {
+            return Err(OVER_LIMIT.to_string());
         }
         Ok(false)
     }
@@ -1138,7 +1138,12 @@ impl Exchange {
             t.direct_answer(data, id)
         });
         match r {
-            Err(_) => too_large = true,
+            Err(e) if e == OVER_LIMIT => too_large = true,
+            Err(e) => {
+                let e = Error::transport(format!("the SSE stream of {} broke: {e}", self.what(t)));
+                self.fail(t, e);
+                return None;
+            }
             Ok(true) if !too_large => {
                 self.answered = true;
                 self.finished = true;
