@@ -177,8 +177,14 @@ describe('host requests: server-everything (legacy era)', { timeout: 120000 }, (
   test('setLogLevel: logging/setLevel filters the server\'s messages', async () => {
     assert.deepEqual(await client.setLogLevel('error'), { level: 'error', sent: 'logging/setLevel' });
     await client.setRoots([{ uri: 'file:///a' }, { uri: 'file:///b' }, { uri: 'file:///c' }]);
-    await client.callTool('get-roots-list', {}); // the server has asked for the roots by the time it answers this
-    await h.sleep(500);
+    // The server asks for the roots, stores them and logs (or not) in one step: once its tool shows
+    // 3 roots, the message was decided at level error.
+    const deadline = Date.now() + 10000;
+    while (!/\(3 total\)/.test(h.textOf(await client.callTool('get-roots-list', {})))) {
+      assert.ok(Date.now() < deadline, 'the server never listed the 3 roots');
+      await h.sleep(20);
+    }
+    await h.sleep(100);
     assert.ok(!events.log.some((p) => /Roots updated: 3/.test(p.data)), 'at level error, no info message');
     assert.deepEqual(await client.setLogLevel('info'), { level: 'info', sent: 'logging/setLevel' });
     await client.setRoots([{ uri: 'file:///a' }, { uri: 'file:///b' }, { uri: 'file:///c' }, { uri: 'file:///d' }]);

@@ -105,7 +105,9 @@ def test_everything_roots_logging_and_levels(everything_server: Dict[str, Any]) 
         # At level error the server's info messages stop; back at info they come again.
         assert client.set_log_level("error") == "logging/setLevel"
         client.set_roots(["file:///a", "file:///b", "file:///c"])
-        client.call_tool("get-roots-list", {})
+        # The server asks for the roots, stores them and logs (or not) in one step: once its tool
+        # shows 3 roots, the message was decided at level error.
+        assert wait_until(lambda: "(3 total)" in text_of(client.call_tool("get-roots-list", {})), 10)
         assert client.set_log_level("info") == "logging/setLevel"
         client.set_roots(["file:///a", "file:///b", "file:///c", "file:///d"])
         assert wait_until(lambda: "Roots updated: 4 root(s) received from client" in host.log_texts(), 10), host.log_texts()
@@ -138,6 +140,8 @@ def test_log_level_at_connect(everything_server: Dict[str, Any]) -> None:
     host = Host()
     with mcplug.Client.connect(everything_server, handlers=host.handlers(), roots=["file:///one"], log_level="error") as client:
         client.set_roots(["file:///one", "file:///two"])
+        # Stored (and its message decided at level error) before the level changes.
+        assert wait_until(lambda: "(2 total)" in text_of(client.call_tool("get-roots-list", {})), 10)
         client.set_log_level("info")
         client.set_roots(["file:///one", "file:///two", "file:///three"])
         assert wait_until(lambda: "Roots updated: 3 root(s) received from client" in host.log_texts(), 10), host.log_texts()
