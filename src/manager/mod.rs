@@ -289,6 +289,9 @@ impl Manager {
             }
             None => settled.await,
         }
+        // A server's state turns `connected` before its tools join the pool: the pool of the
+        // answer (and of the next list_tools) is built from the states that settled.
+        self.inner.rebuild_pool();
         Ok(self.status())
     }
 
@@ -933,7 +936,12 @@ impl Inner {
         self.changed.notify_waiters();
     }
 
+    /// Builds the pool from the servers' states now. Rebuilds are serialized under the pool's
+    /// write lock (lock order: pool, servers, a server's state), so one computed from older
+    /// states can never overwrite one computed from newer states (two servers connecting at
+    /// once could leave the pool without the tools of the one that finished second).
     fn rebuild_pool(&self) {
+        let mut pool = self.pool.write();
         let servers: Vec<(String, bool, Vec<Value>)> = self
             .servers
             .lock()
@@ -944,7 +952,7 @@ impl Inner {
                     .then(|| (s.name.clone(), s.is_sdk(), st.tools.clone()))
             })
             .collect();
-        *self.pool.write() = Arc::new(Pool::build(&servers, &self.limits));
+        *pool = Arc::new(Pool::build(&servers, &self.limits));
     }
 
     fn clean(&self, result: RawJson) -> RawJson {

@@ -385,7 +385,7 @@ static void fifty(void) {
     {
         char want[64];
         snprintf(want, sizeof want, "},\"tools\":%d}", n * 11);
-        CHECK(contains(out, want), "the pool has %d tools (11 each)", n * 11);
+        CHECK_OUT(contains(out, want), out, "the pool has %d tools (11 each)", n * 11);
     }
     printf("# %d stdio servers (the fault server, Python) connected 3 at a time in %.2f s\n", n, took);
     drop(&out);
