@@ -263,6 +263,8 @@ impl SharedReader {
                         break;
                     }
                     let mut guard = tokio::select! {
+                        // The order is fixed (no random pick per message).
+                        biased;
                         g = afd.readable() => match g {
                             Ok(g) => g,
                             Err(e) => return self.background_end(Error::transport(format!("watching the server's stdout failed: {e}"))),
@@ -308,7 +310,7 @@ impl SharedReader {
     }
 
     /// Reads once, or with `drain` until the pipe is empty (the reactor's readiness is edge-
-    /// triggered), delivering every complete line. `Some` at the end of the stream or on a fatal
+    /// triggered; a short read says it is empty), delivering every complete line. `Some` at the end of the stream or on a fatal
     /// error.
     fn read_some(&self, state: &mut ReadState, drain: bool) -> Option<End> {
         let ReadState { chunk, partial } = state;
@@ -349,7 +351,10 @@ impl SharedReader {
                 return Some(self.too_big());
             }
             partial.extend_from_slice(data);
-            if !drain {
+            // A pipe's read returns all it holds up to the size asked for: a short read left it
+            // empty, and whatever the server writes next is a new readiness edge. Reading again
+            // would only find EAGAIN (one syscall per answer).
+            if !drain || (n as usize) < chunk.len() {
                 return None;
             }
         }
