@@ -11,6 +11,7 @@
 #ifndef MCPLUG_H
 #define MCPLUG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /**
@@ -401,6 +402,36 @@ enum mcplug_status mcplug_client_event_fd(struct mcplug_client *client, int32_t 
 enum mcplug_status mcplug_client_next_events(struct mcplug_client *client,
                                              uint32_t max_events,
                                              int32_t timeout_ms,
+                                             char **out);
+
+/**
+ * Takes events like `mcplug_client_next_events` (the same `max_events`, `timeout_ms` and
+ * statuses), written into the host's buffer instead of an allocated string: for an event loop
+ * that polls `mcplug_client_event_fd` and reads it itself (as Node's sockets do).
+ *
+ * - `buf` (`cap` bytes) receives the events, each as its JSON object followed by `\n` (an event
+ *   never contains a newline: one in a server's raw result, which can only be whitespace, is
+ *   written as a space); `*len` is the number of bytes written. No NUL is added. Events that
+ *   do not fit stay queued for the next pull; if the first does not fit, nothing is taken and
+ *   `*len` is the size it needs (more than `cap`): call again with a buffer that large. `buf`
+ *   may be NULL when `cap` is 0.
+ * - A completion with a result is always written exactly as
+ *   `{"type":"completion","call":N,"result":` + the server's result + `}`, so a host may take the
+ *   result's text from the line without parsing the rest (other events, error completions
+ *   included, have no fixed key order).
+ * - The descriptor: the pull that takes the last waiting event does not read it back (the host
+ *   read the byte that woke it — one syscall saved per wake-up). A host that does not read it
+ *   finds it readable once more; a pull that then finds nothing (`MCPLUG_TIMEOUT`) empties it.
+ *
+ * On `MCPLUG_OK` `out` is NULL; otherwise it holds the error (`timeout`, `closed` after the
+ * last event, `invalid_argument` for a NULL `len`, or a NULL `buf` with `cap` > 0).
+ */
+enum mcplug_status mcplug_client_take_events(struct mcplug_client *client,
+                                             uint32_t max_events,
+                                             int32_t timeout_ms,
+                                             char *buf,
+                                             size_t cap,
+                                             size_t *len,
                                              char **out);
 
 /**

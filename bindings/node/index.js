@@ -9,9 +9,10 @@
  *    request and return its call number at once; the outcome arrives later, exactly once, as a
  *    `completion` event. Each client's events come through a descriptor (`mcplug_client_event_fd`,
  *    a pipe readable while events wait) wrapped in a `net.Socket` whose `onread` callback (no
- *    stream buffers) takes every queued event with `mcplug_client_next_events(..., 0)` (never
- *    blocks) and dispatches them in order, so a call's progress notifications reach onProgress
- *    before its completion settles its promise.
+ *    stream buffers) takes every queued event with `mcplug_client_take_events(..., 0)` (never
+ *    blocks; the events are written into a buffer of ours, one per line, and the pull leaves
+ *    the descriptor to the socket, which read the wake-up byte) and dispatches them in order, so
+ *    a call's progress notifications reach onProgress before its completion settles its promise.
  *    Neither the calls nor the event pump hold a threadpool thread; the socket is what keeps the
  *    process alive while a client is open. AbortSignal and cancel(tag) use
  *    `mcplug_client_cancel_call`, timeouts are the library's (`timeout_ms`).
@@ -102,7 +103,7 @@ const ERROR_KINDS = Object.freeze([
 ]);
 const KIND_BY_STATUS = ['ok', ...ERROR_KINDS];
 
-/** How many events one `mcplug_client_next_events` takes. */
+/** How many events one `mcplug_client_take_events` (or `mcplug_manager_next_events`) takes. */
 const EVENT_BATCH = 256;
 /** How often events are pulled if the event descriptor ever fails. */
 const FALLBACK_POLL_MS = 10;
@@ -203,7 +204,7 @@ const native = {
   flush: lib.func('mcplug_client_flush', 'int', [ClientHandle, RawOut]),
   cancel_call: lib.func('mcplug_client_cancel_call', 'int', [ClientHandle, 'uint64', RawOut]),
   event_fd: lib.func('mcplug_client_event_fd', 'int', [ClientHandle, RawOut, RawOut]),
-  next_events: lib.func('mcplug_client_next_events', 'int', [ClientHandle, 'uint32', 'int32', RawOut]),
+  take_events: lib.func('mcplug_client_take_events', 'int', [ClientHandle, 'uint32', 'int32', RawOut, 'size_t', RawOut, RawOut]),
   respond: lib.func('mcplug_client_respond', 'int', [ClientHandle, 'str', OutString]),
   set_roots: lib.func('mcplug_client_set_roots', 'int', [ClientHandle, 'str', OutString]),
   set_log_level: lib.func('mcplug_client_set_log_level', 'int', [ClientHandle, 'str', OutString]),
@@ -603,11 +604,30 @@ const textOut32 = new Uint32Array(textOut.buffer); // read without making a BigI
 const callOut = new BigUint64Array(1);
 const callOut32 = new Uint32Array(callOut.buffer);
 const fdOut = new Int32Array(2);
+/** The buffer `mcplug_client_take_events` writes events into (grown when an event needs more). */
+let eventBuf = Buffer.allocUnsafe(64 << 10);
+const lenOut = new BigUint64Array(1);
+const lenOut32 = new Uint32Array(lenOut.buffer);
 
 /** The call number a start left in `callOut` (little- or big-endian, without a BigInt). */
 function takeCall() {
   return LITTLE_ENDIAN ? callOut32[0] + callOut32[1] * 4294967296 : callOut32[1] + callOut32[0] * 4294967296;
 }
+/** The length `mcplug_client_take_events` left in `lenOut`. */
+function takeLen() {
+  return LITTLE_ENDIAN ? lenOut32[0] + lenOut32[1] * 4294967296 : lenOut32[1] + lenOut32[0] * 4294967296;
+}
+const utf8Slice = typeof Buffer.prototype.utf8Slice === 'function'
+  ? (buf, end) => buf.utf8Slice(0, end)
+  : (buf, end) => buf.toString('utf8', 0, end);
+
+/**
+ * How mcplug_client_take_events writes a completion with a result (fixed by its contract):
+ * the call number and the server's result text are taken from the line, only the result is
+ * parsed.
+ */
+const COMPLETION_PREFIX = '{"type":"completion","call":';
+const RESULT_KEY = ',"result":';
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /** The string a synchronous call left in `textOut` (null if none), freed exactly once. */
@@ -1193,7 +1213,9 @@ class Client extends EventEmitter {
   /**
    * Takes every queued event (never waits) and dispatches them in order: completions settle
    * their calls, the rest go to handlers and listeners. Pulls until a pull returns fewer than
-   * it asked for (the descriptor is re-armed then) or the queue is closed.
+   * it asked for (the queue was empty after it) or the queue is closed. Events come one per
+   * line in `eventBuf` (mcplug_client_take_events: no string to free, and a completion's result
+   * is parsed without the event around it).
    */
   _drain() {
     if (this._draining) {
@@ -1206,32 +1228,64 @@ class Client extends EventEmitter {
       do {
         this._drainAgain = false;
         while (this._handle !== null && !this._eventsEnded) {
-          const status = native.next_events(this._handle, EVENT_BATCH, 0, textOut);
-          const text = takeText();
-          if (status === Status.TIMEOUT) break;
-          if (status === Status.CLOSED) {
-            this._endOfEvents();
-            break;
-          }
+          const status = native.take_events(this._handle, EVENT_BATCH, 0, eventBuf, eventBuf.length, lenOut, textOut);
           if (status !== Status.OK) {
-            process.emitWarning(`mcplug: mcplug_client_next_events failed: ${errorFromNative(status, text).message}`, 'McplugWarning');
+            const text = takeText();
+            if (status === Status.TIMEOUT) break;
+            if (status === Status.CLOSED) {
+              this._endOfEvents();
+              break;
+            }
+            process.emitWarning(`mcplug: mcplug_client_take_events failed: ${errorFromNative(status, text).message}`, 'McplugWarning');
             break;
           }
-          let events;
-          try {
-            events = JSON.parse(text);
-          } catch (e) {
-            process.emitWarning(`mcplug: events that are not JSON: ${String(text).slice(0, 200)}`, 'McplugWarning');
-            break;
+          const len = takeLen();
+          if (len > eventBuf.length) {
+            // The next event needs more room: nothing was taken, take it again.
+            eventBuf = Buffer.allocUnsafe(Math.max(len, eventBuf.length * 2));
+            continue;
           }
-          for (let i = 0; i < events.length; i++) this._dispatch(events[i]);
-          // A short batch emptied the queue (the descriptor is re-armed), unless the last event
-          // was the final one: then the next pull says CLOSED, and no byte will wake us for it.
-          if (events.length < EVENT_BATCH && this._closeReasonFromEvent === null) break;
+          const text = utf8Slice(eventBuf, len);
+          let count = 0;
+          for (let pos = 0; pos < text.length; count++) {
+            const end = text.indexOf('\n', pos);
+            this._dispatchLine(text, pos, end);
+            pos = end + 1;
+          }
+          // A short batch emptied the queue, unless the last event was the final one: then the
+          // next pull says CLOSED, and no byte will wake us for it.
+          if (count < EVENT_BATCH && this._closeReasonFromEvent === null) break;
         }
       } while (this._drainAgain);
     } finally {
       this._draining = false;
+    }
+  }
+
+  /** One event line of take_events: a completion with a result settles its call directly. */
+  _dispatchLine(text, pos, end) {
+    let call = -1;
+    let ev;
+    try {
+      if (text.startsWith(COMPLETION_PREFIX, pos)) {
+        let i = pos + COMPLETION_PREFIX.length;
+        let n = 0;
+        for (let c = text.charCodeAt(i); c >= 48 && c <= 57; c = text.charCodeAt(++i)) n = n * 10 + (c - 48);
+        if (text.startsWith(RESULT_KEY, i)) {
+          call = n;
+          ev = JSON.parse(text.slice(i + RESULT_KEY.length, end - 1)); // the result
+        }
+      }
+      if (call < 0) ev = JSON.parse(text.slice(pos, end));
+    } catch (e) {
+      process.emitWarning(`mcplug: an event that is not JSON: ${text.slice(pos, Math.min(end, pos + 200))}`, 'McplugWarning');
+      return;
+    }
+    if (call < 0) {
+      this._dispatch(ev);
+    } else {
+      const rec = this._calls.get(call);
+      if (rec !== undefined) rec.settle(ev, undefined);
     }
   }
 

@@ -11,6 +11,7 @@
 //! - everything else runs [`Shared::send_request`] in a runtime task, with every option honoured.
 
 use super::*;
+use crate::client::events::Lines;
 use crate::client::options::{OwnCancel, TaskMode};
 use crate::protocol::pending::{self, Delivered};
 use crate::transport::Drive;
@@ -164,6 +165,18 @@ impl Client {
             None => self.shared.events.pull_many(max, wait),
         }
     }
+
+    /// Waits like `next_events`, then takes up to `max` events that fit in `buf`, one per line
+    /// (see `EventQueue::take_lines`), for a host whose loop reads the event descriptor itself.
+    pub fn take_events(&self, max: usize, wait: Option<Duration>, buf: &mut [u8]) -> Lines {
+        self.shared.events_wanted();
+        let wait = match self.shared.drive_for_events(wait) {
+            Some(Waited::Ready) => Some(Duration::ZERO),
+            Some(Waited::TimedOut) => return Lines::TimedOut,
+            None => wait,
+        };
+        self.shared.events.take_lines(max, wait, buf, true)
+    }
 }
 
 /// How a host thread's wait for events ended, when it read the server itself.
@@ -262,6 +275,8 @@ impl Shared {
             if self.events.ready() {
                 return Some(Waited::Ready);
             }
+            // A byte an edge pull left in the pipe would wake every poll below at once.
+            self.events.clear_stale();
             let now = Instant::now();
             let left = match deadline {
                 Some(d) if now >= d => return Some(Waited::TimedOut),

@@ -5,7 +5,7 @@ use super::boundary::{
     str_arg,
 };
 use super::mcplug_status;
-use crate::client::events::Pulled;
+use crate::client::events::{Lines, Pulled};
 use crate::client::options::{CallOptions, ConnectOptions, ServerSpec};
 use crate::client::Client;
 use crate::error::{Error, ErrorKind};
@@ -474,6 +474,62 @@ pub unsafe extern "C" fn mcplug_client_next_events(
                 .next_events(max_events as usize, event_wait(timeout_ms)),
             timeout_ms,
         )
+    })
+}
+
+/// Takes events like `mcplug_client_next_events` (the same `max_events`, `timeout_ms` and
+/// statuses), written into the host's buffer instead of an allocated string: for an event loop
+/// that polls `mcplug_client_event_fd` and reads it itself (as Node's sockets do).
+///
+/// - `buf` (`cap` bytes) receives the events, each as its JSON object followed by `\n` (an event
+///   never contains a newline: one in a server's raw result, which can only be whitespace, is
+///   written as a space); `*len` is the number of bytes written. No NUL is added. Events that
+///   do not fit stay queued for the next pull; if the first does not fit, nothing is taken and
+///   `*len` is the size it needs (more than `cap`): call again with a buffer that large. `buf`
+///   may be NULL when `cap` is 0.
+/// - A completion with a result is always written exactly as
+///   `{"type":"completion","call":N,"result":` + the server's result + `}`, so a host may take the
+///   result's text from the line without parsing the rest (other events, error completions
+///   included, have no fixed key order).
+/// - The descriptor: the pull that takes the last waiting event does not read it back (the host
+///   read the byte that woke it — one syscall saved per wake-up). A host that does not read it
+///   finds it readable once more; a pull that then finds nothing (`MCPLUG_TIMEOUT`) empties it.
+///
+/// On `MCPLUG_OK` `out` is NULL; otherwise it holds the error (`timeout`, `closed` after the
+/// last event, `invalid_argument` for a NULL `len`, or a NULL `buf` with `cap` > 0).
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_client_take_events(
+    client: *mut mcplug_client,
+    max_events: u32,
+    timeout_ms: i32,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary_quiet!(out, {
+        let h = enter(client)?;
+        // SAFETY: the caller passes NULL or a writable pointer (the header's convention).
+        let Some(len) = (unsafe { len.as_mut() }) else {
+            return Err(Error::invalid("`len` (the length out-parameter) is NULL"));
+        };
+        let buf: &mut [u8] = if cap == 0 {
+            &mut []
+        } else if buf.is_null() {
+            return Err(Error::invalid(format!("`buf` is NULL but `cap` is {cap}")));
+        } else {
+            // SAFETY: the caller gives `cap` writable bytes at `buf`.
+            unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), cap) }
+        };
+        let wait = event_wait(timeout_ms);
+        match h.0.client.take_events(max_events as usize, wait, buf) {
+            Lines::Taken(n) | Lines::TooSmall(n) => {
+                *len = n;
+                Ok(())
+            }
+            Lines::TimedOut => pulled(Pulled::TimedOut, timeout_ms).map(drop),
+            Lines::Closed => pulled(Pulled::Closed, timeout_ms).map(drop),
+        }
     })
 }
 
