@@ -522,12 +522,17 @@ impl Shared {
         match delivered {
             Delivered::Replied => {}
             Delivered::Ticket(call, outcome, modern, replay) => {
+                // A modern result's type, looked up once: a plain result is the common case.
+                let plain = match &outcome {
+                    Ok(r) if modern => matches!(
+                        mrtr::result_type(r.as_str()).as_deref(),
+                        None | Some("complete")
+                    ),
+                    _ => true,
+                };
                 let more = replay.is_some()
                     && match &outcome {
-                        Ok(r) if modern => !matches!(
-                            mrtr::result_type(r.as_str()).as_deref(),
-                            None | Some("complete")
-                        ),
+                        Ok(_) if modern => !plain,
                         Err(e) => {
                             (e.kind == ErrorKind::Rpc
                                 && e.code == Some(codes::URL_ELICITATION_REQUIRED))
@@ -544,7 +549,7 @@ impl Shared {
                     return self.resume(call, replay, outcome);
                 }
                 let outcome = match outcome {
-                    Ok(result) if modern => request::check_result_type("the started call", result),
+                    Ok(result) if !plain => request::check_result_type("the started call", result),
                     other => other,
                 };
                 self.ticket_done(call, outcome)

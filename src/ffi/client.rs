@@ -369,7 +369,7 @@ pub unsafe extern "C" fn mcplug_client_call_tool_start(
         let args = raw_object_arg(arguments_json, "arguments_json")?;
         let opts = call_options(options_json)?;
         let call = call_out(call)?;
-        let n = runtime::block_on(h.0.client.start_call_tool(name, args, &opts))?;
+        let n = runtime::run_now(h.0.client.start_call_tool(name, args, &opts))?;
         *call = n;
         Ok(())
     })
@@ -393,7 +393,7 @@ pub unsafe extern "C" fn mcplug_client_request_start(
         let params = params_arg(params_json)?;
         let opts = call_options(options_json)?;
         let call = call_out(call)?;
-        let n = runtime::block_on(h.0.client.start_request(method, params, &opts))?;
+        let n = runtime::run_now(h.0.client.start_request(method, params, &opts))?;
         *call = n;
         Ok(())
     })
@@ -409,7 +409,7 @@ pub unsafe extern "C" fn mcplug_client_flush(
 ) -> mcplug_status {
     ffi_boundary_quiet!(out, {
         let h = enter(client)?;
-        runtime::block_on(h.0.client.flush())
+        runtime::run_now(h.0.client.flush())
     })
 }
 
