@@ -435,6 +435,36 @@ enum mcplug_status mcplug_client_take_events(struct mcplug_client *client,
                                              char **out);
 
 /**
+ * For a host whose event loop reads descriptors itself (Node): a new descriptor of the
+ * server's stdout, which the host reads from now on, handing every chunk, in order, to
+ * `mcplug_client_feed`. Nobody else reads it meanwhile, so an answer reaches the host's thread
+ * without a library thread reading it and waking that thread. Calls blocked in the library
+ * (e.g. `mcplug_client_list_tools` on another thread) get their answers from this feeding, so
+ * the host must keep reading while they wait. When the host stops reading (end of stream,
+ * error, closing) it calls `mcplug_client_feed` with `len` 0: the library reads by itself
+ * again. `*fd` is the host's to close. Errors: `not_implemented` (a remote server: no stdout),
+ * `closed`. `out` is NULL on success.
+ */
+enum mcplug_status mcplug_client_stdout_fd(struct mcplug_client *client, int32_t *fd, char **out);
+
+/**
+ * Hands the library `len` bytes the host read from `mcplug_client_stdout_fd` (`len` 0: the
+ * host stopped reading; `data` may then be NULL), then takes the events waiting into `buf` as
+ * `mcplug_client_take_events` does with timeout 0 (the same lines, `max_events`, `*len` and
+ * too-small rule), except that none waiting is `MCPLUG_OK` with `*events_len` 0. Events left
+ * behind (more than `max_events`, or too big for `buf`) are not signalled on the event
+ * descriptor: take them with `mcplug_client_take_events` now. `out` is NULL on success.
+ */
+enum mcplug_status mcplug_client_feed(struct mcplug_client *client,
+                                      const char *data,
+                                      size_t len,
+                                      uint32_t max_events,
+                                      char *buf,
+                                      size_t cap,
+                                      size_t *events_len,
+                                      char **out);
+
+/**
  * Answers a server's request event: `{"id": "<event id>", "result": {...}}` or
  * `{"id": "<event id>", "error": {"code": -1, "message": "..."}}`. `out` is `{}` on success.
  * An id that is not waiting (answered, expired, unknown) is `MCPLUG_INVALID_ARGUMENT`.

@@ -205,6 +205,8 @@ const native = {
   cancel_call: lib.func('mcplug_client_cancel_call', 'int', [ClientHandle, 'uint64', RawOut]),
   event_fd: lib.func('mcplug_client_event_fd', 'int', [ClientHandle, RawOut, RawOut]),
   take_events: lib.func('mcplug_client_take_events', 'int', [ClientHandle, 'uint32', 'int32', RawOut, 'size_t', RawOut, RawOut]),
+  stdout_fd: lib.func('mcplug_client_stdout_fd', 'int', [ClientHandle, RawOut, RawOut]),
+  feed: lib.func('mcplug_client_feed', 'int', [ClientHandle, RawOut, 'size_t', 'uint32', RawOut, 'size_t', RawOut, RawOut]),
   respond: lib.func('mcplug_client_respond', 'int', [ClientHandle, 'str', OutString]),
   set_roots: lib.func('mcplug_client_set_roots', 'int', [ClientHandle, 'str', OutString]),
   set_log_level: lib.func('mcplug_client_set_log_level', 'int', [ClientHandle, 'str', OutString]),
@@ -607,6 +609,8 @@ const fdOut = new Int32Array(2);
 /** The buffer `mcplug_client_take_events` writes events into (grown when an event needs more). */
 let eventBuf = Buffer.allocUnsafe(64 << 10);
 const lenOut = new BigUint64Array(1);
+/** What a stdout socket read, handed to mcplug_client_feed at once (so one buffer serves all). */
+const stdoutBuf = Buffer.allocUnsafe(64 << 10);
 const lenOut32 = new Uint32Array(lenOut.buffer);
 
 /** The call number a start left in `callOut` (little- or big-endian, without a BigInt). */
@@ -733,6 +737,41 @@ function openEventSocket(handle, onReadable, eventFd = native.event_fd) {
     fs.closeSync(fd);
     throw errorOf('transport', `cannot watch the event descriptor: ${e.message}`, { cause: e });
   }
+}
+
+/**
+ * A socket reading a stdio server's stdout (mcplug_client_stdout_fd): every chunk goes to
+ * `onChunk(n)` (which feeds it to the library at once), and `onEnd()` runs when it stops reading
+ * for any reason. Null when the connection has no stdout for the host (a remote server) or the
+ * library cannot hand it over: the library then reads it by itself.
+ */
+function openStdoutSocket(handle, onChunk, onEnd) {
+  fdOut[0] = -1;
+  const status = native.stdout_fd(handle, fdOut, textOut);
+  const text = takeText();
+  if (status !== Status.OK) {
+    if (status !== Status.NOT_IMPLEMENTED && status !== Status.CLOSED) {
+      process.emitWarning(`mcplug: the library keeps reading the server itself: ${errorFromNative(status, text).message}`, 'McplugWarning');
+    }
+    return null;
+  }
+  const fd = fdOut[0];
+  let socket;
+  try {
+    socket = new net.Socket({
+      fd,
+      readable: true,
+      writable: false,
+      onread: { buffer: stdoutBuf, callback: (n) => { onChunk(n); } },
+    });
+  } catch (e) {
+    fs.closeSync(fd);
+    onEnd();
+    return null;
+  }
+  socket.on('error', () => {}); // 'close' follows, and ends the feeding
+  socket.on('close', onEnd);
+  return socket;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -947,6 +986,10 @@ class Client extends EventEmitter {
     this._burstGen = -1; // the _drainGen of the last call written at once
     this._eventsEnded = false;
     this._eventSocket = openEventSocket(handle, () => this._drain());
+    // The server's stdout is read here, by the event loop: an answer settles its call without a
+    // library thread reading it and waking us through the event descriptor.
+    this._feeding = true;
+    this._stdoutSocket = openStdoutSocket(handle, (n) => this._feed(n), () => this._stopFeeding());
     this._pollTimer = null;
     this._eventSocket.on('error', (e) => {
       // Never seen; but without wake-ups no call would settle: poll instead, until the end.
@@ -1239,27 +1282,62 @@ class Client extends EventEmitter {
             process.emitWarning(`mcplug: mcplug_client_take_events failed: ${errorFromNative(status, text).message}`, 'McplugWarning');
             break;
           }
-          const len = takeLen();
-          if (len > eventBuf.length) {
-            // The next event needs more room: nothing was taken, take it again.
-            eventBuf = Buffer.allocUnsafe(Math.max(len, eventBuf.length * 2));
-            continue;
-          }
-          const text = utf8Slice(eventBuf, len);
-          let count = 0;
-          for (let pos = 0; pos < text.length; count++) {
-            const end = text.indexOf('\n', pos);
-            this._dispatchLine(text, pos, end);
-            pos = end + 1;
-          }
+          const count = this._dispatchLines(takeLen());
           // A short batch emptied the queue, unless the last event was the final one: then the
-          // next pull says CLOSED, and no byte will wake us for it.
-          if (count < EVENT_BATCH && this._closeReasonFromEvent === null) break;
+          // next pull says CLOSED, and no byte will wake us for it. (-1: the buffer grew.)
+          if (count >= 0 && count < EVENT_BATCH && this._closeReasonFromEvent === null) break;
         }
       } while (this._drainAgain);
     } finally {
       this._draining = false;
     }
+  }
+
+  /**
+   * Dispatches the `len` bytes of event lines a pull left in `eventBuf`; returns how many, or -1
+   * when the next event needed a bigger buffer (nothing was taken: the buffer grew, pull again).
+   */
+  _dispatchLines(len) {
+    if (len > eventBuf.length) {
+      eventBuf = Buffer.allocUnsafe(Math.max(len, eventBuf.length * 2));
+      return -1;
+    }
+    const text = utf8Slice(eventBuf, len);
+    let count = 0;
+    for (let pos = 0; pos < text.length; count++) {
+      const end = text.indexOf('\n', pos);
+      this._dispatchLine(text, pos, end);
+      pos = end + 1;
+    }
+    return count;
+  }
+
+  /** `n` bytes the stdout socket read: to the library, then the events they made. */
+  _feed(n) {
+    if (this._handle === null || !this._feeding) return;
+    const status = native.feed(this._handle, stdoutBuf, n, EVENT_BATCH, eventBuf, eventBuf.length, lenOut, textOut);
+    if (status !== Status.OK) {
+      process.emitWarning(`mcplug: mcplug_client_feed failed: ${errorFromNative(status, takeText()).message}`, 'McplugWarning');
+      return;
+    }
+    this._drainGen++; // events were taken: the next call started goes out at once
+    const count = this._dispatchLines(takeLen());
+    // More than one batch, or one too big: the rest is not signalled on the event descriptor.
+    if (count < 0 || count >= EVENT_BATCH) this._drain();
+  }
+
+  /** The stdout socket stopped (end of stream, error, closing): the library reads by itself. */
+  _stopFeeding() {
+    if (!this._feeding) return;
+    this._feeding = false;
+    if (this._handle === null) return;
+    const status = native.feed(this._handle, null, 0, EVENT_BATCH, eventBuf, eventBuf.length, lenOut, textOut);
+    if (status !== Status.OK) {
+      takeText();
+      return;
+    }
+    const count = this._dispatchLines(takeLen());
+    if (count !== 0) this._drain();
   }
 
   /** One event line of take_events: a completion with a result settles its call directly. */
@@ -1296,6 +1374,7 @@ class Client extends EventEmitter {
     // No server request will be answered any more: their handlers' signals abort.
     for (const id of [...this._pendingRequests.keys()]) this._withdrawRequest(id, 'the connection is closed');
     this._eventSocket.destroy(); // closes our own dup; the process may exit once nothing else runs
+    if (this._stdoutSocket !== null) this._stdoutSocket.destroy();
     if (this._pollTimer !== null) clearInterval(this._pollTimer);
     this._pollTimer = null;
     // Safety net: a started call whose completion never came still settles (exactly once).

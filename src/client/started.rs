@@ -177,6 +177,38 @@ impl Client {
         };
         self.shared.events.take_lines(max, wait, buf, true)
     }
+
+    /// The host's event loop reads the server's stdout from now on (a new descriptor of it,
+    /// owned by the caller) and hands what it reads to [`Client::feed`]. `not_implemented` for a
+    /// transport without one (remote servers).
+    pub fn stdout_fd(&self) -> Result<i32> {
+        self.shared.events_wanted();
+        let transport = self.shared.transport()?;
+        match transport.host_reader() {
+            Some(fd) => fd,
+            None => Err(Error::not_implemented(
+                "this connection has no stdout for the host to read (a remote server)",
+            )),
+        }
+    }
+
+    /// Delivers a chunk the host read from `stdout_fd` (an empty one: the host stopped reading),
+    /// then takes the events waiting, like `take_events` without waiting. The events this
+    /// queued are not signalled on the event descriptor (this thread takes them now).
+    pub fn feed(&self, data: &[u8], max: usize, buf: &mut [u8]) -> Lines {
+        let Ok(transport) = self.shared.transport() else {
+            return Lines::Closed;
+        };
+        if data.is_empty() {
+            transport.host_release();
+        } else {
+            let _driving = SelfDriving::start();
+            transport.feed(data);
+        }
+        self.shared
+            .events
+            .take_lines(max, Some(Duration::ZERO), buf, true)
+    }
 }
 
 /// How a host thread's wait for events ended, when it read the server itself.

@@ -1,6 +1,7 @@
 /* Started calls, through the C ABI: mcplug_client_call_tool_start / _request_start, their
  * completion events, mcplug_client_event_fd (poll) and mcplug_client_next_events (many at once),
- * mcplug_client_take_events (into the host's buffer, one event per line), mcplug_client_cancel_call — against the fault server (legacy era: the direct way), the Python
+ * mcplug_client_take_events (into the host's buffer, one event per line), the host reading the
+ * server's stdout itself (mcplug_client_stdout_fd, mcplug_client_feed), mcplug_client_cancel_call — against the fault server (legacy era: the direct way), the Python
  * SDK's 2026-07-28 server (the task way), and server-everything. Every started call must
  * complete exactly once: with its own answer, its timeout, its cancel, or the connection's end
  * (before the final `closed` event). */
@@ -8,6 +9,7 @@
 
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 
 #define MAX_CALLS 2000
 
@@ -311,6 +313,109 @@ static void burst_take_events(mcplug_client *c, int n, const char *what) {
     close(fd);
 }
 
+/* Feeds what a read of the server's stdout gave, and handles the events it made. */
+static void feed_lines(mcplug_client *c, const char *data, size_t n, char *buf, size_t cap, struct tally *t,
+                       const char *what) {
+    size_t len = 0;
+    char *out = NULL, *p, *end;
+    mcplug_status st = mcplug_client_feed(c, data, n, 64, buf, cap, &len, &out);
+    if (st != MCPLUG_OK) CHECK_STATUS(st, MCPLUG_OK, out, "%s: feed -> OK", what);
+    if (len > cap) CHECK(0, "%s: events fit the test's buffer (%zu)", what, len);
+    for (p = buf; p < buf + len; p = end + 1) {
+        end = memchr(p, '\n', (size_t)(buf + len - p));
+        *end = '\0';
+        on_event(p, t);
+    }
+}
+
+struct blocking_call {
+    mcplug_client *c;
+    volatile int ok;
+};
+
+static void *blocking_echo(void *arg) {
+    struct blocking_call *b = arg;
+    char *out = NULL;
+    mcplug_status st = mcplug_client_call_tool(b->c, "echo", "{\"message\":\"fed\"}", NULL, &out);
+    b->ok = st == MCPLUG_OK && contains(out, "Echo: fed");
+    drop(&out);
+    return NULL;
+}
+
+/* The host reads the server's stdout itself, in small reads (lines arrive in pieces), and feeds
+ * the library: started calls complete, a call blocked on another thread gets its answer from the
+ * feeding, and once the host stops (feed with 0 bytes) the library reads by itself again. */
+static void host_reads_stdout(mcplug_client *c, int n, const char *what) {
+    struct tally t = {0};
+    struct blocking_call b = {c, 0};
+    pthread_t th;
+    char *out = NULL, chunk[37], buf[1 << 16];
+    size_t len = 0;
+    int fd = -1, efd = -1, i, reads = 0;
+    double until;
+    mcplug_status st = mcplug_client_stdout_fd(c, NULL, &out);
+    CHECK_STATUS(st, MCPLUG_INVALID_ARGUMENT, out, "%s: stdout_fd with fd NULL -> INVALID_ARGUMENT", what);
+    drop(&out);
+    st = mcplug_client_event_fd(c, &efd, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "%s: event_fd", what);
+    st = mcplug_client_stdout_fd(c, &fd, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "%s: stdout_fd -> OK", what);
+    CHECK(out == NULL && fd >= 0, "%s: stdout_fd gives a descriptor and no string", what);
+    reset();
+    t.n = n;
+    for (i = 1; i <= n; i++) {
+        char args[64];
+        snprintf(args, sizeof args, "{\"message\":\"m%d\"}", i);
+        st = mcplug_client_call_tool_start(c, "echo", args, NULL, &numbers[i], &out);
+        if (st != MCPLUG_OK) CHECK_STATUS(st, MCPLUG_OK, out, "%s: start call %d", what, i);
+    }
+    CHECK(pthread_create(&th, NULL, blocking_echo, &b) == 0, "%s: a thread blocks in call_tool", what);
+    until = now_s() + bound_s(20.0);
+    while ((t.done < n || !b.ok) && now_s() < until) {
+        struct pollfd p[2] = {{fd, POLLIN, 0}, {efd, POLLIN, 0}};
+        if (poll(p, 2, 100) <= 0) continue;
+        if (p[0].revents) {
+            ssize_t r = read(fd, chunk, sizeof chunk);
+            if (r <= 0) break;
+            reads++;
+            feed_lines(c, chunk, (size_t)r, buf, sizeof buf, &t, what);
+        }
+        if (p[1].revents) {
+            read_fd(efd);
+            while (mcplug_client_take_events(c, 64, 0, buf, sizeof buf, &len, &out) == MCPLUG_OK) {
+                char *q, *end;
+                for (q = buf; q < buf + len; q = end + 1) {
+                    end = memchr(q, '\n', (size_t)(buf + len - q));
+                    *end = '\0';
+                    on_event(q, &t);
+                }
+            }
+            drop(&out);
+        }
+    }
+    pthread_join(th, NULL);
+    CHECK(t.done == n && t.bad == 0, "%s: %d of %d completions from the host's feeding (%d reads of <= 37 bytes: lines in pieces), %d bad",
+          what, t.done, n, reads, t.bad);
+    CHECK(b.ok, "%s: the call blocked on another thread got its answer from the feeding", what);
+
+    st = mcplug_client_feed(c, chunk, 1, 8, buf, sizeof buf, NULL, &out);
+    CHECK_STATUS(st, MCPLUG_INVALID_ARGUMENT, out, "%s: feed with events_len NULL -> INVALID_ARGUMENT", what);
+    drop(&out);
+    st = mcplug_client_feed(c, NULL, 5, 8, buf, sizeof buf, &len, &out);
+    CHECK_STATUS(st, MCPLUG_INVALID_ARGUMENT, out, "%s: feed with data NULL, len 5 -> INVALID_ARGUMENT", what);
+    drop(&out);
+
+    /* The host stops reading: the library reads by itself again. */
+    st = mcplug_client_feed(c, NULL, 0, 8, buf, sizeof buf, &len, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "%s: feed with nothing (the host stops reading) -> OK", what);
+    close(fd);
+    st = mcplug_client_call_tool(c, "echo", "{\"message\":\"again\"}", NULL, &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "Echo: again"), out, "%s: then a blocking call is read by the library", what);
+    drop(&out);
+    read_fd(efd);
+    close(efd);
+}
+
 static void legacy_fault_server(void) {
     char server[1024], *out = NULL;
     uint64_t call = 0, sleeper = 0;
@@ -324,6 +429,7 @@ static void legacy_fault_server(void) {
     burst_of_echoes(c, n, "fault server");
     burst_blocking(c, n, "fault server");
     burst_take_events(c, n, "fault server");
+    host_reads_stdout(c, n, "fault server");
 
     /* A thread blocked in next_events while a started call is in flight still wakes at once for
      * an event that does not come from the server (here another call's timer). */
