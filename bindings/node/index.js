@@ -1374,7 +1374,12 @@ class Client extends EventEmitter {
     // No server request will be answered any more: their handlers' signals abort.
     for (const id of [...this._pendingRequests.keys()]) this._withdrawRequest(id, 'the connection is closed');
     this._eventSocket.destroy(); // closes our own dup; the process may exit once nothing else runs
-    if (this._stdoutSocket !== null) this._stdoutSocket.destroy();
+    if (this._stdoutSocket !== null) {
+      // The library reads by itself again (and finds the end of the stream): said while the
+      // handle is still valid, not from the socket's 'close', which may come after the free.
+      this._stopFeeding();
+      this._stdoutSocket.destroy();
+    }
     if (this._pollTimer !== null) clearInterval(this._pollTimer);
     this._pollTimer = null;
     // Safety net: a started call whose completion never came still settles (exactly once).

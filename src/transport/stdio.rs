@@ -314,6 +314,9 @@ impl Transport for StdioTransport {
                     self.wait_group_gone(Duration::from_secs(2)).await;
                 }
             }
+            // A host that read stdout and never said it stopped: the reader takes it back, reads
+            // the end of the stream and ends (with the descriptor).
+            self.reader.host_release();
         })
     }
 
