@@ -13,7 +13,13 @@
  *    blocks; the events are written into a buffer of ours, one per line, and the pull leaves
  *    the descriptor to the socket, which read the wake-up byte) and dispatches them in order, so
  *    a call's progress notifications reach onProgress before its completion settles its promise.
- *    Neither the calls nor the event pump hold a threadpool thread; the socket is what keeps the
+ *    A stdio server's stdout is read by the event loop too: a second socket on a descriptor of it
+ *    (`mcplug_client_stdout_fd`) hands each chunk it reads to `mcplug_client_feed`, which delivers
+ *    the complete lines and returns the events they made in the same crossing, so an answer
+ *    settles its call without a library thread reading it and waking us (the event descriptor
+ *    then only carries what other threads queue: timers, stderr, the end). When that socket stops,
+ *    or the client closes, the binding feeds 0 bytes and the library reads by itself again.
+ *    Neither the calls nor the event pump hold a threadpool thread; the sockets are what keep the
  *    process alive while a client is open. AbortSignal and cancel(tag) use
  *    `mcplug_client_cancel_call`, timeouts are the library's (`timeout_ms`).
  *    Writes: the first call started after the events were taken goes out at once; the calls
