@@ -13,7 +13,9 @@ fn main() {
     let config = cbindgen::Config {
         language: cbindgen::Language::C,
         include_guard: Some("MCPLUG_H".into()),
-        sys_includes: vec!["stdint.h".into()],
+        sys_includes: vec!["stddef.h".into(), "stdint.h".into()],
+        // Buffer sizes are size_t in C.
+        usize_is_size_t: true,
         no_includes: true,
         cpp_compat: true,
         documentation: true,

@@ -11,6 +11,7 @@
 #ifndef MCPLUG_H
 #define MCPLUG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /**
@@ -402,6 +403,66 @@ enum mcplug_status mcplug_client_next_events(struct mcplug_client *client,
                                              uint32_t max_events,
                                              int32_t timeout_ms,
                                              char **out);
+
+/**
+ * Takes events like `mcplug_client_next_events` (the same `max_events`, `timeout_ms` and
+ * statuses), written into the host's buffer instead of an allocated string: for an event loop
+ * that polls `mcplug_client_event_fd` and reads it itself (as Node's sockets do).
+ *
+ * - `buf` (`cap` bytes) receives the events, each as its JSON object followed by `\n` (an event
+ *   never contains a newline: one in a server's raw result, which can only be whitespace, is
+ *   written as a space); `*len` is the number of bytes written. No NUL is added. Events that
+ *   do not fit stay queued for the next pull; if the first does not fit, nothing is taken and
+ *   `*len` is the size it needs (more than `cap`): call again with a buffer that large. `buf`
+ *   may be NULL when `cap` is 0.
+ * - A completion with a result is always written exactly as
+ *   `{"type":"completion","call":N,"result":` + the server's result + `}`, so a host may take the
+ *   result's text from the line without parsing the rest (other events, error completions
+ *   included, have no fixed key order).
+ * - The descriptor: the pull that takes the last waiting event does not read it back (the host
+ *   read the byte that woke it — one syscall saved per wake-up). A host that does not read it
+ *   finds it readable once more; a pull that then finds nothing (`MCPLUG_TIMEOUT`) empties it.
+ *
+ * On `MCPLUG_OK` `out` is NULL; otherwise it holds the error (`timeout`, `closed` after the
+ * last event, `invalid_argument` for a NULL `len`, or a NULL `buf` with `cap` > 0).
+ */
+enum mcplug_status mcplug_client_take_events(struct mcplug_client *client,
+                                             uint32_t max_events,
+                                             int32_t timeout_ms,
+                                             char *buf,
+                                             size_t cap,
+                                             size_t *len,
+                                             char **out);
+
+/**
+ * For a host whose event loop reads descriptors itself (Node): a new descriptor of the
+ * server's stdout, which the host reads from now on, handing every chunk, in order, to
+ * `mcplug_client_feed`. Nobody else reads it meanwhile, so an answer reaches the host's thread
+ * without a library thread reading it and waking that thread. Calls blocked in the library
+ * (e.g. `mcplug_client_list_tools` on another thread) get their answers from this feeding, so
+ * the host must keep reading while they wait. When the host stops reading (end of stream,
+ * error, closing) it calls `mcplug_client_feed` with `len` 0: the library reads by itself
+ * again. `*fd` is the host's to close. Errors: `not_implemented` (a remote server: no stdout),
+ * `closed`. `out` is NULL on success.
+ */
+enum mcplug_status mcplug_client_stdout_fd(struct mcplug_client *client, int32_t *fd, char **out);
+
+/**
+ * Hands the library `len` bytes the host read from `mcplug_client_stdout_fd` (`len` 0: the
+ * host stopped reading; `data` may then be NULL), then takes the events waiting into `buf` as
+ * `mcplug_client_take_events` does with timeout 0 (the same lines, `max_events`, `*len` and
+ * too-small rule), except that none waiting is `MCPLUG_OK` with `*events_len` 0. Events left
+ * behind (more than `max_events`, or too big for `buf`) are not signalled on the event
+ * descriptor: take them with `mcplug_client_take_events` now. `out` is NULL on success.
+ */
+enum mcplug_status mcplug_client_feed(struct mcplug_client *client,
+                                      const char *data,
+                                      size_t len,
+                                      uint32_t max_events,
+                                      char *buf,
+                                      size_t cap,
+                                      size_t *events_len,
+                                      char **out);
 
 /**
  * Answers a server's request event: `{"id": "<event id>", "result": {...}}` or

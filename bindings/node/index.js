@@ -9,10 +9,17 @@
  *    request and return its call number at once; the outcome arrives later, exactly once, as a
  *    `completion` event. Each client's events come through a descriptor (`mcplug_client_event_fd`,
  *    a pipe readable while events wait) wrapped in a `net.Socket` whose `onread` callback (no
- *    stream buffers) takes every queued event with `mcplug_client_next_events(..., 0)` (never
- *    blocks) and dispatches them in order, so a call's progress notifications reach onProgress
- *    before its completion settles its promise.
- *    Neither the calls nor the event pump hold a threadpool thread; the socket is what keeps the
+ *    stream buffers) takes every queued event with `mcplug_client_take_events(..., 0)` (never
+ *    blocks; the events are written into a buffer of ours, one per line, and the pull leaves
+ *    the descriptor to the socket, which read the wake-up byte) and dispatches them in order, so
+ *    a call's progress notifications reach onProgress before its completion settles its promise.
+ *    A stdio server's stdout is read by the event loop too: a second socket on a descriptor of it
+ *    (`mcplug_client_stdout_fd`) hands each chunk it reads to `mcplug_client_feed`, which delivers
+ *    the complete lines and returns the events they made in the same crossing, so an answer
+ *    settles its call without a library thread reading it and waking us (the event descriptor
+ *    then only carries what other threads queue: timers, stderr, the end). When that socket stops,
+ *    or the client closes, the binding feeds 0 bytes and the library reads by itself again.
+ *    Neither the calls nor the event pump hold a threadpool thread; the sockets are what keep the
  *    process alive while a client is open. AbortSignal and cancel(tag) use
  *    `mcplug_client_cancel_call`, timeouts are the library's (`timeout_ms`).
  *    Writes: the first call started after the events were taken goes out at once; the calls
@@ -102,7 +109,7 @@ const ERROR_KINDS = Object.freeze([
 ]);
 const KIND_BY_STATUS = ['ok', ...ERROR_KINDS];
 
-/** How many events one `mcplug_client_next_events` takes. */
+/** How many events one `mcplug_client_take_events` (or `mcplug_manager_next_events`) takes. */
 const EVENT_BATCH = 256;
 /** How often events are pulled if the event descriptor ever fails. */
 const FALLBACK_POLL_MS = 10;
@@ -203,7 +210,9 @@ const native = {
   flush: lib.func('mcplug_client_flush', 'int', [ClientHandle, RawOut]),
   cancel_call: lib.func('mcplug_client_cancel_call', 'int', [ClientHandle, 'uint64', RawOut]),
   event_fd: lib.func('mcplug_client_event_fd', 'int', [ClientHandle, RawOut, RawOut]),
-  next_events: lib.func('mcplug_client_next_events', 'int', [ClientHandle, 'uint32', 'int32', RawOut]),
+  take_events: lib.func('mcplug_client_take_events', 'int', [ClientHandle, 'uint32', 'int32', RawOut, 'size_t', RawOut, RawOut]),
+  stdout_fd: lib.func('mcplug_client_stdout_fd', 'int', [ClientHandle, RawOut, RawOut]),
+  feed: lib.func('mcplug_client_feed', 'int', [ClientHandle, RawOut, 'size_t', 'uint32', RawOut, 'size_t', RawOut, RawOut]),
   respond: lib.func('mcplug_client_respond', 'int', [ClientHandle, 'str', OutString]),
   set_roots: lib.func('mcplug_client_set_roots', 'int', [ClientHandle, 'str', OutString]),
   set_log_level: lib.func('mcplug_client_set_log_level', 'int', [ClientHandle, 'str', OutString]),
@@ -603,11 +612,32 @@ const textOut32 = new Uint32Array(textOut.buffer); // read without making a BigI
 const callOut = new BigUint64Array(1);
 const callOut32 = new Uint32Array(callOut.buffer);
 const fdOut = new Int32Array(2);
+/** The buffer `mcplug_client_take_events` writes events into (grown when an event needs more). */
+let eventBuf = Buffer.allocUnsafe(64 << 10);
+const lenOut = new BigUint64Array(1);
+/** What a stdout socket read, handed to mcplug_client_feed at once (so one buffer serves all). */
+const stdoutBuf = Buffer.allocUnsafe(64 << 10);
+const lenOut32 = new Uint32Array(lenOut.buffer);
 
 /** The call number a start left in `callOut` (little- or big-endian, without a BigInt). */
 function takeCall() {
   return LITTLE_ENDIAN ? callOut32[0] + callOut32[1] * 4294967296 : callOut32[1] + callOut32[0] * 4294967296;
 }
+/** The length `mcplug_client_take_events` left in `lenOut`. */
+function takeLen() {
+  return LITTLE_ENDIAN ? lenOut32[0] + lenOut32[1] * 4294967296 : lenOut32[1] + lenOut32[0] * 4294967296;
+}
+const utf8Slice = typeof Buffer.prototype.utf8Slice === 'function'
+  ? (buf, end) => buf.utf8Slice(0, end)
+  : (buf, end) => buf.toString('utf8', 0, end);
+
+/**
+ * How mcplug_client_take_events writes a completion with a result (fixed by its contract):
+ * the call number and the server's result text are taken from the line, only the result is
+ * parsed.
+ */
+const COMPLETION_PREFIX = '{"type":"completion","call":';
+const RESULT_KEY = ',"result":';
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /** The string a synchronous call left in `textOut` (null if none), freed exactly once. */
@@ -713,6 +743,41 @@ function openEventSocket(handle, onReadable, eventFd = native.event_fd) {
     fs.closeSync(fd);
     throw errorOf('transport', `cannot watch the event descriptor: ${e.message}`, { cause: e });
   }
+}
+
+/**
+ * A socket reading a stdio server's stdout (mcplug_client_stdout_fd): every chunk goes to
+ * `onChunk(n)` (which feeds it to the library at once), and `onEnd()` runs when it stops reading
+ * for any reason. Null when the connection has no stdout for the host (a remote server) or the
+ * library cannot hand it over: the library then reads it by itself.
+ */
+function openStdoutSocket(handle, onChunk, onEnd) {
+  fdOut[0] = -1;
+  const status = native.stdout_fd(handle, fdOut, textOut);
+  const text = takeText();
+  if (status !== Status.OK) {
+    if (status !== Status.NOT_IMPLEMENTED && status !== Status.CLOSED) {
+      process.emitWarning(`mcplug: the library keeps reading the server itself: ${errorFromNative(status, text).message}`, 'McplugWarning');
+    }
+    return null;
+  }
+  const fd = fdOut[0];
+  let socket;
+  try {
+    socket = new net.Socket({
+      fd,
+      readable: true,
+      writable: false,
+      onread: { buffer: stdoutBuf, callback: (n) => { onChunk(n); } },
+    });
+  } catch (e) {
+    fs.closeSync(fd);
+    onEnd();
+    return null;
+  }
+  socket.on('error', () => {}); // 'close' follows, and ends the feeding
+  socket.on('close', onEnd);
+  return socket;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -927,6 +992,10 @@ class Client extends EventEmitter {
     this._burstGen = -1; // the _drainGen of the last call written at once
     this._eventsEnded = false;
     this._eventSocket = openEventSocket(handle, () => this._drain());
+    // The server's stdout is read here, by the event loop: an answer settles its call without a
+    // library thread reading it and waking us through the event descriptor.
+    this._feeding = true;
+    this._stdoutSocket = openStdoutSocket(handle, (n) => this._feed(n), () => this._stopFeeding());
     this._pollTimer = null;
     this._eventSocket.on('error', (e) => {
       // Never seen; but without wake-ups no call would settle: poll instead, until the end.
@@ -1193,7 +1262,9 @@ class Client extends EventEmitter {
   /**
    * Takes every queued event (never waits) and dispatches them in order: completions settle
    * their calls, the rest go to handlers and listeners. Pulls until a pull returns fewer than
-   * it asked for (the descriptor is re-armed then) or the queue is closed.
+   * it asked for (the queue was empty after it) or the queue is closed. Events come one per
+   * line in `eventBuf` (mcplug_client_take_events: no string to free, and a completion's result
+   * is parsed without the event around it).
    */
   _drain() {
     if (this._draining) {
@@ -1206,32 +1277,99 @@ class Client extends EventEmitter {
       do {
         this._drainAgain = false;
         while (this._handle !== null && !this._eventsEnded) {
-          const status = native.next_events(this._handle, EVENT_BATCH, 0, textOut);
-          const text = takeText();
-          if (status === Status.TIMEOUT) break;
-          if (status === Status.CLOSED) {
-            this._endOfEvents();
-            break;
-          }
+          const status = native.take_events(this._handle, EVENT_BATCH, 0, eventBuf, eventBuf.length, lenOut, textOut);
           if (status !== Status.OK) {
-            process.emitWarning(`mcplug: mcplug_client_next_events failed: ${errorFromNative(status, text).message}`, 'McplugWarning');
+            const text = takeText();
+            if (status === Status.TIMEOUT) break;
+            if (status === Status.CLOSED) {
+              this._endOfEvents();
+              break;
+            }
+            process.emitWarning(`mcplug: mcplug_client_take_events failed: ${errorFromNative(status, text).message}`, 'McplugWarning');
             break;
           }
-          let events;
-          try {
-            events = JSON.parse(text);
-          } catch (e) {
-            process.emitWarning(`mcplug: events that are not JSON: ${String(text).slice(0, 200)}`, 'McplugWarning');
-            break;
-          }
-          for (let i = 0; i < events.length; i++) this._dispatch(events[i]);
-          // A short batch emptied the queue (the descriptor is re-armed), unless the last event
-          // was the final one: then the next pull says CLOSED, and no byte will wake us for it.
-          if (events.length < EVENT_BATCH && this._closeReasonFromEvent === null) break;
+          const count = this._dispatchLines(takeLen());
+          // A short batch emptied the queue, unless the last event was the final one: then the
+          // next pull says CLOSED, and no byte will wake us for it. (-1: the buffer grew.)
+          if (count >= 0 && count < EVENT_BATCH && this._closeReasonFromEvent === null) break;
         }
       } while (this._drainAgain);
     } finally {
       this._draining = false;
+    }
+  }
+
+  /**
+   * Dispatches the `len` bytes of event lines a pull left in `eventBuf`; returns how many, or -1
+   * when the next event needed a bigger buffer (nothing was taken: the buffer grew, pull again).
+   */
+  _dispatchLines(len) {
+    if (len > eventBuf.length) {
+      eventBuf = Buffer.allocUnsafe(Math.max(len, eventBuf.length * 2));
+      return -1;
+    }
+    const text = utf8Slice(eventBuf, len);
+    let count = 0;
+    for (let pos = 0; pos < text.length; count++) {
+      const end = text.indexOf('\n', pos);
+      this._dispatchLine(text, pos, end);
+      pos = end + 1;
+    }
+    return count;
+  }
+
+  /** `n` bytes the stdout socket read: to the library, then the events they made. */
+  _feed(n) {
+    if (this._handle === null || !this._feeding) return;
+    const status = native.feed(this._handle, stdoutBuf, n, EVENT_BATCH, eventBuf, eventBuf.length, lenOut, textOut);
+    if (status !== Status.OK) {
+      process.emitWarning(`mcplug: mcplug_client_feed failed: ${errorFromNative(status, takeText()).message}`, 'McplugWarning');
+      return;
+    }
+    this._drainGen++; // events were taken: the next call started goes out at once
+    const count = this._dispatchLines(takeLen());
+    // More than one batch, or one too big: the rest is not signalled on the event descriptor.
+    if (count < 0 || count >= EVENT_BATCH) this._drain();
+  }
+
+  /** The stdout socket stopped (end of stream, error, closing): the library reads by itself. */
+  _stopFeeding() {
+    if (!this._feeding) return;
+    this._feeding = false;
+    if (this._handle === null) return;
+    const status = native.feed(this._handle, null, 0, EVENT_BATCH, eventBuf, eventBuf.length, lenOut, textOut);
+    if (status !== Status.OK) {
+      takeText();
+      return;
+    }
+    const count = this._dispatchLines(takeLen());
+    if (count !== 0) this._drain();
+  }
+
+  /** One event line of take_events: a completion with a result settles its call directly. */
+  _dispatchLine(text, pos, end) {
+    let call = -1;
+    let ev;
+    try {
+      if (text.startsWith(COMPLETION_PREFIX, pos)) {
+        let i = pos + COMPLETION_PREFIX.length;
+        let n = 0;
+        for (let c = text.charCodeAt(i); c >= 48 && c <= 57; c = text.charCodeAt(++i)) n = n * 10 + (c - 48);
+        if (text.startsWith(RESULT_KEY, i)) {
+          call = n;
+          ev = JSON.parse(text.slice(i + RESULT_KEY.length, end - 1)); // the result
+        }
+      }
+      if (call < 0) ev = JSON.parse(text.slice(pos, end));
+    } catch (e) {
+      process.emitWarning(`mcplug: an event that is not JSON: ${text.slice(pos, Math.min(end, pos + 200))}`, 'McplugWarning');
+      return;
+    }
+    if (call < 0) {
+      this._dispatch(ev);
+    } else {
+      const rec = this._calls.get(call);
+      if (rec !== undefined) rec.settle(ev, undefined);
     }
   }
 
@@ -1242,6 +1380,12 @@ class Client extends EventEmitter {
     // No server request will be answered any more: their handlers' signals abort.
     for (const id of [...this._pendingRequests.keys()]) this._withdrawRequest(id, 'the connection is closed');
     this._eventSocket.destroy(); // closes our own dup; the process may exit once nothing else runs
+    if (this._stdoutSocket !== null) {
+      // The library reads by itself again (and finds the end of the stream): said while the
+      // handle is still valid, not from the socket's 'close', which may come after the free.
+      this._stopFeeding();
+      this._stdoutSocket.destroy();
+    }
     if (this._pollTimer !== null) clearInterval(this._pollTimer);
     this._pollTimer = null;
     // Safety net: a started call whose completion never came still settles (exactly once).

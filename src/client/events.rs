@@ -10,7 +10,11 @@
 //! A host with its own event loop asks for a descriptor ([`EventQueue::readiness_fd`]) instead of
 //! blocking: it is readable while events wait. One byte is written to a pipe when the queue stops
 //! being empty, and read back by the pull that empties it; once the queue is closed the byte stays,
-//! so a poller always learns of the end.
+//! so a poller always learns of the end. A host whose own loop reads the pipe (a Node socket
+//! does) takes events with [`EventQueue::take_lines`] in `edge` mode: the pull that empties the
+//! queue then leaves the pipe alone (the host has read the byte that woke it), which saves a read
+//! that would find nothing per wake-up; a byte it had not read is left over (`stale`), and the
+//! next pull that finds nothing, or the library's own wait on the pipe, reads it back.
 
 use parking_lot::{Condvar, Mutex};
 use serde_json::{json, Value};
@@ -29,6 +33,17 @@ pub enum Pulled {
     Closed,
 }
 
+/// What [`EventQueue::take_lines`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Lines {
+    /// This many bytes of the buffer hold events, each one line.
+    Taken(usize),
+    /// Nothing taken: the next event needs a buffer of this many bytes.
+    TooSmall(usize),
+    TimedOut,
+    Closed,
+}
+
 struct Queued {
     text: String,
     droppable: bool,
@@ -41,6 +56,8 @@ struct State {
     /// The readiness pipe, once a host asked for it, and whether its byte is in it.
     pipe: Option<Pipe>,
     signalled: bool,
+    /// An edge pull emptied the queue without reading the pipe: a byte may be left in it.
+    stale: bool,
 }
 
 struct Pipe {
@@ -63,7 +80,7 @@ impl State {
     fn sync_pipe(&mut self) {
         let Some(pipe) = &self.pipe else { return };
         let want = self.closed || self.has_events();
-        if want == self.signalled {
+        if want == self.signalled && (want || !self.stale) {
             return;
         }
         if want {
@@ -77,9 +94,46 @@ impl State {
             while unsafe { libc::read(pipe.read.as_raw_fd(), sink.as_mut_ptr().cast(), sink.len()) }
                 > 0
             {}
+            self.stale = false;
         }
         self.signalled = want;
     }
+
+    /// After a pull took events: the pipe follows the queue. In `edge` mode the pull that emptied
+    /// it does not read the pipe (the host's loop read the byte that woke it).
+    fn after_take(&mut self, edge: bool) {
+        if !self.signalled || self.has_events() || self.closed {
+            return;
+        }
+        if edge {
+            self.signalled = false;
+            self.stale = true;
+        } else {
+            self.sync_pipe();
+        }
+    }
+
+    /// The next event without touching the pipe.
+    fn pop(&mut self) -> Option<String> {
+        if self.dropped > 0 {
+            let n = self.dropped;
+            self.dropped = 0;
+            return Some(overflow_text(n));
+        }
+        self.queue.pop_front().map(|q| q.text)
+    }
+
+    /// The length of the next event's text, if any.
+    fn next_len(&self) -> Option<usize> {
+        if self.dropped > 0 {
+            return Some(overflow_text(self.dropped).len());
+        }
+        self.queue.front().map(|q| q.text.len())
+    }
+}
+
+fn overflow_text(dropped: u64) -> String {
+    json!({"type": "overflow", "dropped": dropped}).to_string()
 }
 
 impl EventQueue {
@@ -91,6 +145,7 @@ impl EventQueue {
                 closed: false,
                 pipe: None,
                 signalled: false,
+                stale: false,
             }),
             ready: Condvar::new(),
             max: max.max(1),
@@ -267,17 +322,76 @@ impl EventQueue {
 
     /// The next event, if any; the readiness pipe follows the queue.
     fn take(s: &mut State) -> Option<String> {
-        let text = if s.dropped > 0 {
-            let n = s.dropped;
-            s.dropped = 0;
-            json!({"type": "overflow", "dropped": n}).to_string()
-        } else {
-            s.queue.pop_front()?.text
-        };
-        if s.signalled && !s.has_events() {
+        let text = s.pop()?;
+        s.after_take(false);
+        Some(text)
+    }
+
+    /// Waits like [`EventQueue::pull`] for a first event, then takes up to `max` events (0
+    /// counts as one) that fit in `buf`, each written as its JSON object and a newline (a newline
+    /// inside an event, whitespace in a server's raw result, is written as a space). An event
+    /// that does not fit stays queued: if it is the first, nothing is taken and its size with the
+    /// newline is returned. `edge`: see the module's documentation.
+    pub fn take_lines(
+        &self,
+        max: usize,
+        wait: Option<Duration>,
+        buf: &mut [u8],
+        edge: bool,
+    ) -> Lines {
+        let deadline = wait.map(|w| Instant::now() + w);
+        let mut s = self.state.lock();
+        while !s.has_events() {
+            if s.closed {
+                return Lines::Closed;
+            }
+            let timed_out = match deadline {
+                None => {
+                    self.ready.wait(&mut s);
+                    false
+                }
+                Some(d) => Instant::now() >= d || self.ready.wait_until(&mut s, d).timed_out(),
+            };
+            if timed_out && !s.has_events() {
+                // Nothing: whatever is in the pipe (a byte the host did not read) goes.
+                s.sync_pipe();
+                return if s.closed {
+                    Lines::Closed
+                } else {
+                    Lines::TimedOut
+                };
+            }
+        }
+        let mut used = 0;
+        for taken in 0..max.max(1) {
+            let Some(len) = s.next_len() else { break };
+            if used + len + 1 > buf.len() {
+                if taken == 0 {
+                    return Lines::TooSmall(len + 1);
+                }
+                break;
+            }
+            let text = s.pop().unwrap_or_default();
+            let line = &mut buf[used..used + len];
+            line.copy_from_slice(text.as_bytes());
+            if memchr::memchr(b'\n', line).is_some() {
+                line.iter_mut()
+                    .filter(|b| **b == b'\n')
+                    .for_each(|b| *b = b' ');
+            }
+            buf[used + len] = b'\n';
+            used += len + 1;
+        }
+        s.after_take(edge);
+        Lines::Taken(used)
+    }
+
+    /// Reads back a byte an edge pull left in the pipe, for the library's own waits on it.
+    pub fn clear_stale(&self) {
+        let mut s = self.state.lock();
+        if s.stale {
             s.sync_pipe();
         }
-        Some(text)
     }
 }
 
@@ -359,6 +473,86 @@ mod tests {
         q.close_with(None);
         assert!(readable(fd), "a closed queue stays readable");
         assert!(matches!(q.pull(Some(Duration::ZERO)), Pulled::Closed));
+        assert!(readable(fd));
+        unsafe { libc::close(fd) };
+    }
+
+    fn lines(q: &EventQueue, max: usize, buf: &mut [u8], edge: bool) -> Lines {
+        q.take_lines(max, Some(Duration::ZERO), buf, edge)
+    }
+
+    #[test]
+    fn lines_take_what_fits_one_event_per_line() {
+        let q = EventQueue::new(10);
+        q.push_text(r#"{"n":1}"#.into(), true);
+        q.push_text("{\"s\":\n\"a\"}".into(), true); // a newline between tokens
+        q.push_text(r#"{"n":3}"#.into(), true);
+        let mut small = [0u8; 4];
+        assert_eq!(lines(&q, 8, &mut small, false), Lines::TooSmall(8));
+        let mut buf = [0u8; 20];
+        let Lines::Taken(n) = lines(&q, 8, &mut buf, false) else {
+            panic!()
+        };
+        // The third does not fit after the first two: it stays queued.
+        assert_eq!(&buf[..n], b"{\"n\":1}\n{\"s\": \"a\"}\n");
+        let Lines::Taken(n) = lines(&q, 8, &mut buf, false) else {
+            panic!()
+        };
+        assert_eq!(&buf[..n], b"{\"n\":3}\n");
+        assert_eq!(lines(&q, 8, &mut buf, false), Lines::TimedOut);
+        q.push_text(r#"{"n":4}"#.into(), true);
+        q.push_text(r#"{"n":5}"#.into(), true);
+        let Lines::Taken(n) = lines(&q, 1, &mut buf, false) else {
+            panic!()
+        };
+        assert_eq!(&buf[..n], b"{\"n\":4}\n", "max 1");
+        q.close_with(Some(&json!({"type": "closed"})));
+        let mut buf = [0u8; 64];
+        let Lines::Taken(n) = lines(&q, 8, &mut buf, false) else {
+            panic!()
+        };
+        assert_eq!(&buf[..n], b"{\"n\":5}\n{\"type\":\"closed\"}\n");
+        assert_eq!(lines(&q, 8, &mut buf, false), Lines::Closed);
+    }
+
+    #[test]
+    fn edge_pulls_leave_the_pipe_to_the_host() {
+        let q = EventQueue::new(10);
+        let fd = q.readiness_fd().unwrap();
+        let mut buf = [0u8; 64];
+        q.push(&json!({"n": 1}), true);
+        assert!(readable(fd));
+        // The host's loop reads the byte, then takes the event: nothing left to read back.
+        let mut b = [0u8; 8];
+        assert_eq!(unsafe { libc::read(fd, b.as_mut_ptr().cast(), 8) }, 1);
+        assert!(matches!(lines(&q, 8, &mut buf, true), Lines::Taken(8)));
+        assert!(!readable(fd));
+        // The next event signals again.
+        q.push(&json!({"n": 2}), true);
+        assert!(readable(fd));
+        // A host that took it without reading the byte: it is left over, and the next pull,
+        // finding nothing, reads it back.
+        assert!(matches!(lines(&q, 8, &mut buf, true), Lines::Taken(8)));
+        assert!(readable(fd), "an edge pull does not read the pipe");
+        q.push(&json!({"n": 3}), true);
+        assert!(matches!(lines(&q, 8, &mut buf, true), Lines::Taken(8)));
+        assert_eq!(lines(&q, 8, &mut buf, true), Lines::TimedOut);
+        assert!(!readable(fd), "a pull that finds nothing empties the pipe");
+        // The library's own waits clear a left-over byte too.
+        q.push(&json!({"n": 4}), true);
+        assert!(matches!(lines(&q, 8, &mut buf, true), Lines::Taken(8)));
+        assert!(readable(fd));
+        q.clear_stale();
+        assert!(!readable(fd));
+        // A level pull after an edge one still empties the pipe.
+        q.push(&json!({"n": 5}), true);
+        assert!(matches!(lines(&q, 8, &mut buf, true), Lines::Taken(8)));
+        q.push(&json!({"n": 6}), true);
+        assert!(matches!(q.pull(Some(Duration::ZERO)), Pulled::Event(_)));
+        assert!(!readable(fd));
+        q.close_with(None);
+        assert!(readable(fd), "a closed queue stays readable");
+        assert_eq!(lines(&q, 8, &mut buf, true), Lines::Closed);
         assert!(readable(fd));
         unsafe { libc::close(fd) };
     }

@@ -11,6 +11,7 @@
 //! - everything else runs [`Shared::send_request`] in a runtime task, with every option honoured.
 
 use super::*;
+use crate::client::events::Lines;
 use crate::client::options::{OwnCancel, TaskMode};
 use crate::protocol::pending::{self, Delivered};
 use crate::transport::Drive;
@@ -164,6 +165,50 @@ impl Client {
             None => self.shared.events.pull_many(max, wait),
         }
     }
+
+    /// Waits like `next_events`, then takes up to `max` events that fit in `buf`, one per line
+    /// (see `EventQueue::take_lines`), for a host whose loop reads the event descriptor itself.
+    pub fn take_events(&self, max: usize, wait: Option<Duration>, buf: &mut [u8]) -> Lines {
+        self.shared.events_wanted();
+        let wait = match self.shared.drive_for_events(wait) {
+            Some(Waited::Ready) => Some(Duration::ZERO),
+            Some(Waited::TimedOut) => return Lines::TimedOut,
+            None => wait,
+        };
+        self.shared.events.take_lines(max, wait, buf, true)
+    }
+
+    /// The host's event loop reads the server's stdout from now on (a new descriptor of it,
+    /// owned by the caller) and hands what it reads to [`Client::feed`]. `not_implemented` for a
+    /// transport without one (remote servers).
+    pub fn stdout_fd(&self) -> Result<i32> {
+        self.shared.events_wanted();
+        let transport = self.shared.transport()?;
+        match transport.host_reader() {
+            Some(fd) => fd,
+            None => Err(Error::not_implemented(
+                "this connection has no stdout for the host to read (a remote server)",
+            )),
+        }
+    }
+
+    /// Delivers a chunk the host read from `stdout_fd` (an empty one: the host stopped reading),
+    /// then takes the events waiting, like `take_events` without waiting. The events this
+    /// queued are not signalled on the event descriptor (this thread takes them now).
+    pub fn feed(&self, data: &[u8], max: usize, buf: &mut [u8]) -> Lines {
+        let Ok(transport) = self.shared.transport() else {
+            return Lines::Closed;
+        };
+        if data.is_empty() {
+            transport.host_release();
+        } else {
+            let _driving = SelfDriving::start();
+            transport.feed(data);
+        }
+        self.shared
+            .events
+            .take_lines(max, Some(Duration::ZERO), buf, true)
+    }
 }
 
 /// How a host thread's wait for events ended, when it read the server itself.
@@ -262,6 +307,8 @@ impl Shared {
             if self.events.ready() {
                 return Some(Waited::Ready);
             }
+            // A byte an edge pull left in the pipe would wake every poll below at once.
+            self.events.clear_stale();
             let now = Instant::now();
             let left = match deadline {
                 Some(d) if now >= d => return Some(Waited::TimedOut),
@@ -507,12 +554,17 @@ impl Shared {
         match delivered {
             Delivered::Replied => {}
             Delivered::Ticket(call, outcome, modern, replay) => {
+                // A modern result's type, looked up once: a plain result is the common case.
+                let plain = match &outcome {
+                    Ok(r) if modern => matches!(
+                        mrtr::result_type(r.as_str()).as_deref(),
+                        None | Some("complete")
+                    ),
+                    _ => true,
+                };
                 let more = replay.is_some()
                     && match &outcome {
-                        Ok(r) if modern => !matches!(
-                            mrtr::result_type(r.as_str()).as_deref(),
-                            None | Some("complete")
-                        ),
+                        Ok(_) if modern => !plain,
                         Err(e) => {
                             (e.kind == ErrorKind::Rpc
                                 && e.code == Some(codes::URL_ELICITATION_REQUIRED))
@@ -529,7 +581,7 @@ impl Shared {
                     return self.resume(call, replay, outcome);
                 }
                 let outcome = match outcome {
-                    Ok(result) if modern => request::check_result_type("the started call", result),
+                    Ok(result) if !plain => request::check_result_type("the started call", result),
                     other => other,
                 };
                 self.ticket_done(call, outcome)

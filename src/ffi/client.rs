@@ -5,7 +5,7 @@ use super::boundary::{
     str_arg,
 };
 use super::mcplug_status;
-use crate::client::events::Pulled;
+use crate::client::events::{Lines, Pulled};
 use crate::client::options::{CallOptions, ConnectOptions, ServerSpec};
 use crate::client::Client;
 use crate::error::{Error, ErrorKind};
@@ -336,6 +336,18 @@ pub(super) fn params_arg(params_json: *const c_char) -> Result<Option<serde_json
     }
 }
 
+/// The host's buffer for events (`cap` bytes at `buf`; NULL only with `cap` 0).
+fn out_buf<'a>(buf: *mut c_char, cap: usize) -> Result<&'a mut [u8], Error> {
+    if cap == 0 {
+        Ok(&mut [])
+    } else if buf.is_null() {
+        Err(Error::invalid(format!("`buf` is NULL but `cap` is {cap}")))
+    } else {
+        // SAFETY: the caller gives `cap` writable bytes at `buf`.
+        Ok(unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), cap) })
+    }
+}
+
 /// The call-number out-parameter of the start functions.
 fn call_out<'a>(call: *mut u64) -> Result<&'a mut u64, Error> {
     // SAFETY: the caller passes NULL or a writable pointer (the header's convention).
@@ -369,7 +381,7 @@ pub unsafe extern "C" fn mcplug_client_call_tool_start(
         let args = raw_object_arg(arguments_json, "arguments_json")?;
         let opts = call_options(options_json)?;
         let call = call_out(call)?;
-        let n = runtime::block_on(h.0.client.start_call_tool(name, args, &opts))?;
+        let n = runtime::run_now(h.0.client.start_call_tool(name, args, &opts))?;
         *call = n;
         Ok(())
     })
@@ -393,7 +405,7 @@ pub unsafe extern "C" fn mcplug_client_request_start(
         let params = params_arg(params_json)?;
         let opts = call_options(options_json)?;
         let call = call_out(call)?;
-        let n = runtime::block_on(h.0.client.start_request(method, params, &opts))?;
+        let n = runtime::run_now(h.0.client.start_request(method, params, &opts))?;
         *call = n;
         Ok(())
     })
@@ -409,7 +421,7 @@ pub unsafe extern "C" fn mcplug_client_flush(
 ) -> mcplug_status {
     ffi_boundary_quiet!(out, {
         let h = enter(client)?;
-        runtime::block_on(h.0.client.flush())
+        runtime::run_now(h.0.client.flush())
     })
 }
 
@@ -474,6 +486,124 @@ pub unsafe extern "C" fn mcplug_client_next_events(
                 .next_events(max_events as usize, event_wait(timeout_ms)),
             timeout_ms,
         )
+    })
+}
+
+/// Takes events like `mcplug_client_next_events` (the same `max_events`, `timeout_ms` and
+/// statuses), written into the host's buffer instead of an allocated string: for an event loop
+/// that polls `mcplug_client_event_fd` and reads it itself (as Node's sockets do).
+///
+/// - `buf` (`cap` bytes) receives the events, each as its JSON object followed by `\n` (an event
+///   never contains a newline: one in a server's raw result, which can only be whitespace, is
+///   written as a space); `*len` is the number of bytes written. No NUL is added. Events that
+///   do not fit stay queued for the next pull; if the first does not fit, nothing is taken and
+///   `*len` is the size it needs (more than `cap`): call again with a buffer that large. `buf`
+///   may be NULL when `cap` is 0.
+/// - A completion with a result is always written exactly as
+///   `{"type":"completion","call":N,"result":` + the server's result + `}`, so a host may take the
+///   result's text from the line without parsing the rest (other events, error completions
+///   included, have no fixed key order).
+/// - The descriptor: the pull that takes the last waiting event does not read it back (the host
+///   read the byte that woke it — one syscall saved per wake-up). A host that does not read it
+///   finds it readable once more; a pull that then finds nothing (`MCPLUG_TIMEOUT`) empties it.
+///
+/// On `MCPLUG_OK` `out` is NULL; otherwise it holds the error (`timeout`, `closed` after the
+/// last event, `invalid_argument` for a NULL `len`, or a NULL `buf` with `cap` > 0).
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_client_take_events(
+    client: *mut mcplug_client,
+    max_events: u32,
+    timeout_ms: i32,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary_quiet!(out, {
+        let h = enter(client)?;
+        // SAFETY: the caller passes NULL or a writable pointer (the header's convention).
+        let Some(len) = (unsafe { len.as_mut() }) else {
+            return Err(Error::invalid("`len` (the length out-parameter) is NULL"));
+        };
+        let buf = out_buf(buf, cap)?;
+        let wait = event_wait(timeout_ms);
+        match h.0.client.take_events(max_events as usize, wait, buf) {
+            Lines::Taken(n) | Lines::TooSmall(n) => {
+                *len = n;
+                Ok(())
+            }
+            Lines::TimedOut => pulled(Pulled::TimedOut, timeout_ms).map(drop),
+            Lines::Closed => pulled(Pulled::Closed, timeout_ms).map(drop),
+        }
+    })
+}
+
+/// For a host whose event loop reads descriptors itself (Node): a new descriptor of the
+/// server's stdout, which the host reads from now on, handing every chunk, in order, to
+/// `mcplug_client_feed`. Nobody else reads it meanwhile, so an answer reaches the host's thread
+/// without a library thread reading it and waking that thread. Calls blocked in the library
+/// (e.g. `mcplug_client_list_tools` on another thread) get their answers from this feeding, so
+/// the host must keep reading while they wait. When the host stops reading (end of stream,
+/// error, closing) it calls `mcplug_client_feed` with `len` 0: the library reads by itself
+/// again. `*fd` is the host's to close. Errors: `not_implemented` (a remote server: no stdout),
+/// `closed`. `out` is NULL on success.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_client_stdout_fd(
+    client: *mut mcplug_client,
+    fd: *mut i32,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary_quiet!(out, {
+        let h = enter(client)?;
+        if fd.is_null() {
+            return Err(Error::invalid(
+                "`fd` (the descriptor out-parameter) is NULL",
+            ));
+        }
+        let n = h.0.client.stdout_fd()?;
+        unsafe { *fd = n };
+        Ok(())
+    })
+}
+
+/// Hands the library `len` bytes the host read from `mcplug_client_stdout_fd` (`len` 0: the
+/// host stopped reading; `data` may then be NULL), then takes the events waiting into `buf` as
+/// `mcplug_client_take_events` does with timeout 0 (the same lines, `max_events`, `*len` and
+/// too-small rule), except that none waiting is `MCPLUG_OK` with `*events_len` 0. Events left
+/// behind (more than `max_events`, or too big for `buf`) are not signalled on the event
+/// descriptor: take them with `mcplug_client_take_events` now. `out` is NULL on success.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_client_feed(
+    client: *mut mcplug_client,
+    data: *const c_char,
+    len: usize,
+    max_events: u32,
+    buf: *mut c_char,
+    cap: usize,
+    events_len: *mut usize,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary_quiet!(out, {
+        let h = enter(client)?;
+        let Some(events_len) = (unsafe { events_len.as_mut() }) else {
+            return Err(Error::invalid(
+                "`events_len` (the length out-parameter) is NULL",
+            ));
+        };
+        let data: &[u8] = if len == 0 {
+            &[]
+        } else if data.is_null() {
+            return Err(Error::invalid(format!("`data` is NULL but `len` is {len}")));
+        } else {
+            // SAFETY: the caller gives `len` readable bytes at `data`.
+            unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
+        };
+        let buf = out_buf(buf, cap)?;
+        *events_len = match h.0.client.feed(data, max_events as usize, buf) {
+            Lines::Taken(n) | Lines::TooSmall(n) => n,
+            Lines::TimedOut | Lines::Closed => 0,
+        };
+        Ok(())
     })
 }
 

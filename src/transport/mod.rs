@@ -114,6 +114,18 @@ pub trait Transport: Send + Sync {
     fn tickets(&self) -> usize {
         0
     }
+    /// For a host whose own event loop reads the incoming side: a new descriptor of it (stdio:
+    /// the server's stdout), which the host reads, handing every chunk in order to
+    /// [`Transport::feed`]; nobody else reads until [`Transport::host_release`]. `None` when this
+    /// transport has no such side.
+    fn host_reader(&self) -> Option<Result<std::os::fd::RawFd, Error>> {
+        None
+    }
+    /// A chunk the host read from the descriptor of [`Transport::host_reader`].
+    fn feed(&self, _data: &[u8]) {}
+    /// The host stopped reading (the end of the stream, an error, closing): the transport reads
+    /// again by itself.
+    fn host_release(&self) {}
     /// Notified when the caller that was driving leaves, so that a waiting one takes over.
     fn baton(&self) -> Option<&tokio::sync::Notify> {
         None

@@ -319,6 +319,9 @@ impl Transport for StdioTransport {
                     self.wait_group_gone(Duration::from_secs(2)).await;
                 }
             }
+            // A host that read stdout and never said it stopped: the reader takes it back, reads
+            // the end of the stream and ends (with the descriptor).
+            self.reader.host_release();
         })
     }
 
@@ -370,6 +373,32 @@ impl Transport for StdioTransport {
 
     fn baton(&self) -> Option<&tokio::sync::Notify> {
         Some(self.reader.baton())
+    }
+
+    fn host_reader(&self) -> Option<Result<std::os::fd::RawFd, Error>> {
+        Some(self.reader.host_take().and_then(|()| {
+            let fd = unsafe { libc::fcntl(self.reader.fd(), libc::F_DUPFD_CLOEXEC, 0) };
+            if fd < 0 {
+                let e = std::io::Error::last_os_error();
+                self.reader.host_release();
+                return Err(Error::transport(format!(
+                    "cannot give the host a descriptor of the server's stdout: {e}"
+                )));
+            }
+            Ok(fd)
+        }))
+    }
+
+    fn feed(&self, data: &[u8]) {
+        if let Some(end) = self.reader.feed(data) {
+            if let Some(me) = self.me.upgrade() {
+                crate::runtime::spawn(async move { me.report_end(end).await });
+            }
+        }
+    }
+
+    fn host_release(&self) {
+        self.reader.host_release();
     }
 }
 

@@ -10,6 +10,13 @@
 //! notifications, server requests and the end of the stream are never missed. The background task
 //! steps aside (deregisters) as soon as it sees a caller, and takes over again once no caller has
 //! been seen for a moment, so back-to-back calls never wake it.
+//!
+//! A host with its own event loop (Node) may take the pipe over ([`SharedReader::host_take`]):
+//! its loop reads stdout and hands every chunk to [`SharedReader::feed`], so an answer reaches
+//! the host's thread without a runtime thread reading it and waking that thread. Nobody else
+//! reads then; callers waiting for answers get them from the host's feeding. When the host stops
+//! (end of stream, error, close) it says so, and the background reads again (the end of the
+//! stream is found again by a read that returns 0).
 
 use super::{Drive, Inbound};
 use crate::error::Error;
@@ -50,6 +57,8 @@ pub(crate) struct SharedReader {
     driver_left: AtomicU64,
     epoch: std::time::Instant,
     finished: AtomicBool,
+    /// The host's own loop reads stdout (see `host_take`): nobody else reads.
+    host: AtomicBool,
     sink: Weak<dyn Inbound>,
     max: usize,
 }
@@ -92,9 +101,14 @@ impl SharedReader {
             driver_left: AtomicU64::new(0),
             epoch: std::time::Instant::now(),
             finished: AtomicBool::new(false),
+            host: AtomicBool::new(false),
             sink,
             max,
         }
+    }
+
+    pub(crate) fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
     }
 
     pub(crate) fn baton(&self) -> &Notify {
@@ -171,7 +185,7 @@ impl SharedReader {
     /// Makes sure the background task reads, without waking a runtime thread for nothing when
     /// it already does (a started call per message would otherwise cost a wake-up each).
     fn wake_background(&self) {
-        if !self.background_active.load(Ordering::SeqCst) {
+        if !self.background_active.load(Ordering::SeqCst) && !self.host.load(Ordering::SeqCst) {
             self.wake_background.notify_one();
         }
     }
@@ -189,7 +203,7 @@ impl SharedReader {
         if self.is_finished() {
             return (Drive::Finished, None);
         }
-        if !self.lone_driver() {
+        if !self.lone_driver() || self.host.load(Ordering::SeqCst) {
             return (Drive::Busy, None);
         }
         let Some(mut state) = self.state.try_lock() else {
@@ -229,7 +243,7 @@ impl SharedReader {
     /// caller saw it first (and reported it).
     pub(crate) async fn background(&self) -> Option<End> {
         loop {
-            if !self.lone_driver() {
+            if !self.lone_driver() && !self.host.load(Ordering::SeqCst) {
                 // SAFETY: the descriptor is owned by `self`, which outlives this registration (it
                 // is dropped at the end of this block).
                 let registered = unsafe {
@@ -250,6 +264,11 @@ impl SharedReader {
                     if self.is_finished() {
                         break;
                     }
+                    if self.host.load(Ordering::SeqCst) {
+                        // The host's loop reads from now on (`host_take` waits for this).
+                        self.background_active.store(false, Ordering::SeqCst);
+                        break;
+                    }
                     if self.lone_driver() {
                         // Step aside, and make sure the lone caller knows it is its turn. A
                         // caller arriving meanwhile saw the flag still set and did not wake us:
@@ -263,6 +282,8 @@ impl SharedReader {
                         break;
                     }
                     let mut guard = tokio::select! {
+                        // The order is fixed (no random pick per message).
+                        biased;
                         g = afd.readable() => match g {
                             Ok(g) => g,
                             Err(e) => return self.background_end(Error::transport(format!("watching the server's stdout failed: {e}"))),
@@ -287,11 +308,65 @@ impl SharedReader {
                 // A caller saw the end and reported it; this task (and its hold on the pipe) ends.
                 return None;
             }
+            if self.host.load(Ordering::SeqCst) {
+                // Until the host stops reading (`host_release` wakes us); no look-back timer.
+                self.wake_background.notified().await;
+                continue;
+            }
             tokio::select! {
                 _ = tokio::time::sleep(LOOK_BACK_EVERY) => {}
                 _ = self.wake_background.notified() => {}
             }
         }
+    }
+
+    /// The host's loop reads stdout from now on and hands each chunk to [`SharedReader::feed`].
+    /// Returns once nobody else can read (the background stepped aside, a caller's turn ended),
+    /// so that no byte is read out of order.
+    pub(crate) fn host_take(&self) -> Result<(), Error> {
+        if self.is_finished() {
+            return Err(Error::closed("the server's stdout has ended"));
+        }
+        self.host.store(true, Ordering::SeqCst);
+        self.wake_background.notify_one();
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        loop {
+            {
+                // Waits for a read in progress (the background's, or a caller's turn).
+                let _state = self.state.lock();
+                if !self.background_active.load(Ordering::SeqCst) {
+                    return Ok(());
+                }
+            }
+            if std::time::Instant::now() > deadline {
+                self.host_release();
+                return Err(Error::transport(
+                    "the library's reader of the server's stdout did not step aside",
+                ));
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    /// The host stopped reading (the end of the stream, an error, or it closes): the background
+    /// (or a waiting caller) reads again.
+    pub(crate) fn host_release(&self) {
+        if self.host.swap(false, Ordering::SeqCst) {
+            self.wake_background.notify_one();
+            self.baton.notify_one();
+        }
+    }
+
+    /// Delivers a chunk the host's loop read from stdout (in order). `Some` when the stream
+    /// cannot go on (a message over the size limit).
+    pub(crate) fn feed(&self, data: &[u8]) -> Option<End> {
+        if self.is_finished() {
+            return None;
+        }
+        let mut state = self.state.lock();
+        let end = self.consume(&mut state, data)?;
+        drop(state);
+        self.claim_end(end)
     }
 
     fn background_end(&self, end: End) -> Option<End> {
@@ -308,7 +383,7 @@ impl SharedReader {
     }
 
     /// Reads once, or with `drain` until the pipe is empty (the reactor's readiness is edge-
-    /// triggered), delivering every complete line. `Some` at the end of the stream or on a fatal
+    /// triggered; a short read says it is empty), delivering every complete line. `Some` at the end of the stream or on a fatal
     /// error.
     fn read_some(&self, state: &mut ReadState, drain: bool) -> Option<End> {
         let ReadState { chunk, partial } = state;
@@ -328,31 +403,45 @@ impl SharedReader {
                     ))),
                 };
             }
-            let mut data = &chunk[..n as usize];
-            while let Some(i) = memchr::memchr(b'\n', data) {
-                if partial.len() + i > self.max {
-                    return Some(self.too_big());
-                }
-                if partial.is_empty() {
-                    self.deliver(&data[..i]);
-                } else {
-                    partial.extend_from_slice(&data[..i]);
-                    self.deliver(partial);
-                    partial.clear();
-                    if partial.capacity() > (1 << 20) {
-                        partial.shrink_to(64 << 10);
-                    }
-                }
-                data = &data[i + 1..];
+            if let Some(end) = self.lines(partial, &chunk[..n as usize]) {
+                return Some(end);
             }
-            if partial.len() + data.len() > self.max {
-                return Some(self.too_big());
-            }
-            partial.extend_from_slice(data);
-            if !drain {
+            // A pipe's read returns all it holds up to the size asked for: a short read left it
+            // empty, and whatever the server writes next is a new readiness edge. Reading again
+            // would only find EAGAIN (one syscall per answer).
+            if !drain || (n as usize) < chunk.len() {
                 return None;
             }
         }
+    }
+
+    /// Delivers every complete line of `data` (after what `partial` holds) and keeps the rest.
+    fn lines(&self, partial: &mut Vec<u8>, mut data: &[u8]) -> Option<End> {
+        while let Some(i) = memchr::memchr(b'\n', data) {
+            if partial.len() + i > self.max {
+                return Some(self.too_big());
+            }
+            if partial.is_empty() {
+                self.deliver(&data[..i]);
+            } else {
+                partial.extend_from_slice(&data[..i]);
+                self.deliver(partial);
+                partial.clear();
+                if partial.capacity() > (1 << 20) {
+                    partial.shrink_to(64 << 10);
+                }
+            }
+            data = &data[i + 1..];
+        }
+        if partial.len() + data.len() > self.max {
+            return Some(self.too_big());
+        }
+        partial.extend_from_slice(data);
+        None
+    }
+
+    fn consume(&self, state: &mut ReadState, data: &[u8]) -> Option<End> {
+        self.lines(&mut state.partial, data)
     }
 
     fn too_big(&self) -> Error {

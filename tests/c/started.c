@@ -1,6 +1,7 @@
 /* Started calls, through the C ABI: mcplug_client_call_tool_start / _request_start, their
  * completion events, mcplug_client_event_fd (poll) and mcplug_client_next_events (many at once),
- * mcplug_client_cancel_call — against the fault server (legacy era: the direct way), the Python
+ * mcplug_client_take_events (into the host's buffer, one event per line), the host reading the
+ * server's stdout itself (mcplug_client_stdout_fd, mcplug_client_feed), mcplug_client_cancel_call — against the fault server (legacy era: the direct way), the Python
  * SDK's 2026-07-28 server (the task way), and server-everything. Every started call must
  * complete exactly once: with its own answer, its timeout, its cancel, or the connection's end
  * (before the final `closed` event). */
@@ -8,6 +9,7 @@
 
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 
 #define MAX_CALLS 2000
 
@@ -202,6 +204,218 @@ static void burst_blocking(mcplug_client *c, int n, const char *what) {
           n, t.bad);
 }
 
+/* Drains a descriptor the way an event loop that reads it does (Node's sockets). */
+static void read_fd(int fd) {
+    char sink[64];
+    while (readable(fd, 0) && read(fd, sink, sizeof sink) > 0) {
+    }
+}
+
+/* The same burst, pulled with take_events into a buffer that starts too small and grows; the host
+ * reads the descriptor itself, so the pulls leave it alone. Each completion with a result has the
+ * fixed prefix the header promises. */
+static void burst_take_events(mcplug_client *c, int n, const char *what) {
+    struct tally t = {0};
+    char *out = NULL, *buf = NULL;
+    size_t cap = 16, len = 0;
+    int fd = -1, i, grew = 0, lines = 0, prefixed = 0, results = 0;
+    double until;
+    mcplug_status st = mcplug_client_event_fd(c, &fd, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "%s: event_fd -> OK", what);
+    buf = malloc(cap);
+    reset();
+    t.n = n;
+    for (i = 1; i <= n; i++) {
+        char args[64];
+        snprintf(args, sizeof args, "{\"message\":\"m%d\"}", i);
+        st = mcplug_client_call_tool_start(c, "echo", args, i > 1 ? "{\"defer\":true}" : NULL, &numbers[i], &out);
+        if (st != MCPLUG_OK) CHECK_STATUS(st, MCPLUG_OK, out, "%s: start call %d", what, i);
+    }
+    st = mcplug_client_flush(c, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "%s: flush", what);
+    until = now_s() + bound_s(20.0);
+    while (t.done < n && now_s() < until) {
+        if (!readable(fd, 100)) continue;
+        read_fd(fd);
+        for (;;) {
+            char *p, *end;
+            st = mcplug_client_take_events(c, 16, 0, buf, cap, &len, &out);
+            if (st == MCPLUG_TIMEOUT) {
+                drop(&out);
+                break;
+            }
+            if (st != MCPLUG_OK) CHECK_STATUS(st, MCPLUG_OK, out, "%s: take_events -> OK", what);
+            if (out != NULL) CHECK(0, "%s: take_events leaves *out NULL on OK", what);
+            if (len > cap) {
+                cap = len;
+                buf = realloc(buf, cap);
+                grew++;
+                continue;
+            }
+            for (p = buf; p < buf + len; p = end + 1) {
+                char *line;
+                end = memchr(p, '\n', (size_t)(buf + len - p));
+                if (end == NULL) CHECK(0, "%s: every event ends with a newline", what);
+                line = malloc((size_t)(end - p) + 1);
+                memcpy(line, p, (size_t)(end - p));
+                line[end - p] = '\0';
+                lines++;
+                if (contains(line, "\"result\":")) {
+                    char prefix[64];
+                    results++;
+                    snprintf(prefix, sizeof prefix, "{\"type\":\"completion\",\"call\":%" PRIu64 ",\"result\":{",
+                             call_of(line));
+                    if (strncmp(line, prefix, strlen(prefix)) == 0 && line[end - p - 1] == '}') prefixed++;
+                }
+                on_event(line, &t);
+                free(line);
+            }
+        }
+    }
+    CHECK(t.done == n && t.bad == 0, "%s: %d of %d completions through take_events, %d bad", what, t.done, n,
+          t.bad);
+    CHECK(grew >= 1 && cap > 16, "%s: a buffer too small for an event grows to the size it asked for (%zu)",
+          what, cap);
+    CHECK(lines == t.done + t.others && results == n && prefixed == n,
+          "%s: one line per event, each result completion written with the fixed prefix (%d of %d)", what,
+          prefixed, results);
+    CHECK(!readable(fd, 0), "%s: the descriptor is quiet: the host read it, the pulls did not", what);
+
+    /* A host that does not read the descriptor: the pull that took the last event left it
+     * readable; the next pull finds nothing and empties it. */
+    cap = 4096;
+    buf = realloc(buf, cap);
+    st = mcplug_client_call_tool_start(c, "echo", "{\"message\":\"unread\"}", NULL, &numbers[1], &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "%s: start one more", what);
+    CHECK(readable(fd, (int)(bound_s(5.0) * 1000)), "%s: the descriptor wakes for it", what);
+    st = mcplug_client_take_events(c, 16, 0, buf, cap, &len, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "%s: take_events", what);
+    CHECK(len < cap, "%s: it fits", what);
+    buf[len] = '\0';
+    CHECK_OUT(call_of(buf) == numbers[1] && contains(buf, "Echo: unread"), buf, "%s: its completion", what);
+    CHECK(readable(fd, 0), "%s: the pull that took the last event left the descriptor as it was", what);
+    st = mcplug_client_take_events(c, 16, 0, buf, cap, &len, &out);
+    CHECK_STATUS(st, MCPLUG_TIMEOUT, out, "%s: then nothing left", what);
+    drop(&out);
+    CHECK(!readable(fd, 0), "%s: a pull that finds nothing leaves the descriptor quiet", what);
+
+    st = mcplug_client_take_events(c, 16, 0, buf, cap, NULL, &out);
+    CHECK_STATUS(st, MCPLUG_INVALID_ARGUMENT, out, "%s: take_events with len NULL -> INVALID_ARGUMENT", what);
+    CHECK(is_error(out, "invalid_argument", "`len`"), "the error names `len`");
+    drop(&out);
+    st = mcplug_client_take_events(c, 16, 0, NULL, 8, &len, &out);
+    CHECK_STATUS(st, MCPLUG_INVALID_ARGUMENT, out, "%s: take_events with buf NULL, cap 8 -> INVALID_ARGUMENT", what);
+    drop(&out);
+    st = mcplug_client_take_events(c, 16, 0, NULL, 0, &len, &out);
+    CHECK_STATUS(st, MCPLUG_TIMEOUT, out, "%s: buf NULL with cap 0 is fine (nothing waits)", what);
+    drop(&out);
+    free(buf);
+    close(fd);
+}
+
+/* Feeds what a read of the server's stdout gave, and handles the events it made. */
+static void feed_lines(mcplug_client *c, const char *data, size_t n, char *buf, size_t cap, struct tally *t,
+                       const char *what) {
+    size_t len = 0;
+    char *out = NULL, *p, *end;
+    mcplug_status st = mcplug_client_feed(c, data, n, 64, buf, cap, &len, &out);
+    if (st != MCPLUG_OK) CHECK_STATUS(st, MCPLUG_OK, out, "%s: feed -> OK", what);
+    if (len > cap) CHECK(0, "%s: events fit the test's buffer (%zu)", what, len);
+    for (p = buf; p < buf + len; p = end + 1) {
+        end = memchr(p, '\n', (size_t)(buf + len - p));
+        *end = '\0';
+        on_event(p, t);
+    }
+}
+
+struct blocking_call {
+    mcplug_client *c;
+    volatile int ok;
+};
+
+static void *blocking_echo(void *arg) {
+    struct blocking_call *b = arg;
+    char *out = NULL;
+    mcplug_status st = mcplug_client_call_tool(b->c, "echo", "{\"message\":\"fed\"}", NULL, &out);
+    b->ok = st == MCPLUG_OK && contains(out, "Echo: fed");
+    drop(&out);
+    return NULL;
+}
+
+/* The host reads the server's stdout itself, in small reads (lines arrive in pieces), and feeds
+ * the library: started calls complete, a call blocked on another thread gets its answer from the
+ * feeding, and once the host stops (feed with 0 bytes) the library reads by itself again. */
+static void host_reads_stdout(mcplug_client *c, int n, const char *what) {
+    struct tally t = {0};
+    struct blocking_call b = {c, 0};
+    pthread_t th;
+    char *out = NULL, chunk[37], buf[1 << 16];
+    size_t len = 0;
+    int fd = -1, efd = -1, i, reads = 0;
+    double until;
+    mcplug_status st = mcplug_client_stdout_fd(c, NULL, &out);
+    CHECK_STATUS(st, MCPLUG_INVALID_ARGUMENT, out, "%s: stdout_fd with fd NULL -> INVALID_ARGUMENT", what);
+    drop(&out);
+    st = mcplug_client_event_fd(c, &efd, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "%s: event_fd", what);
+    st = mcplug_client_stdout_fd(c, &fd, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "%s: stdout_fd -> OK", what);
+    CHECK(out == NULL && fd >= 0, "%s: stdout_fd gives a descriptor and no string", what);
+    reset();
+    t.n = n;
+    for (i = 1; i <= n; i++) {
+        char args[64];
+        snprintf(args, sizeof args, "{\"message\":\"m%d\"}", i);
+        st = mcplug_client_call_tool_start(c, "echo", args, NULL, &numbers[i], &out);
+        if (st != MCPLUG_OK) CHECK_STATUS(st, MCPLUG_OK, out, "%s: start call %d", what, i);
+    }
+    CHECK(pthread_create(&th, NULL, blocking_echo, &b) == 0, "%s: a thread blocks in call_tool", what);
+    until = now_s() + bound_s(20.0);
+    while ((t.done < n || !b.ok) && now_s() < until) {
+        struct pollfd p[2] = {{fd, POLLIN, 0}, {efd, POLLIN, 0}};
+        if (poll(p, 2, 100) <= 0) continue;
+        if (p[0].revents) {
+            ssize_t r = read(fd, chunk, sizeof chunk);
+            if (r <= 0) break;
+            reads++;
+            feed_lines(c, chunk, (size_t)r, buf, sizeof buf, &t, what);
+        }
+        if (p[1].revents) {
+            read_fd(efd);
+            while (mcplug_client_take_events(c, 64, 0, buf, sizeof buf, &len, &out) == MCPLUG_OK) {
+                char *q, *end;
+                for (q = buf; q < buf + len; q = end + 1) {
+                    end = memchr(q, '\n', (size_t)(buf + len - q));
+                    *end = '\0';
+                    on_event(q, &t);
+                }
+            }
+            drop(&out);
+        }
+    }
+    pthread_join(th, NULL);
+    CHECK(t.done == n && t.bad == 0, "%s: %d of %d completions from the host's feeding (%d reads of <= 37 bytes: lines in pieces), %d bad",
+          what, t.done, n, reads, t.bad);
+    CHECK(b.ok, "%s: the call blocked on another thread got its answer from the feeding", what);
+
+    st = mcplug_client_feed(c, chunk, 1, 8, buf, sizeof buf, NULL, &out);
+    CHECK_STATUS(st, MCPLUG_INVALID_ARGUMENT, out, "%s: feed with events_len NULL -> INVALID_ARGUMENT", what);
+    drop(&out);
+    st = mcplug_client_feed(c, NULL, 5, 8, buf, sizeof buf, &len, &out);
+    CHECK_STATUS(st, MCPLUG_INVALID_ARGUMENT, out, "%s: feed with data NULL, len 5 -> INVALID_ARGUMENT", what);
+    drop(&out);
+
+    /* The host stops reading: the library reads by itself again. */
+    st = mcplug_client_feed(c, NULL, 0, 8, buf, sizeof buf, &len, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "%s: feed with nothing (the host stops reading) -> OK", what);
+    close(fd);
+    st = mcplug_client_call_tool(c, "echo", "{\"message\":\"again\"}", NULL, &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "Echo: again"), out, "%s: then a blocking call is read by the library", what);
+    drop(&out);
+    read_fd(efd);
+    close(efd);
+}
+
 static void legacy_fault_server(void) {
     char server[1024], *out = NULL;
     uint64_t call = 0, sleeper = 0;
@@ -214,6 +428,8 @@ static void legacy_fault_server(void) {
     c = connect_or_die(server, NULL, "the fault server (legacy era)");
     burst_of_echoes(c, n, "fault server");
     burst_blocking(c, n, "fault server");
+    burst_take_events(c, n, "fault server");
+    host_reads_stdout(c, n, "fault server");
 
     /* A thread blocked in next_events while a started call is in flight still wakes at once for
      * an event that does not come from the server (here another call's timer). */
