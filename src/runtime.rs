@@ -71,6 +71,25 @@ pub fn on_host_thread() -> bool {
     IN_HOST_CALL.with(Cell::get)
 }
 
+/// Runs `fut` on a runtime thread and waits for it. For the HTTP and WebSocket stacks' futures
+/// (reqwest, hyper, tungstenite: deep poll frames), which a host thread must not poll itself: its
+/// stack may be small (koffi runs a Node binding's asynchronous calls on 128 KiB, where the
+/// legacy HTTP connect overflowed it). A caller that stops waiting leaves the work to finish
+/// there.
+pub async fn on_worker<T, F>(fut: F) -> Result<T, crate::error::Error>
+where
+    F: Future<Output = Result<T, crate::error::Error>> + Send + 'static,
+    T: Send + 'static,
+{
+    match spawn(fut).await {
+        Ok(out) => out,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => Err(crate::error::Error::closed(
+            "the library's runtime is shutting down",
+        )),
+    }
+}
+
 pub fn spawn<F>(fut: F) -> tokio::task::JoinHandle<F::Output>
 where
     F: Future + Send + 'static,

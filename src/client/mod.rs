@@ -170,13 +170,23 @@ impl Client {
                 shared.param_headers.clone(),
                 sink,
             )?,
+            // The HTTP and WebSocket stacks connect on a runtime thread (see
+            // `runtime::on_worker`).
             ServerSpec::Sse { config, .. } => {
-                crate::transport::sse::SseTransport::connect(config, shared.remote_limits(), sink)
-                    .await?
+                let (config, limits) = (config.clone(), shared.remote_limits());
+                crate::runtime::on_worker(async move {
+                    let t = crate::transport::sse::SseTransport::connect(&config, limits, sink);
+                    t.await.map(|t| t as Arc<dyn Transport>)
+                })
+                .await?
             }
             ServerSpec::Ws { config, .. } => {
-                crate::transport::ws::WsTransport::connect(config, shared.remote_limits(), sink)
-                    .await?
+                let (config, limits) = (config.clone(), shared.remote_limits());
+                crate::runtime::on_worker(async move {
+                    let t = crate::transport::ws::WsTransport::connect(&config, limits, sink);
+                    t.await.map(|t| t as Arc<dyn Transport>)
+                })
+                .await?
             }
         };
         let _ = shared.transport.set(transport);

@@ -124,7 +124,7 @@ pub unsafe extern "C" fn mcplug_client_connect(
             }
         };
         let opts = ConnectOptions::parse(options.as_ref())?;
-        let (c, info) = runtime::block_on(Client::connect(&spec, opts, tag.as_deref()))?;
+        let (c, info) = runtime::block_on(Box::pin(Client::connect(&spec, opts, tag.as_deref())))?;
         let handle = Box::new(mcplug_client {
             client: c,
             active: AtomicUsize::new(0),

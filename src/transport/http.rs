@@ -916,7 +916,7 @@ impl HttpTransport {
                         let target = out.cancels.clone().unwrap_or_default();
                         if self.modern_now().is_none() {
                             // Legacy: a disconnect is no cancellation; say it, then stop reading.
-                            let _ = self.post_simple(line, &out).await;
+                            let _ = self.clone().post_on_worker(line, &out).await;
                         }
                         // Modern: closing the request's stream is the cancellation.
                         if let Some(task) = self.inflight.lock().remove(&target) {
@@ -935,12 +935,19 @@ impl HttpTransport {
                                 let _ = tokio::time::timeout(GET_STREAM_WAIT, ready).await;
                             }
                         }
-                        self.post_simple(line, &out).await?;
+                        self.clone().post_on_worker(line, &out).await?;
                     }
                 }
             }
             Ok(())
         })
+    }
+
+    /// `post_simple` on a runtime thread (reqwest's futures never run on a host thread's stack:
+    /// see `runtime::on_worker`).
+    async fn post_on_worker(self: Arc<Self>, line: &[u8], out: &Outgoing) -> Result<(), Error> {
+        let (line, out) = (line.to_vec(), out.clone());
+        crate::runtime::on_worker(async move { self.post_simple(&line, &out).await }).await
     }
 }
 
@@ -1001,7 +1008,11 @@ impl Transport for HttpTransport {
                 // End the session; 200, 202, 404 (already gone) and 405 (not allowed) all do.
                 let delete = self.base(self.http.delete(self.url.clone()), None).send();
                 let grace = self.limits.shutdown_grace.max(Duration::from_millis(500));
-                let _ = tokio::time::timeout(grace, delete).await;
+                let _ = crate::runtime::on_worker(async move {
+                    let _ = tokio::time::timeout(grace, delete).await;
+                    Ok(())
+                })
+                .await;
             }
         })
     }

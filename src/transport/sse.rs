@@ -166,19 +166,24 @@ impl Transport for SseTransport {
             for line in remote::lines(&message) {
                 let out = Outgoing::peek(line);
                 let what = out.method().to_string();
-                let post = async {
-                    let resp = self
+                let me = self.clone();
+                let line = line.to_vec();
+                let what2 = what.clone();
+                // On a runtime thread: see `runtime::on_worker`.
+                let post = crate::runtime::on_worker(async move {
+                    let (this, what) = (me, what2);
+                    let resp = this
                         .http
-                        .post(self.endpoint.clone())
-                        .headers(self.headers.clone())
+                        .post(this.endpoint.clone())
+                        .headers(this.headers.clone())
                         .header(CONTENT_TYPE, "application/json")
-                        .body(line.to_vec())
+                        .body(line)
                         .send()
                         .await
                         .map_err(|e| {
                             remote::request_error(
                                 &format!("POST ({what})"),
-                                self.endpoint.as_str(),
+                                this.endpoint.as_str(),
                                 &e,
                             )
                         })?;
@@ -189,13 +194,13 @@ impl Transport for SseTransport {
                     } else {
                         Err(status_error(
                             "POST",
-                            self.endpoint.as_str(),
+                            this.endpoint.as_str(),
                             &what,
                             status,
                             &body,
                         ))
                     }
-                };
+                });
                 // A request's answer comes on the stream, under the caller's timer; the POST
                 // itself is only accepted.
                 let limit = self.limits.connect_timeout;

@@ -7,6 +7,7 @@
 #include "check.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 
 static void remote_json(char *buf, size_t cap, const char *type, const char *url) {
     snprintf(buf, cap, "{\"type\":\"%s\",\"url\":\"%s\",\"headers\":{\"X-Test\":\"c\"}}", type, url);
@@ -137,8 +138,50 @@ static void faults(const char *base) {
     mcplug_client_free(c);
 }
 
+/* A host thread with a small stack (koffi runs a Node binding's asynchronous calls on 128 KiB):
+ * the HTTP stack's futures must not run on it, nor the connect future sit in its frames. The
+ * legacy connect used to POST notifications/initialized with reqwest on the caller's thread and
+ * overflowed such a stack. This test links the debug build, whose frames are larger: 192 KiB
+ * (it needed 384 before; the release build now connects on 64 KiB). */
+struct small_stack_args {
+    const char *type, *url;
+    int connected, echoed;
+};
+
+static void *small_stack_host(void *arg) {
+    struct small_stack_args *a = arg;
+    char server[1024], *out = NULL;
+    mcplug_client *c = NULL;
+    remote_json(server, sizeof server, a->type, a->url);
+    if (mcplug_client_connect(server, NULL, &c, &out) == MCPLUG_OK) {
+        a->connected = 1;
+        mcplug_string_free(out);
+        out = NULL;
+        if (mcplug_client_call_tool(c, "echo", "{\"message\":\"small stack\"}", NULL, &out) == MCPLUG_OK)
+            a->echoed = contains(out, "Echo: small stack");
+        mcplug_client_free(c);
+    }
+    mcplug_string_free(out);
+    return NULL;
+}
+
+static void small_stack(const char *type, const char *url) {
+    struct small_stack_args a = {type, url, 0, 0};
+    pthread_attr_t attr;
+    pthread_t t;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 192 * 1024);
+    CHECK(pthread_create(&t, &attr, small_stack_host, &a) == 0, "%s: a host thread with a 192 KiB stack", type);
+    pthread_join(t, NULL);
+    pthread_attr_destroy(&attr);
+    CHECK(a.connected && a.echoed, "%s: connects, calls and closes on that thread (connected %d, echoed %d)", type,
+          a.connected, a.echoed);
+}
+
 int main(void) {
     test_init();
+    small_stack("http", peer("MCPLUG_HTTP_URL"));
+    small_stack("sse", peer("MCPLUG_SSE_URL"));
     everything("http", peer("MCPLUG_HTTP_URL"));
     everything("sse", peer("MCPLUG_SSE_URL"));
     modern(peer("MCPLUG_MODERN_HTTP_URL"));
