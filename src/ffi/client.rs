@@ -455,6 +455,16 @@ pub unsafe extern "C" fn mcplug_client_event_fd(
     fd: *mut i32,
     out: *mut *mut c_char,
 ) -> mcplug_status {
+    unsafe { descriptor_out(client, fd, out, Client::event_fd) }
+}
+
+/// The descriptor getters' common body: `get`'s descriptor into `*fd`, checked.
+unsafe fn descriptor_out(
+    client: *mut mcplug_client,
+    fd: *mut i32,
+    out: *mut *mut c_char,
+    get: fn(&Client) -> Result<i32, Error>,
+) -> mcplug_status {
     ffi_boundary_quiet!(out, {
         let h = enter(client)?;
         if fd.is_null() {
@@ -462,7 +472,7 @@ pub unsafe extern "C" fn mcplug_client_event_fd(
                 "`fd` (the descriptor out-parameter) is NULL",
             ));
         }
-        let n = h.0.client.event_fd()?;
+        let n = get(&h.0.client)?;
         unsafe { *fd = n };
         Ok(())
     })
@@ -553,17 +563,7 @@ pub unsafe extern "C" fn mcplug_client_stdout_fd(
     fd: *mut i32,
     out: *mut *mut c_char,
 ) -> mcplug_status {
-    ffi_boundary_quiet!(out, {
-        let h = enter(client)?;
-        if fd.is_null() {
-            return Err(Error::invalid(
-                "`fd` (the descriptor out-parameter) is NULL",
-            ));
-        }
-        let n = h.0.client.stdout_fd()?;
-        unsafe { *fd = n };
-        Ok(())
-    })
+    unsafe { descriptor_out(client, fd, out, Client::stdout_fd) }
 }
 
 /// Hands the library `len` bytes the host read from `mcplug_client_stdout_fd` (`len` 0: the

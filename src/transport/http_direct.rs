@@ -166,7 +166,7 @@ impl Direct {
         request.extend_from_slice(&self.head);
         request.extend_from_slice(extra);
         request.extend_from_slice(b"content-length: ");
-        push_decimal(&mut request, line.len());
+        crate::protocol::write_u64(&mut request, line.len() as u64);
         request.extend_from_slice(b"\r\n\r\n");
         let body_at = request.len();
         request.extend_from_slice(line);
@@ -365,20 +365,6 @@ impl Direct {
     fn forget_addresses(&self) {
         *self.resolved.lock() = None;
     }
-}
-
-fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
 }
 
 /// Whether the server closed (or wrote on) an idle connection: it cannot take a request.
