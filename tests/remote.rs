@@ -370,6 +370,31 @@ fn stats(c: &Client) -> Value {
     serde_json::from_str(&text_of(&call(c, "stats", json!({}), json!({})).unwrap())).unwrap()
 }
 
+/// Three `echo_kept` calls (the fault server ends each response stream 0.5 s after its answer):
+/// each answer comes at once, not after the stream's end, and once the end came the connection is
+/// taken again: no new connection after the first `stats` call. Returns the stats after them.
+fn answers_before_the_end_on_one_connection(c: &Client) -> Value {
+    let before = stats(c)["connections"].as_u64().unwrap();
+    for i in 0..3 {
+        let t = Instant::now();
+        let r = call(c, "echo_kept", json!({"message": i.to_string()}), json!({})).unwrap();
+        assert_eq!(text_of(&r), format!("Echo: {i}"));
+        let took = t.elapsed();
+        assert!(
+            took < Duration::from_millis(400),
+            "the answer waited for the stream's end: {took:?}"
+        );
+        std::thread::sleep(Duration::from_millis(800)); // past the stream's end
+    }
+    let s = stats(c);
+    assert_eq!(
+        s["connections"].as_u64().unwrap(),
+        before,
+        "no new connection after the first stats call: {s}"
+    );
+    s
+}
+
 #[test]
 fn sessions_headers_and_the_delete_on_close() {
     let peer = fault_http();
@@ -421,30 +446,7 @@ fn an_answer_comes_at_once_and_its_stream_is_read_to_the_end_keeping_the_connect
     )
     .unwrap();
     std::thread::sleep(Duration::from_millis(300)); // the GET stream's attempt (405) is over
-    let before = stats(&c)["connections"].as_u64().unwrap();
-    for i in 0..3 {
-        let t = Instant::now();
-        let r = call(
-            &c,
-            "echo_kept",
-            json!({"message": i.to_string()}),
-            json!({}),
-        )
-        .unwrap();
-        assert_eq!(text_of(&r), format!("Echo: {i}"));
-        let took = t.elapsed();
-        assert!(
-            took < Duration::from_millis(400),
-            "the answer waited for the stream's end: {took:?}"
-        );
-        std::thread::sleep(Duration::from_millis(800)); // past the stream's end
-    }
-    let s = stats(&c);
-    assert_eq!(
-        s["connections"].as_u64().unwrap(),
-        before,
-        "no new connection after the first stats call: {s}"
-    );
+    answers_before_the_end_on_one_connection(&c);
     block_on(c.close());
 }
 
@@ -613,26 +615,7 @@ fn the_modern_era_direct_path_keeps_every_fault_clear() {
     );
     // The stream's end comes 0.5 s after the answer: the call does not wait for it, and the
     // connection is taken again once it came.
-    let before = stats(&c)["connections"].as_u64().unwrap();
-    for i in 0..3 {
-        let t = Instant::now();
-        let r = call(
-            &c,
-            "echo_kept",
-            json!({"message": i.to_string()}),
-            json!({}),
-        )
-        .unwrap();
-        assert_eq!(text_of(&r), format!("Echo: {i}"));
-        assert!(
-            t.elapsed() < Duration::from_millis(400),
-            "{:?}",
-            t.elapsed()
-        );
-        std::thread::sleep(Duration::from_millis(700));
-    }
-    let s = stats(&c);
-    assert_eq!(s["connections"].as_u64().unwrap(), before, "{s}");
+    let s = answers_before_the_end_on_one_connection(&c);
     assert_eq!(s["headers"]["MCP-Protocol-Version"], "2026-07-28", "{s}");
     assert_eq!(s["headers"]["Mcp-Name"], "stats", "{s}");
     // Timeouts on time; the endless stream is closed (the modern era's cancellation).
