@@ -130,6 +130,41 @@ fn a_silent_server_hits_the_connect_timeout() {
 }
 
 #[test]
+fn an_answer_written_in_pieces_survives_the_readers_wake_ups() {
+    // A caller waiting alone reads the pipe with a blocking read, which the library's waker ends
+    // every drive slice (20 ms) by writing a byte no UTF-8 text contains. Here the server writes
+    // its answer line in parts 45 ms apart, so those bytes land inside the line: the reader must
+    // drop them wherever they are, and the answer must come through whole.
+    let (c, _) = connect("normal", json!({})).unwrap();
+    let message = "naïve café ".repeat(40);
+    for pieces in [2, 5] {
+        let r = call(
+            &c,
+            "dribble",
+            json!({"message": message, "pieces": pieces, "pause_ms": 45}),
+            json!({}),
+        )
+        .unwrap();
+        assert_eq!(text_of(&r), message, "{pieces} pieces");
+    }
+    // And the stream is still in step: the next answer is the next call's.
+    assert_eq!(
+        text_of(&call(&c, "echo", json!({"message": "after"}), json!({})).unwrap()),
+        "Echo: after"
+    );
+    // A blocked read still ends at the call's deadline.
+    let t = Instant::now();
+    let e = call(&c, "sleep", json!({"ms": 3000}), json!({"timeout_ms": 150})).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
+    assert!(
+        t.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        t.elapsed()
+    );
+    block_on(c.close());
+}
+
+#[test]
 fn a_call_timeout_cancels_on_the_server_and_keeps_the_connection() {
     let (c, _) = connect("normal", json!({})).unwrap();
     let e = call(&c, "sleep", json!({"ms": 5000}), json!({"timeout_ms": 100})).unwrap_err();

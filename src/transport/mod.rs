@@ -11,6 +11,7 @@ pub mod remote;
 pub mod sse;
 pub mod stdio;
 mod stdio_read;
+mod stdio_wake;
 pub mod ws;
 
 use crate::error::Error;

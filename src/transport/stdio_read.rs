@@ -18,6 +18,7 @@
 //! (end of stream, error, close) it says so, and the background reads again (the end of the
 //! stream is found again by a read that returns 0).
 
+use super::stdio_wake::Blocked;
 use super::{Drive, Inbound};
 use crate::error::Error;
 use parking_lot::Mutex;
@@ -37,6 +38,9 @@ const REREAD_WINDOW: Duration = Duration::from_millis(2);
 
 pub(crate) struct SharedReader {
     fd: OwnedFd,
+    /// A blocking description of the same pipe, for the lone caller's `read` (see
+    /// `stdio_wake`); `None` where /proc cannot give one (the caller polls first then).
+    blocked: Option<std::sync::Arc<Blocked>>,
     /// Held by whoever reads; never across an `.await`.
     state: Mutex<ReadState>,
     /// Callers currently waiting for an answer on this connection.
@@ -87,6 +91,7 @@ impl SharedReader {
             libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
         }
         SharedReader {
+            blocked: Blocked::open(fd.as_raw_fd()),
             fd,
             state: Mutex::new(ReadState {
                 chunk: vec![0u8; READ_CHUNK].into_boxed_slice(),
@@ -209,6 +214,22 @@ impl SharedReader {
         let Some(mut state) = self.state.try_lock() else {
             return (Drive::Busy, None);
         };
+        if let (Some(blocked), None) = (&self.blocked, also) {
+            if !wait.is_zero() {
+                // Read as a blocking client does: one system call that returns with the data;
+                // the waker ends it at `wait` if nothing comes.
+                blocked.begin(wait);
+                let outcome = self.read_from(blocked.fd(), &mut state, false);
+                blocked.end();
+                return match outcome {
+                    None => (Drive::Turned, None),
+                    Some(end) => {
+                        drop(state);
+                        (Drive::Finished, self.claim_end(end))
+                    }
+                };
+            }
+        }
         let mut pfd = [
             libc::pollfd {
                 fd: self.fd.as_raw_fd(),
@@ -386,10 +407,14 @@ impl SharedReader {
     /// triggered; a short read says it is empty), delivering every complete line. `Some` at the end of the stream or on a fatal
     /// error.
     fn read_some(&self, state: &mut ReadState, drain: bool) -> Option<End> {
+        self.read_from(self.fd.as_raw_fd(), state, drain)
+    }
+
+    /// [`SharedReader::read_some`] from `fd` (the non-blocking descriptor, or the blocking one).
+    fn read_from(&self, fd: RawFd, state: &mut ReadState, drain: bool) -> Option<End> {
         let ReadState { chunk, partial } = state;
         loop {
-            let n =
-                unsafe { libc::read(self.fd.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len()) };
+            let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
             if n == 0 {
                 return Some(Error::closed("the server closed its stdout"));
             }
@@ -416,7 +441,15 @@ impl SharedReader {
     }
 
     /// Delivers every complete line of `data` (after what `partial` holds) and keeps the rest.
-    fn lines(&self, partial: &mut Vec<u8>, mut data: &[u8]) -> Option<End> {
+    fn lines(&self, partial: &mut Vec<u8>, data: &[u8]) -> Option<End> {
+        // The waker's bytes, wherever they landed (even inside a line the server is writing).
+        match self.blocked.as_ref().and_then(|b| b.strip(data)) {
+            Some(kept) => self.split_lines(partial, &kept),
+            None => self.split_lines(partial, data),
+        }
+    }
+
+    fn split_lines(&self, partial: &mut Vec<u8>, mut data: &[u8]) -> Option<End> {
         while let Some(i) = memchr::memchr(b'\n', data) {
             if partial.len() + i > self.max {
                 return Some(self.too_big());

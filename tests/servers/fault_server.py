@@ -21,7 +21,8 @@ this one exists only for the faults.
           | modern-nolisten (the same capabilities, but subscriptions/listen is -32601)
 
 Tools (every mode that answers): echo {message}, sleep {ms}, cancelled_ids {}, crash {},
-big {bytes}, stderr {line}, last_meta {} (the `_meta` of this very request, as JSON text),
+big {bytes}, stderr {line}, dribble {message, pieces, pause_ms} (not listed: writes its answer
+line in pieces, pause_ms apart), last_meta {} (the `_meta` of this very request, as JSON text),
 ask {method, params, wait_ms} (sends that request to the client and answers with the client's
 response as JSON text, or "no answer" after wait_ms), stop_reading {} (never reads stdin again),
 weather {mode} (declares an outputSchema {temperature: number}; mode "ok" matches it, "bad" breaks
@@ -101,6 +102,20 @@ def call_tool(rid, params):
         sys.stderr.write("crashing on purpose\n")
         sys.stderr.flush()
         os._exit(3)
+    if name == "dribble":
+        # One answer line written in `pieces` parts, `pause_ms` apart: a server flushing a long
+        # line as it goes. The client's reader is woken meanwhile (its drive slice is shorter).
+        line = (json.dumps({"jsonrpc": "2.0", "id": rid, "result": text(str(args.get("message")))},
+                           separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
+        pieces = max(1, int(args.get("pieces", 4)))
+        step = max(1, -(-len(line) // pieces))
+        with out_lock:
+            for i in range(0, len(line), step):
+                if i:
+                    time.sleep(int(args.get("pause_ms", 50)) / 1000.0)
+                sys.stdout.buffer.write(line[i:i + step])
+                sys.stdout.buffer.flush()
+        return
     if name == "big":
         return send({"jsonrpc": "2.0", "id": rid, "result": text("x" * int(args.get("bytes", 1024)))})
     if name == "stderr":

@@ -1,0 +1,354 @@
+//! Wakes a caller blocked in `read` on a stdio server's stdout when its turn is up.
+//!
+//! Why: a caller that waits alone for its answer reads the pipe itself (see `stdio_read`). Were it
+//! to `poll` first and then `read`, every call would pay a third system call; a plain blocking
+//! `read` is what a hand-written client does, and costs about a sixth less CPU per call. But a
+//! blocking `read` of a pipe has no timeout, and the caller must come back at its deadline, when
+//! the host cancels it, and at least every drive slice. So it says until when it reads
+//! ([`Blocked`]), and this module's one thread wakes it then: it writes one byte into the
+//! pipe, opened afresh through `/proc/self/fd` (holding a write end open would hide the end of the
+//! server's output). The byte is 0xFF, which valid UTF-8 — and so JSON text — never contains:
+//! the reader drops it wherever it lands, even inside a line the server is still writing.
+//!
+//! In steady traffic the waker's thread is not woken per call: a caller's deadline is later than
+//! the one the thread already sleeps until, so announcing it is two atomic operations. The thread
+//! wakes about once per drive slice, finds nobody due, and sleeps again.
+
+use once_cell::sync::Lazy;
+use parking_lot::{Condvar, Mutex};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// The byte written to wake a reader; it never occurs in UTF-8.
+pub(crate) const WAKE_BYTE: u8 = 0xFF;
+/// After a failed wake (no descriptor free, say), try again this much later.
+const RETRY: Duration = Duration::from_millis(1);
+
+/// What a reader that blocks shares with the waker.
+pub(crate) struct Blocked {
+    /// A second, blocking description of the pipe's read end (the reader's own is non-blocking,
+    /// for the runtime's reactor). Owned here, so that the waker, which opens the pipe for
+    /// writing through its number, never opens a number reused by something else.
+    fd: OwnedFd,
+    path: CString,
+    /// Until when the reader reads (ns on the waker's clock); 0 when it does not.
+    until: AtomicU64,
+    /// Wake bytes written and not yet seen by the reader (it drops them from what it reads).
+    pub(crate) in_flight: AtomicUsize,
+}
+
+impl Blocked {
+    /// A blocking description of the pipe whose read end is `read_fd`, if this system lets us
+    /// both open it and open it for writing through /proc (else the reader polls, as before).
+    pub(crate) fn open(read_fd: RawFd) -> Option<Arc<Blocked>> {
+        let path = CString::new(format!("/proc/self/fd/{read_fd}")).expect("no NUL in a path");
+        // O_NONBLOCK for the open only: opening a pipe for reading would wait for a writer.
+        let fd = unsafe {
+            libc::open(
+                path.as_ptr(),
+                libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return None;
+        }
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        if !same_pipe(read_fd, fd.as_raw_fd()) {
+            return None;
+        }
+        unsafe {
+            let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+            if flags < 0
+                || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0
+            {
+                return None;
+            }
+        }
+        let blocked = Blocked {
+            path: CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+                .expect("no NUL in a path"),
+            fd,
+            until: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+        };
+        let writer = blocked.open_write()?;
+        unsafe { libc::close(writer) };
+        let blocked = Arc::new(blocked);
+        watch(&blocked).then_some(blocked)
+    }
+
+    /// The blocking descriptor to read from.
+    pub(crate) fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    fn open_write(&self) -> Option<RawFd> {
+        let fd = unsafe {
+            libc::open(
+                self.path.as_ptr(),
+                libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
+            )
+        };
+        (fd >= 0).then_some(fd)
+    }
+
+    /// The reader is about to block for at most `wait`.
+    pub(crate) fn begin(&self, wait: Duration) {
+        let until = WAKER.now_ns().saturating_add(wait.as_nanos() as u64).max(1);
+        self.until.store(until, Ordering::SeqCst);
+        // Only a deadline earlier than the one the thread sleeps until needs to tell it.
+        if until < WAKER.next.load(Ordering::SeqCst) {
+            WAKER.tell();
+        }
+    }
+
+    /// The reader's `read` returned.
+    pub(crate) fn end(&self) {
+        self.until.store(0, Ordering::SeqCst);
+    }
+
+    /// Writes the wake byte; false when it could not (then the reader is either not blocked — a
+    /// full pipe has data to read — or the waker tries again shortly).
+    fn wake(&self) -> bool {
+        let Some(fd) = self.open_write() else {
+            return false;
+        };
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        let n = unsafe { libc::write(fd, [WAKE_BYTE].as_ptr().cast(), 1) };
+        unsafe { libc::close(fd) };
+        if n != 1 {
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    /// Drops the wake bytes from `data`; `None` when there were none (the common case: no wake
+    /// in flight costs one atomic load).
+    pub(crate) fn strip(&self, data: &[u8]) -> Option<Vec<u8>> {
+        if self.in_flight.load(Ordering::SeqCst) == 0 {
+            return None;
+        }
+        memchr::memchr(WAKE_BYTE, data)?;
+        let kept: Vec<u8> = data.iter().copied().filter(|&b| b != WAKE_BYTE).collect();
+        let seen = data.len() - kept.len();
+        let _ = self
+            .in_flight
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                Some(n.saturating_sub(seen))
+            });
+        Some(kept)
+    }
+}
+
+/// Both descriptors name the same pipe.
+fn same_pipe(a: RawFd, b: RawFd) -> bool {
+    let stat = |fd: RawFd| {
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(st)
+    };
+    match (stat(a), stat(b)) {
+        (Some(x), Some(y)) => {
+            x.st_mode & libc::S_IFMT == libc::S_IFIFO
+                && x.st_ino == y.st_ino
+                && x.st_dev == y.st_dev
+        }
+        _ => false,
+    }
+}
+
+struct Waker {
+    epoch: Instant,
+    /// The readers that may block (weakly: a closed connection's entry goes at the next look).
+    readers: Mutex<Vec<Weak<Blocked>>>,
+    /// When the waker's thread wakes next (ns); `u64::MAX` while it looks, so that a reader
+    /// blocking meanwhile always tells it (no deadline is lost between its look and its sleep).
+    next: AtomicU64,
+    /// Set (under the lock) by a reader whose deadline is earlier than `next`.
+    told: Mutex<bool>,
+    tell: Condvar,
+    started: std::sync::Once,
+    /// The thread runs (its start did not fail).
+    running: std::sync::atomic::AtomicBool,
+    /// A descriptor kept open to be given up when the process has none left: a wake must not
+    /// fail for want of one (the blocked caller would then miss its deadline).
+    spare: Mutex<Option<OwnedFd>>,
+}
+
+static WAKER: Lazy<Waker> = Lazy::new(|| Waker {
+    epoch: Instant::now(),
+    readers: Mutex::new(Vec::new()),
+    next: AtomicU64::new(u64::MAX),
+    told: Mutex::new(false),
+    tell: Condvar::new(),
+    started: std::sync::Once::new(),
+    running: std::sync::atomic::AtomicBool::new(false),
+    spare: Mutex::new(open_spare()),
+});
+
+fn open_spare() -> Option<OwnedFd> {
+    let fd = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+impl Waker {
+    fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// A reader's deadline is earlier than the one the thread sleeps until.
+    fn tell(&self) {
+        *self.told.lock() = true;
+        self.tell.notify_one();
+    }
+
+    /// Wakes `b`'s read; when the process is out of descriptors, with the spare one.
+    fn wake(&self, b: &Blocked) -> bool {
+        if b.wake() {
+            return true;
+        }
+        let errno = std::io::Error::last_os_error().raw_os_error();
+        if !matches!(errno, Some(libc::EMFILE) | Some(libc::ENFILE)) {
+            return false;
+        }
+        let mut spare = self.spare.lock();
+        if spare.take().is_none() {
+            return false;
+        }
+        let woken = b.wake();
+        *spare = open_spare();
+        woken
+    }
+
+    /// The waker's thread: its own, not the runtime's, so that a caller's deadline holds even
+    /// when every runtime thread is busy.
+    fn run(&self) {
+        loop {
+            *self.told.lock() = false;
+            self.next.store(u64::MAX, Ordering::SeqCst);
+            let now = self.now_ns();
+            let mut earliest = u64::MAX;
+            let due: Vec<Arc<Blocked>> = {
+                let mut readers = self.readers.lock();
+                readers.retain(|w| w.strong_count() > 0);
+                readers
+                    .iter()
+                    .filter_map(Weak::upgrade)
+                    .filter(|b| {
+                        let until = b.until.load(Ordering::SeqCst);
+                        if until > now {
+                            earliest = earliest.min(until);
+                        }
+                        until != 0 && until <= now
+                    })
+                    .collect()
+            };
+            for b in due {
+                let until = b.until.load(Ordering::SeqCst);
+                if until == 0 || until > now {
+                    continue;
+                }
+                if self.wake(&b) {
+                    // This read is woken; a newer one (the reader came back meanwhile) keeps its own.
+                    let _ = b
+                        .until
+                        .compare_exchange(until, 0, Ordering::SeqCst, Ordering::SeqCst);
+                } else {
+                    earliest = earliest.min(now + RETRY.as_nanos() as u64);
+                }
+            }
+            let mut told = self.told.lock();
+            self.next.store(earliest, Ordering::SeqCst);
+            if *told {
+                continue;
+            }
+            if earliest == u64::MAX {
+                self.tell.wait(&mut told);
+            } else {
+                let at = self.epoch + Duration::from_nanos(earliest);
+                self.tell.wait_until(&mut told, at);
+            }
+        }
+    }
+}
+
+/// Lets `blocked`'s reader block: the waker looks after it from now on (until it is dropped).
+/// False when the waker's thread cannot be started (the reader then polls).
+fn watch(blocked: &Arc<Blocked>) -> bool {
+    let waker: &'static Waker = &WAKER;
+    waker.started.call_once(|| {
+        let started = std::thread::Builder::new()
+            .name("mcplug-stdio-waker".into())
+            .stack_size(64 << 10)
+            .spawn(|| WAKER.run())
+            .is_ok();
+        waker.running.store(started, Ordering::SeqCst);
+    });
+    if !waker.running.load(Ordering::SeqCst) {
+        return false;
+    }
+    waker.readers.lock().push(Arc::downgrade(blocked));
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pipe() -> (OwnedFd, OwnedFd) {
+        let mut fds = [0; 2];
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    }
+
+    #[test]
+    fn wake_bytes_are_dropped_only_while_in_flight() {
+        let (r, _w) = pipe();
+        let b = Blocked::open(r.as_raw_fd()).expect("a pipe can be reopened through /proc");
+        let data = [b'{', WAKE_BYTE, b'}', b'\n'];
+        // None in flight: the data is passed as it is (a server's own 0xFF is its error to report).
+        assert!(b.strip(&data).is_none());
+        b.in_flight.store(2, Ordering::SeqCst);
+        assert!(b.strip(b"{}\n").is_none(), "no wake byte: nothing to copy");
+        assert_eq!(b.strip(&data).as_deref(), Some(&b"{}\n"[..]));
+        assert_eq!(b.in_flight.load(Ordering::SeqCst), 1);
+        assert_eq!(b.strip(&[WAKE_BYTE, WAKE_BYTE]).as_deref(), Some(&b""[..]));
+        assert_eq!(b.in_flight.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_blocked_read_of_a_pipe_is_woken_at_its_deadline() {
+        let (r, w) = pipe();
+        let b = Blocked::open(r.as_raw_fd()).expect("a pipe can be reopened through /proc");
+        let t = Instant::now();
+        b.begin(Duration::from_millis(30));
+        let mut buf = [0u8; 16];
+        let n = unsafe { libc::read(b.fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        b.end();
+        assert_eq!(n, 1);
+        assert_eq!(buf[0], WAKE_BYTE);
+        assert!(
+            t.elapsed() >= Duration::from_millis(30),
+            "woken early: {:?}",
+            t.elapsed()
+        );
+        assert_eq!(b.strip(&buf[..1]).as_deref(), Some(&b""[..]));
+        // The server's data still comes through the blocking descriptor, and its end too: the
+        // waker holds no write end open.
+        assert_eq!(
+            unsafe { libc::write(w.as_raw_fd(), b"{}\n".as_ptr().cast(), 3) },
+            3
+        );
+        drop(w);
+        b.begin(Duration::from_secs(5));
+        let n = unsafe { libc::read(b.fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        assert_eq!(&buf[..n as usize], b"{}\n");
+        let n = unsafe { libc::read(b.fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        b.end();
+        assert_eq!(n, 0, "the end of the stream");
+        assert!(t.elapsed() < Duration::from_secs(5));
+    }
+}
