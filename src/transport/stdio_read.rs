@@ -3,8 +3,9 @@
 //!
 //! Why: when a runtime worker reads the answer and then wakes the host thread that waits for it,
 //! every call pays a second thread's wake-up (epoll, scheduler, futex) on top of the pipe round
-//! trip. Here a waiting caller reads the pipe itself, on its own thread: it polls stdout, reads
-//! what is there and delivers every line — its own answer and anyone else's — until its answer has
+//! trip. Here a waiting caller reads the pipe itself, on its own thread: it blocks in `read` (the
+//! waker of `stdio_wake` ends the read at the caller's turn's end; where that is not available it
+//! polls first) and delivers every line — its own answer and anyone else's — until its answer has
 //! come. One caller drives at a time (the others wait for their answer or for the baton); when
 //! nobody waits, the background task owns the pipe (registered with the runtime's reactor), so
 //! notifications, server requests and the end of the stream are never missed. The background task
@@ -200,8 +201,9 @@ impl SharedReader {
         self.waiters.load(Ordering::SeqCst) == 1 && self.drivers.load(Ordering::SeqCst) == 1
     }
 
-    /// One turn for a waiting caller. Only a caller that waits alone (and can) drives: it waits up to `wait`
-    /// for stdout to be readable, reads all there is and delivers it. With several callers the
+    /// One turn for a waiting caller. Only a caller that waits alone (and can) drives: it reads
+    /// stdout for up to `wait` (a blocking read the waker ends, or poll then read when the host's
+    /// wake descriptor `also` must be watched too) and delivers what came. With several callers the
     /// background task reads (one runtime thread serving them all beats a relay of callers
     /// handing the pipe to each other). Returns the end of the stream when it saw it.
     pub(crate) fn drive(&self, wait: Duration, also: Option<RawFd>) -> (Drive, Option<End>) {
