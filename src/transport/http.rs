@@ -821,6 +821,7 @@ impl HttpTransport {
             || out.method.as_deref() == Some("initialize")
             || id.parse::<u64>().ok() != Some(driven)
             || !crate::runtime::on_host_thread()
+            || !direct.addresses_ready()
         {
             return None;
         }

@@ -15,7 +15,10 @@
 //! (`HTTP_PROXY`, `ALL_PROXY`, lower case too: then reqwest decides, with `NO_PROXY`), and
 //! modern requests only (no session, no resumption: a broken stream is the request's failure,
 //! and closing it is the cancellation). Everything else — the legacy era, `https`, started
-//! calls, callers on runtime threads — takes the general path.
+//! calls, callers on runtime threads — takes the general path. A host name is never looked up on
+//! the caller's thread (a lookup can take seconds and no deadline ends it): a runtime thread
+//! looks it up, requests take the general path until its addresses are known, and they are
+//! looked up again in the background before they go stale.
 //!
 //! Connections: a response stream is read on after the answer only when its end is already
 //! there; otherwise the connection is kept aside with its unread end, and taken again by a
@@ -40,6 +43,8 @@ use std::time::{Duration, Instant};
 
 /// How long the addresses of a host name are used before it is looked up again.
 const RESOLVED_FOR: Duration = Duration::from_secs(60);
+/// Addresses this old are looked up again in the background, while still used.
+const REFRESH_AFTER: Duration = Duration::from_secs(45);
 /// Idle connections kept for later requests.
 const MAX_IDLE: usize = 64;
 /// A connection idle longer than this is checked for a close by the server before reuse.
@@ -64,9 +69,17 @@ pub(super) struct Direct {
     driven: Mutex<Vec<Arc<Driven>>>,
     /// Cleared when the server redirects: requests then go by the general path.
     enabled: AtomicBool,
-    /// The addresses of the URL's host, and when they were looked up.
-    resolved: Mutex<Option<(Vec<SocketAddr>, Instant)>>,
+    /// The addresses of the URL's host, and when they were looked up (a runtime thread looks
+    /// them up: a lookup can take seconds, and no deadline could end it on a host's thread).
+    resolved: Arc<Mutex<Option<Resolved>>>,
+    /// A lookup is under way.
+    resolving: Arc<AtomicBool>,
+    /// The URL's host is an IP address: its addresses, no lookup needed.
+    literal: Option<Vec<SocketAddr>>,
 }
+
+/// A host's addresses, and when they were looked up.
+type Resolved = (Vec<SocketAddr>, Instant);
 
 struct Conn {
     sock: TcpStream,
@@ -142,13 +155,22 @@ impl Direct {
         }
         line(b"accept", super::http::ACCEPT_BOTH.as_bytes());
         line(b"content-type", b"application/json");
+        let host = url.host_str().unwrap_or_default();
+        let literal = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .ok()
+            .and_then(|_| url.socket_addrs(|| Some(80)).ok());
         Some(Direct {
             url: url.clone(),
             head,
             pool: Mutex::new(Vec::new()),
             driven: Mutex::new(Vec::new()),
             enabled: AtomicBool::new(true),
-            resolved: Mutex::new(None),
+            resolved: Arc::new(Mutex::new(None)),
+            resolving: Arc::new(AtomicBool::new(false)),
+            literal,
         })
     }
 
@@ -349,17 +371,52 @@ impl Direct {
         None
     }
 
-    /// The host and port to connect to. A name is looked up on this thread, and the answer
-    /// kept for `RESOLVED_FOR` (forgotten when none of its addresses could be connected to).
-    fn addresses(&self) -> std::io::Result<Vec<SocketAddr>> {
-        if let Some((addrs, at)) = &*self.resolved.lock() {
-            if at.elapsed() < RESOLVED_FOR {
-                return Ok(addrs.clone());
-            }
+    /// Whether the host's addresses are at hand, so that a request can go the direct way
+    /// without a lookup on the caller's thread. A host name not looked up yet (or long ago) is
+    /// looked up on a runtime thread meanwhile; until then requests go by the general path.
+    pub(super) fn addresses_ready(&self) -> bool {
+        if self.literal.is_some() {
+            return true;
         }
-        let addrs = self.url.socket_addrs(|| Some(80))?;
-        *self.resolved.lock() = Some((addrs.clone(), Instant::now()));
-        Ok(addrs)
+        let age = self.resolved.lock().as_ref().map(|(_, at)| at.elapsed());
+        if age.is_none_or(|a| a >= REFRESH_AFTER) {
+            self.look_up();
+        }
+        age.is_some_and(|a| a < RESOLVED_FOR)
+    }
+
+    /// Looks the host name up on a runtime thread (one lookup at a time).
+    fn look_up(&self) {
+        if self.resolving.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (url, resolved, resolving) = (
+            self.url.clone(),
+            self.resolved.clone(),
+            self.resolving.clone(),
+        );
+        crate::runtime::spawn(async move {
+            let found = tokio::task::spawn_blocking(move || url.socket_addrs(|| Some(80))).await;
+            if let Ok(Ok(addrs)) = found {
+                if !addrs.is_empty() {
+                    *resolved.lock() = Some((addrs, Instant::now()));
+                }
+            }
+            resolving.store(false, Ordering::SeqCst);
+        });
+    }
+
+    /// The host and port to connect to, as [`Direct::addresses_ready`] found them.
+    fn addresses(&self) -> std::io::Result<Vec<SocketAddr>> {
+        if let Some(addrs) = &self.literal {
+            return Ok(addrs.clone());
+        }
+        match &*self.resolved.lock() {
+            Some((addrs, _)) => Ok(addrs.clone()),
+            None => Err(std::io::Error::other(
+                "the host name has not been looked up",
+            )),
+        }
     }
 
     fn forget_addresses(&self) {
@@ -1204,6 +1261,31 @@ fn start_connect(addr: SocketAddr) -> std::io::Result<TcpStream> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_name_is_looked_up_off_the_callers_thread() {
+        let headers = HeaderMap::new();
+        // An IP address needs no lookup: the direct path can take the first request.
+        for url in ["http://127.0.0.1:9/mcp", "http://[::1]:9/mcp"] {
+            let d = Direct::new(&url.parse().unwrap(), &headers).unwrap();
+            assert!(d.addresses_ready(), "{url}");
+            assert_eq!(d.addresses().unwrap()[0].port(), 9);
+        }
+        // A name: the first request goes the general way while a runtime thread looks it up,
+        // and the direct path takes the requests after that.
+        let d = Direct::new(&"http://localhost:9/mcp".parse().unwrap(), &headers).unwrap();
+        assert!(!d.addresses_ready());
+        assert!(d.addresses().is_err());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !d.addresses_ready() {
+            assert!(Instant::now() < deadline, "localhost was never looked up");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(d.addresses().unwrap().iter().all(|a| a.ip().is_loopback()));
+        // A connect that failed on every address forgets them: looked up again.
+        d.forget_addresses();
+        assert!(!d.addresses_ready());
+    }
 
     fn read_all(r: &mut Reading, input: &[u8]) -> (Vec<u8>, bool) {
         let mut out = Vec::new();
