@@ -130,6 +130,42 @@ fn a_silent_server_hits_the_connect_timeout() {
 }
 
 #[test]
+fn a_server_that_stops_reading_is_described_by_how_it_ended() {
+    // The server answers the handshake, closes its stdin, and exits with 3 a moment later after
+    // saying why: the next write fails with a broken pipe while its stdout is still open. The error says how the server ended and what it said (as when its stdout ends
+    // first), not just that the pipe broke.
+    let script = r#"
+import json, os, sys, time
+req = json.loads(sys.stdin.readline())
+print(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {"protocolVersion": "2025-11-25",
+      "capabilities": {"tools": {}}, "serverInfo": {"name": "quitter", "version": "1"}}}), flush=True)
+os.close(0)
+time.sleep(0.1)
+print("no config found", file=sys.stderr, flush=True)
+sys.exit(3)
+"#;
+    let spec = ServerSpec::parse(&json!({"command": "python3", "args": ["-c", script]})).unwrap();
+    let connected = block_on(Client::connect(
+        &spec,
+        ConnectOptions::parse(Some(&json!({"protocol_versions": ["2025-11-25"]}))).unwrap(),
+        None,
+    ));
+    // Usually `notifications/initialized` meets the broken pipe; if it got in first, the next
+    // request does.
+    let e = match connected {
+        Err(e) => e,
+        Ok((c, _)) => {
+            let e = block_on(c.list_tools(&opts(json!({})))).err().unwrap();
+            block_on(c.close());
+            e
+        }
+    };
+    assert_eq!(e.kind, ErrorKind::Closed, "{e}");
+    assert!(e.message.contains("exit code 3"), "{e}");
+    assert!(e.message.contains("no config found"), "{e}");
+}
+
+#[test]
 fn an_answer_written_in_pieces_survives_the_readers_wake_ups() {
     // A caller waiting alone reads the pipe with a blocking read, which the library's waker ends
     // every drive slice (20 ms) by writing a byte no UTF-8 text contains. Here the server writes

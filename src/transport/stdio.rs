@@ -194,8 +194,8 @@ impl StdioTransport {
         self.sink.upgrade()
     }
 
-    /// Turns "stdout ended" into the most useful message we can: how the process ended and what
-    /// it last said on stderr.
+    /// Turns "stdout ended" (or "stdin is broken") into the most useful message we can: how the
+    /// process ended and what it last said on stderr; `error`'s own message when it has not ended.
     async fn describe_end(&self, error: Error) -> Error {
         if error.kind != crate::error::ErrorKind::Closed {
             return error;
@@ -216,7 +216,7 @@ impl StdioTransport {
                 self.command
             ),
             Some(exit) => format!("the server process exited ({exit})"),
-            None => "the server closed its stdout".to_string(),
+            None => error.message.clone(),
         };
         let tail = self.diagnostics_tail();
         if !tail.is_empty() {
@@ -282,13 +282,22 @@ impl Transport for StdioTransport {
             let Some(stdin) = guard.as_mut() else {
                 return Err(Error::closed("the connection is closed"));
             };
-            stdin.write_all(&message).await.map_err(|e| {
-                if e.kind() == std::io::ErrorKind::BrokenPipe {
-                    Error::closed("the server closed its stdin (it probably exited)")
-                } else {
-                    Error::transport(format!("writing to the server's stdin failed: {e}"))
+            match stdin.write_all(&message).await {
+                Ok(()) => Ok(()),
+                // The server exited (or closed its stdin) before it read this: say how it
+                // ended, as when its stdout ends — a command that could not run is named.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                    drop(guard);
+                    Err(self
+                        .describe_end(Error::closed(
+                            "the server closed its stdin (it probably exited)",
+                        ))
+                        .await)
                 }
-            })
+                Err(e) => Err(Error::transport(format!(
+                    "writing to the server's stdin failed: {e}"
+                ))),
+            }
         })
     }
 

@@ -217,10 +217,9 @@ impl SharedReader {
             return (Drive::Busy, None);
         };
         if let (Some(blocked), None) = (&self.blocked, also) {
-            if !wait.is_zero() {
+            if !wait.is_zero() && blocked.begin(wait) {
                 // Read as a blocking client does: one system call that returns with the data;
                 // the waker ends it at `wait` if nothing comes.
-                blocked.begin(wait);
                 let outcome = self.read_from(blocked.fd(), &mut state, false);
                 blocked.end();
                 return match outcome {

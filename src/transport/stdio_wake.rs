@@ -77,7 +77,8 @@ impl Blocked {
         let writer = blocked.open_write()?;
         unsafe { libc::close(writer) };
         let blocked = Arc::new(blocked);
-        watch(&blocked).then_some(blocked)
+        watch(&blocked);
+        Some(blocked)
     }
 
     /// The blocking descriptor to read from.
@@ -95,14 +96,20 @@ impl Blocked {
         (fd >= 0).then_some(fd)
     }
 
-    /// The reader is about to block for at most `wait`.
-    pub(crate) fn begin(&self, wait: Duration) {
+    /// The reader is about to block for at most `wait`; false when no waker can end the read
+    /// (its thread could not be started): then the reader must not block.
+    #[must_use]
+    pub(crate) fn begin(&self, wait: Duration) -> bool {
+        if !waker_running() {
+            return false;
+        }
         let until = WAKER.now_ns().saturating_add(wait.as_nanos() as u64).max(1);
         self.until.store(until, Ordering::SeqCst);
         // Only a deadline earlier than the one the thread sleeps until needs to tell it.
         if until < WAKER.next.load(Ordering::SeqCst) {
             WAKER.tell();
         }
+        true
     }
 
     /// The reader's `read` returned.
@@ -276,8 +283,13 @@ impl Waker {
 }
 
 /// Lets `blocked`'s reader block: the waker looks after it from now on (until it is dropped).
-/// False when the waker's thread cannot be started (the reader then polls).
-fn watch(blocked: &Arc<Blocked>) -> bool {
+fn watch(blocked: &Arc<Blocked>) {
+    WAKER.readers.lock().push(Arc::downgrade(blocked));
+}
+
+/// Starts the waker's thread the first time a reader blocks (not when a server is spawned: its
+/// first request goes out first). False when it cannot run: the reader polls instead.
+fn waker_running() -> bool {
     let waker: &'static Waker = &WAKER;
     waker.started.call_once(|| {
         let started = std::thread::Builder::new()
@@ -287,11 +299,7 @@ fn watch(blocked: &Arc<Blocked>) -> bool {
             .is_ok();
         waker.running.store(started, Ordering::SeqCst);
     });
-    if !waker.running.load(Ordering::SeqCst) {
-        return false;
-    }
-    waker.readers.lock().push(Arc::downgrade(blocked));
-    true
+    waker.running.load(Ordering::SeqCst)
 }
 
 #[cfg(test)]
@@ -324,7 +332,7 @@ mod tests {
         let (r, w) = pipe();
         let b = Blocked::open(r.as_raw_fd()).expect("a pipe can be reopened through /proc");
         let t = Instant::now();
-        b.begin(Duration::from_millis(30));
+        assert!(b.begin(Duration::from_millis(30)));
         let mut buf = [0u8; 16];
         let n = unsafe { libc::read(b.fd(), buf.as_mut_ptr().cast(), buf.len()) };
         b.end();
@@ -343,7 +351,7 @@ mod tests {
             3
         );
         drop(w);
-        b.begin(Duration::from_secs(5));
+        assert!(b.begin(Duration::from_secs(5)));
         let n = unsafe { libc::read(b.fd(), buf.as_mut_ptr().cast(), buf.len()) };
         assert_eq!(&buf[..n as usize], b"{}\n");
         let n = unsafe { libc::read(b.fd(), buf.as_mut_ptr().cast(), buf.len()) };
