@@ -216,42 +216,44 @@ impl SharedReader {
         let Some(mut state) = self.state.try_lock() else {
             return (Drive::Busy, None);
         };
-        if let (Some(blocked), None) = (&self.blocked, also) {
-            if !wait.is_zero() && blocked.begin(wait) {
-                // Read as a blocking client does: one system call that returns with the data;
-                // the waker ends it at `wait` if nothing comes.
+        let blocking = self
+            .blocked
+            .as_ref()
+            .filter(|b| also.is_none() && !wait.is_zero() && b.begin(wait));
+        let outcome = match blocking {
+            // Read as a blocking client does: one system call that returns with the data; the
+            // waker ends it at `wait` if nothing comes.
+            Some(blocked) => {
                 let outcome = self.read_from(blocked.fd(), &mut state, false);
                 blocked.end();
-                return match outcome {
-                    None => (Drive::Turned, None),
-                    Some(end) => {
-                        drop(state);
-                        (Drive::Finished, self.claim_end(end))
-                    }
-                };
+                outcome
             }
-        }
-        let mut pfd = [
-            libc::pollfd {
-                fd: self.fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: also.unwrap_or(-1),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        let ms = wait.as_millis().min(i32::MAX as u128) as i32;
-        let count = if also.is_some() { 2 } else { 1 };
-        let ready = unsafe { libc::poll(pfd.as_mut_ptr(), count, ms) };
-        if ready <= 0 || pfd[0].revents == 0 {
-            return (Drive::Turned, None);
-        }
-        // One read: poll is level-triggered, so what is left is found on the next turn, and the
-        // caller whose answer just came does not pay for a read that finds the pipe empty.
-        match self.read_some(&mut state, false) {
+            None => {
+                let mut pfd = [
+                    libc::pollfd {
+                        fd: self.fd.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    },
+                    libc::pollfd {
+                        fd: also.unwrap_or(-1),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    },
+                ];
+                let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+                let count = if also.is_some() { 2 } else { 1 };
+                let ready = unsafe { libc::poll(pfd.as_mut_ptr(), count, ms) };
+                if ready <= 0 || pfd[0].revents == 0 {
+                    return (Drive::Turned, None);
+                }
+                // One read: poll is level-triggered, so what is left is found on the next turn,
+                // and the caller whose answer just came does not pay for a read that finds the
+                // pipe empty.
+                self.read_some(&mut state, false)
+            }
+        };
+        match outcome {
             None => (Drive::Turned, None),
             Some(end) => {
                 drop(state);

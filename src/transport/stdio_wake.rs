@@ -177,9 +177,8 @@ struct Waker {
     /// Set (under the lock) by a reader whose deadline is earlier than `next`.
     told: Mutex<bool>,
     tell: Condvar,
-    started: std::sync::Once,
-    /// The thread runs (its start did not fail).
-    running: std::sync::atomic::AtomicBool,
+    /// Whether the thread runs (started at the first blocking read; its start can fail).
+    running: std::sync::OnceLock<bool>,
     /// A descriptor kept open to be given up when the process has none left: a wake must not
     /// fail for want of one (the blocked caller would then miss its deadline).
     spare: Mutex<Option<OwnedFd>>,
@@ -191,8 +190,7 @@ static WAKER: Lazy<Waker> = Lazy::new(|| Waker {
     next: AtomicU64::new(u64::MAX),
     told: Mutex::new(false),
     tell: Condvar::new(),
-    started: std::sync::Once::new(),
-    running: std::sync::atomic::AtomicBool::new(false),
+    running: std::sync::OnceLock::new(),
     spare: Mutex::new(open_spare()),
 });
 
@@ -290,16 +288,13 @@ fn watch(blocked: &Arc<Blocked>) {
 /// Starts the waker's thread the first time a reader blocks (not when a server is spawned: its
 /// first request goes out first). False when it cannot run: the reader polls instead.
 fn waker_running() -> bool {
-    let waker: &'static Waker = &WAKER;
-    waker.started.call_once(|| {
-        let started = std::thread::Builder::new()
+    *WAKER.running.get_or_init(|| {
+        std::thread::Builder::new()
             .name("mcplug-stdio-waker".into())
             .stack_size(64 << 10)
             .spawn(|| WAKER.run())
-            .is_ok();
-        waker.running.store(started, Ordering::SeqCst);
-    });
-    waker.running.load(Ordering::SeqCst)
+            .is_ok()
+    })
 }
 
 #[cfg(test)]
