@@ -282,7 +282,11 @@ impl Waker {
 
 /// Lets `blocked`'s reader block: the waker looks after it from now on (until it is dropped).
 fn watch(blocked: &Arc<Blocked>) {
-    WAKER.readers.lock().push(Arc::downgrade(blocked));
+    let mut readers = WAKER.readers.lock();
+    // Closed connections' entries go here too: the thread may never run (no read ever blocked,
+    // as with a host that reads stdout itself), and each would keep its allocation.
+    readers.retain(|w| w.strong_count() > 0);
+    readers.push(Arc::downgrade(blocked));
 }
 
 /// Starts the waker's thread the first time a reader blocks (not when a server is spawned: its
@@ -320,6 +324,17 @@ mod tests {
         assert_eq!(b.in_flight.load(Ordering::SeqCst), 1);
         assert_eq!(b.strip(&[WAKE_BYTE, WAKE_BYTE]).as_deref(), Some(&b""[..]));
         assert_eq!(b.in_flight.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn closed_readers_leave_the_wakers_list() {
+        let before = WAKER.readers.lock().len();
+        for _ in 0..50 {
+            let (r, _w) = pipe();
+            drop(Blocked::open(r.as_raw_fd()).expect("a pipe can be reopened through /proc"));
+        }
+        // Other tests may hold a reader or two meanwhile; 50 dropped ones must not stay.
+        assert!(WAKER.readers.lock().len() <= before + 3);
     }
 
     #[test]
