@@ -44,7 +44,7 @@ impl Blocked {
     /// A blocking description of the pipe whose read end is `read_fd`, if this system lets us
     /// both open it and open it for writing through /proc (else the reader polls, as before).
     pub(crate) fn open(read_fd: RawFd) -> Option<Arc<Blocked>> {
-        let path = CString::new(format!("/proc/self/fd/{read_fd}")).expect("no NUL in a path");
+        let path = proc_fd_path(read_fd);
         // O_NONBLOCK for the open only: opening a pipe for reading would wait for a writer.
         let fd = unsafe {
             libc::open(
@@ -68,8 +68,7 @@ impl Blocked {
             }
         }
         let blocked = Blocked {
-            path: CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd()))
-                .expect("no NUL in a path"),
+            path: proc_fd_path(fd.as_raw_fd()),
             fd,
             until: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
@@ -149,6 +148,11 @@ impl Blocked {
             });
         Some(kept)
     }
+}
+
+/// The /proc path that opens what descriptor `fd` names (for a pipe: a new description of it).
+fn proc_fd_path(fd: RawFd) -> CString {
+    CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL in a path")
 }
 
 /// Both descriptors name the same pipe.
