@@ -30,7 +30,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::era::{self, Era};
 use crate::protocol::pending::PendingTable;
 use crate::protocol::{self, codes, Incoming, Outgoing, RawJson};
-use crate::transport::stdio::{StdioLimits, StdioTransport};
+use crate::transport::stdio::{Started, StdioLimits, StdioTransport};
 use crate::transport::{Inbound, Transport};
 use events::{EventQueue, Pulled};
 use once_cell::sync::{Lazy, OnceCell};
@@ -120,6 +120,26 @@ struct EraState {
     modern_meta: Option<String>,
 }
 
+/// The stdio transport of a connect: attaches the server `started` started, or starts one. Not
+/// inlined: its temporaries would widen the frame of every poll of the connect future, which a
+/// host thread with a small stack runs (tests/c/remote.c's 192 KiB thread, in the debug build).
+#[inline(never)]
+fn stdio_transport(
+    shared: &Shared,
+    config: &crate::transport::stdio::StdioConfig,
+    started: Option<Started>,
+    sink: Weak<dyn Inbound>,
+) -> Result<Arc<dyn Transport>> {
+    let limits = StdioLimits {
+        max_message_bytes: shared.options.max_message_bytes,
+        shutdown_grace: shared.options.shutdown_grace,
+    };
+    Ok(match started {
+        Some(started) => StdioTransport::attach(started, limits, sink)?,
+        None => StdioTransport::spawn(config, limits, sink)?,
+    })
+}
+
 impl Client {
     /// Starts the server and negotiates the protocol era. The connect result gives the
     /// negotiated version, the server's info, capabilities and instructions.
@@ -127,6 +147,26 @@ impl Client {
         spec: &ServerSpec,
         options: ConnectOptions,
         tag: Option<&str>,
+    ) -> Result<(Client, Value)> {
+        Self::connect_started(spec, options, tag, None).await
+    }
+
+    /// Starts a stdio spec's server on the calling thread, before (and without) the runtime, for
+    /// [`Client::connect_started`]; `None` for the other transports. See [`Started`].
+    pub fn start_server(spec: &ServerSpec) -> Result<Option<Started>> {
+        match spec {
+            ServerSpec::Stdio { config, .. } => Started::start(config).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// [`Client::connect`] to a stdio server that `started` already started (from `spec`'s
+    /// config, with no runtime needed: see [`Started`]); for other specs `started` is unused.
+    pub async fn connect_started(
+        spec: &ServerSpec,
+        options: ConnectOptions,
+        tag: Option<&str>,
+        started: Option<Started>,
     ) -> Result<(Client, Value)> {
         let cache_enabled = options.cache;
         let shared = Arc::new(Shared {
@@ -155,14 +195,7 @@ impl Client {
         });
         let sink: Weak<dyn Inbound> = Arc::downgrade(&shared) as Weak<dyn Inbound>;
         let transport: Arc<dyn Transport> = match spec {
-            ServerSpec::Stdio { config, .. } => StdioTransport::spawn(
-                config,
-                StdioLimits {
-                    max_message_bytes: shared.options.max_message_bytes,
-                    shutdown_grace: shared.options.shutdown_grace,
-                },
-                sink,
-            )?,
+            ServerSpec::Stdio { config, .. } => stdio_transport(&shared, config, started, sink)?,
             ServerSpec::Http { config, .. } => crate::transport::http::HttpTransport::new(
                 config,
                 shared.remote_limits(),

@@ -124,7 +124,11 @@ pub unsafe extern "C" fn mcplug_client_connect(
             }
         };
         let opts = ConnectOptions::parse(options.as_ref())?;
-        let (c, info) = runtime::block_on(Box::pin(Client::connect(&spec, opts, tag.as_deref())))?;
+        // A stdio server starts before the call enters the runtime: on the host's first connect
+        // the runtime is then built while the server starts up, not before.
+        let started = Client::start_server(&spec)?;
+        let connect = Client::connect_started(&spec, opts, tag.as_deref(), started);
+        let (c, info) = runtime::block_on(Box::pin(connect))?;
         let handle = Box::new(mcplug_client {
             client: c,
             active: AtomicUsize::new(0),
