@@ -58,6 +58,27 @@ struct State {
     signalled: bool,
     /// An edge pull emptied the queue without reading the pipe: a byte may be left in it.
     stale: bool,
+    /// Ends a host thread's blocked read of the server when another thread queues an event (see
+    /// `started.rs`), while `interrupt_users` threads drive without watching the pipe.
+    interrupt: Option<Interrupt>,
+    interrupt_users: usize,
+}
+
+/// What ends a host thread's blocked read of the server.
+pub type Interrupt = std::sync::Arc<dyn Fn() + Send + Sync>;
+
+/// While alive, events queued by other threads call the interrupt (see
+/// [`EventQueue::interrupt_while`]).
+pub struct InterruptGuard<'a>(&'a EventQueue);
+
+impl Drop for InterruptGuard<'_> {
+    fn drop(&mut self) {
+        let mut s = self.0.state.lock();
+        s.interrupt_users -= 1;
+        if s.interrupt_users == 0 {
+            s.interrupt = None;
+        }
+    }
 }
 
 struct Pipe {
@@ -146,6 +167,8 @@ impl EventQueue {
                 pipe: None,
                 signalled: false,
                 stale: false,
+                interrupt: None,
+                interrupt_users: 0,
             }),
             ready: Condvar::new(),
             max: max.max(1),
@@ -173,13 +196,37 @@ impl EventQueue {
             }
         }
         s.queue.push_back(Queued { text, droppable });
-        // The pipe wakes a thread that waits for events elsewhere; the thread that is itself
-        // reading the server for events (see `started.rs`) is not waiting, and takes them next.
-        if !s.signalled && !SELF_DRIVING.with(|d| d.get()) {
-            s.sync_pipe();
+        // The pipe (or the interrupt) wakes a thread that waits for events elsewhere; the thread
+        // that is itself reading the server for events (see `started.rs`) is not waiting, and
+        // takes them next.
+        let mut interrupt = None;
+        if !SELF_DRIVING.with(|d| d.get()) {
+            if !s.signalled {
+                s.sync_pipe();
+            }
+            interrupt = s.interrupt.clone();
         }
         drop(s);
         self.ready.notify_one();
+        if let Some(interrupt) = interrupt {
+            interrupt();
+        }
+    }
+
+    /// Until the guard is dropped, an event queued by another thread calls `interrupt`: for a
+    /// host thread that reads the server for its events and does not watch the pipe meanwhile.
+    pub fn interrupt_while(&self, interrupt: Interrupt) -> InterruptGuard<'_> {
+        let mut s = self.state.lock();
+        s.interrupt_users += 1;
+        s.interrupt.get_or_insert(interrupt);
+        InterruptGuard(self)
+    }
+
+    fn interrupt_now(&self) {
+        let interrupt = self.state.lock().interrupt.clone();
+        if let Some(interrupt) = interrupt {
+            interrupt();
+        }
     }
 
     /// A new descriptor, owned by the caller, that is readable while events wait and once the
@@ -210,6 +257,7 @@ impl EventQueue {
         s.sync_pipe();
         drop(s);
         self.ready.notify_all();
+        self.interrupt_now();
     }
 
     /// Drops every queued event and closes the queue: waiters (and later pulls) get `Closed` at
@@ -222,6 +270,7 @@ impl EventQueue {
         s.sync_pipe();
         drop(s);
         self.ready.notify_all();
+        self.interrupt_now();
     }
 
     /// Waits for the next event: `None` waits forever, `Some(0)` only looks.
@@ -555,6 +604,44 @@ mod tests {
         assert_eq!(lines(&q, 8, &mut buf, true), Lines::Closed);
         assert!(readable(fd));
         unsafe { libc::close(fd) };
+    }
+
+    #[test]
+    fn events_queued_by_other_threads_interrupt_a_driving_host() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let q = Arc::new(EventQueue::new(16));
+        let calls = Arc::new(AtomicUsize::new(0));
+        let count = {
+            let calls = calls.clone();
+            Arc::new(move || {
+                calls.fetch_add(1, Ordering::SeqCst);
+            }) as Interrupt
+        };
+        {
+            let _one = q.interrupt_while(count.clone());
+            let _two = q.interrupt_while(count.clone());
+            let q2 = q.clone();
+            std::thread::spawn(move || q2.push(&json!({"type": "log"}), true))
+                .join()
+                .unwrap();
+            assert_eq!(calls.load(Ordering::SeqCst), 1, "another thread's event");
+            // The driving thread's own events (it reads them itself) do not interrupt it.
+            SELF_DRIVING.with(|d| d.set(true));
+            q.push(&json!({"type": "log"}), true);
+            SELF_DRIVING.with(|d| d.set(false));
+            assert_eq!(calls.load(Ordering::SeqCst), 1);
+            drop(_two);
+            // One driver left: still interrupted.
+            q.push(&json!({"type": "log"}), true);
+            assert_eq!(calls.load(Ordering::SeqCst), 2);
+        }
+        // Nobody drives: nothing to interrupt.
+        q.push(&json!({"type": "log"}), true);
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        let _three = q.interrupt_while(count);
+        q.close_with(None);
+        assert_eq!(calls.load(Ordering::SeqCst), 3, "closing interrupts too");
     }
 
     #[test]

@@ -298,17 +298,31 @@ impl Shared {
         {
             return None;
         }
-        let wake = self.events.wake_fd()?;
+        // A blocked read that another thread's event can end needs no pipe to watch: one `read`
+        // per turn instead of `poll` and `read`.
+        let interruptible = transport.drive_interruptible();
+        let wake = if interruptible {
+            None
+        } else {
+            Some(self.events.wake_fd()?)
+        };
         let _context = crate::runtime::handle().enter();
         let deadline = wait.map(|w| Instant::now() + w);
         transport.enter_call(true);
         let _leave = request::LeaveCall(&*transport, true);
+        let _interrupt = interruptible.then(|| {
+            let t = transport.clone();
+            self.events
+                .interrupt_while(Arc::new(move || t.interrupt_drive()))
+        });
         loop {
             if self.events.ready() {
                 return Some(Waited::Ready);
             }
-            // A byte an edge pull left in the pipe would wake every poll below at once.
-            self.events.clear_stale();
+            if wake.is_some() {
+                // A byte an edge pull left in the pipe would wake every poll below at once.
+                self.events.clear_stale();
+            }
             let now = Instant::now();
             let left = match deadline {
                 Some(d) if now >= d => return Some(Waited::TimedOut),
@@ -317,7 +331,7 @@ impl Shared {
             };
             let turn = {
                 let _driving = SelfDriving::start();
-                transport.drive(left.min(EVENT_DRIVE_SLICE), Some(wake))
+                transport.drive(left.min(EVENT_DRIVE_SLICE), wake)
             };
             match turn {
                 Drive::Turned => {}

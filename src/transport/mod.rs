@@ -107,6 +107,14 @@ pub trait Transport: Send + Sync {
     fn drive(&self, _wait: std::time::Duration, _also: Option<std::os::fd::RawFd>) -> Drive {
         Drive::Finished
     }
+    /// Whether a turn of [`Transport::drive`] without `also` can be ended early from another
+    /// thread with [`Transport::interrupt_drive`] (stdio, where the reader blocks in `read`).
+    fn drive_interruptible(&self) -> bool {
+        false
+    }
+    /// Ends the current or the next turn of [`Transport::drive`] at once (a spurious early end
+    /// is harmless: the driver looks at what it waits for and drives again).
+    fn interrupt_drive(&self) {}
     /// A started call (nobody blocks on it) is in flight / has finished: while any is, something
     /// must read even when no caller waits.
     fn ticket_started(&self) {}

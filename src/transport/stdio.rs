@@ -412,6 +412,14 @@ impl Transport for StdioTransport {
         turn
     }
 
+    fn drive_interruptible(&self) -> bool {
+        self.reader.interruptible()
+    }
+
+    fn interrupt_drive(&self) {
+        self.reader.interrupt();
+    }
+
     fn ticket_started(&self) {
         self.reader.ticket_started();
     }

@@ -262,6 +262,19 @@ impl SharedReader {
         }
     }
 
+    /// Whether a blocked turn of [`SharedReader::drive`] can be ended from another thread.
+    pub(crate) fn interruptible(&self) -> bool {
+        self.blocked.as_ref().is_some_and(|b| b.usable())
+    }
+
+    /// Ends the blocked turn of [`SharedReader::drive`] now, or the next one at once: the wake
+    /// byte goes into the pipe whether or not the reader has started its `read` yet.
+    pub(crate) fn interrupt(&self) {
+        if let Some(b) = &self.blocked {
+            b.wake_now();
+        }
+    }
+
     /// The background reader: it owns the pipe (registered with the reactor) unless exactly one
     /// caller waits and can read for itself. Returns the end of the stream, or `None` when a
     /// caller saw it first (and reported it).

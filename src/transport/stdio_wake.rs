@@ -116,6 +116,17 @@ impl Blocked {
         self.until.store(0, Ordering::SeqCst);
     }
 
+    /// Whether a reader may block on this description (the waker's thread runs, or can start).
+    pub(crate) fn usable(&self) -> bool {
+        waker_running()
+    }
+
+    /// Wakes the reader now, from any thread (the host's events, a cancel). With no blocked read
+    /// the byte waits in the pipe and ends the next `read` at once; the reader drops it either way.
+    pub(crate) fn wake_now(&self) {
+        let _ = self.wake();
+    }
+
     /// Writes the wake byte; false when it could not (then the reader is either not blocked — a
     /// full pipe has data to read — or the waker tries again shortly).
     fn wake(&self) -> bool {
@@ -339,6 +350,37 @@ mod tests {
         }
         // Other tests may hold a reader or two meanwhile; 50 dropped ones must not stay.
         assert!(WAKER.readers.lock().len() <= before + 3);
+    }
+
+    #[test]
+    fn another_thread_ends_a_blocked_read_at_once() {
+        let (r, _w) = pipe();
+        let b = Blocked::open(r.as_raw_fd()).expect("a pipe can be reopened through /proc");
+        assert!(b.usable());
+        let t = Instant::now();
+        assert!(b.begin(Duration::from_secs(10)));
+        let other = {
+            let b = b.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                b.wake_now();
+            })
+        };
+        let mut buf = [0u8; 16];
+        let n = unsafe { libc::read(b.fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        b.end();
+        other.join().unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(b.strip(&buf[..1]).as_deref(), Some(&b""[..]));
+        // Well before the 10 s deadline (the waker's thread would end it only then).
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        // Woken before the read began: the byte waits in the pipe and ends the read at once.
+        b.wake_now();
+        assert!(b.begin(Duration::from_secs(10)));
+        let n = unsafe { libc::read(b.fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        b.end();
+        assert_eq!(n, 1);
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     }
 
     #[test]
