@@ -11,6 +11,8 @@ use tokio::sync::Notify;
 pub struct CancelSignal {
     fired: AtomicBool,
     notify: Notify,
+    /// Ends the blocked read of the host thread that drives this call (see `request.rs`).
+    interrupt: parking_lot::Mutex<Option<crate::client::events::Interrupt>>,
 }
 
 impl CancelSignal {
@@ -19,12 +21,17 @@ impl CancelSignal {
         Arc::new(CancelSignal {
             fired: AtomicBool::new(false),
             notify: Notify::new(),
+            interrupt: parking_lot::Mutex::new(None),
         })
     }
 
     pub fn fire(&self) {
         self.fired.store(true, Ordering::Release);
         self.notify.notify_waiters();
+        let interrupt = self.interrupt.lock().clone();
+        if let Some(interrupt) = interrupt {
+            interrupt();
+        }
     }
 
     pub fn is_fired(&self) -> bool {
@@ -65,6 +72,37 @@ impl Cancels {
                 _ = g.signal.fired() => {}
                 _ = s.fired() => {}
             },
+        }
+    }
+}
+
+impl Cancels {
+    /// Until the guard is dropped, firing either signal also calls `interrupt`: for a host
+    /// thread blocked reading the server for this call's answer, which would otherwise see the
+    /// cancel only at the end of its drive slice.
+    pub fn interrupt_while(
+        &self,
+        interrupt: crate::client::events::Interrupt,
+    ) -> InterruptOnCancel<'_> {
+        for signal in self.signals() {
+            *signal.interrupt.lock() = Some(interrupt.clone());
+        }
+        InterruptOnCancel(self)
+    }
+
+    fn signals(&self) -> impl Iterator<Item = &CancelSignal> {
+        let tag = self.tag.as_ref().map(|g| &*g.signal);
+        tag.into_iter().chain(self.own.as_deref())
+    }
+}
+
+/// See [`Cancels::interrupt_while`].
+pub struct InterruptOnCancel<'a>(&'a Cancels);
+
+impl Drop for InterruptOnCancel<'_> {
+    fn drop(&mut self) {
+        for signal in self.0.signals() {
+            *signal.interrupt.lock() = None;
         }
     }
 }
@@ -133,5 +171,32 @@ mod tests {
         assert!(g.signal.is_fired());
         drop(g);
         assert_eq!(cancel("unit-tag-1"), 0, "a finished call is forgotten");
+    }
+
+    #[test]
+    fn a_cancel_interrupts_the_thread_that_drives_the_call() {
+        use std::sync::atomic::AtomicUsize;
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = {
+            let calls = calls.clone();
+            Arc::new(move || {
+                calls.fetch_add(1, Ordering::SeqCst);
+            }) as crate::client::events::Interrupt
+        };
+        let own = CancelSignal::new();
+        let cancels = Cancels {
+            tag: Some(register("unit-tag-interrupt")),
+            own: Some(own.clone()),
+        };
+        {
+            let _driving = cancels.interrupt_while(counted);
+            assert_eq!(cancel("unit-tag-interrupt"), 1);
+            assert_eq!(calls.load(Ordering::SeqCst), 1, "the tag's cancel");
+            own.fire();
+            assert_eq!(calls.load(Ordering::SeqCst), 2, "the call's own cancel");
+        }
+        // Nobody drives any more: a later fire interrupts nothing.
+        own.fire();
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
     }
 }

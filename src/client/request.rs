@@ -171,6 +171,11 @@ impl Shared {
             transport.enter_call(can_drive);
             let _leave = LeaveCall(&*transport, can_drive);
             if can_drive {
+                // A cancel from another thread ends this thread's blocked read at once.
+                let _interrupt = transport.drive_interruptible().then(|| {
+                    let t = transport.clone();
+                    guard.interrupt_while(Arc::new(move || t.interrupt_drive()))
+                });
                 loop {
                     match answer.try_recv() {
                         Ok(r) => return r,
