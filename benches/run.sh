@@ -74,6 +74,10 @@ cargo build --release --lib >&2
 CC=${CC:-cc}
 "$CC" -O2 -std=c11 -Wall -Wextra -Wpedantic -Werror -pthread -Iinclude benches/clients/mcplug_client.c \
   -o "$out/mcplug_client" -L"$root/target/release" -lmcplug -Wl,-rpath,"$root/target/release"
+# the same client held to 2025-11-25 by default (no `env` wrapper whose exec would count in S1)
+"$CC" -O2 -std=c11 -Wall -Wextra -Wpedantic -Werror -pthread -Iinclude benches/clients/mcplug_client.c \
+  '-DMCPB_DEFAULT_OPTIONS="{\"protocol_versions\":[\"2025-11-25\"]}"' \
+  -o "$out/mcplug_client_2025" -L"$root/target/release" -lmcplug -Wl,-rpath,"$root/target/release"
 "$CC" -O2 -std=c11 -Wall -Wextra -Wpedantic -Werror benches/clients/rss_baseline.c -o "$out/rss_baseline"
 if [ ! -f bindings/node/node_modules/koffi/package.json ]; then
   echo "== installing the Node binding's dependency (koffi)" >&2
@@ -93,9 +97,9 @@ fi
 NODE=$(command -v node)
 # The C and Node clients also run held to 2025-11-25, the revision the raw client and the TS SDK
 # speak here (by default mcplug and this server agree on 2026-07-28, whose requests are 3.2x longer):
-# like-for-like rows, see report.py. run_all.sh splits a row's command on whitespace: no spaces below.
-legacy='env MCPB_MCPLUG_OPTIONS={"protocol_versions":["2025-11-25"]}'
-export MCPB_EXTRA_CLIENT="mcplug (C)|$out/mcplug_client;;mcplug (Python)|$PY $root/benches/clients/mcplug_client.py;;mcplug (Node)|$NODE $root/benches/clients/mcplug_client.js;;mcplug (C), 2025-11-25|$legacy $out/mcplug_client;;mcplug (Node), 2025-11-25|$legacy $NODE $root/benches/clients/mcplug_client.js"
+# like-for-like rows, see report.py. Their clients set the options themselves (no `env` wrapper,
+# whose exec would count in S1). run_all.sh splits a row's command on whitespace: no spaces below.
+export MCPB_EXTRA_CLIENT="mcplug (C)|$out/mcplug_client;;mcplug (Python)|$PY $root/benches/clients/mcplug_client.py;;mcplug (Node)|$NODE $root/benches/clients/mcplug_client.js;;mcplug (C), 2025-11-25|$out/mcplug_client_2025;;mcplug (Node), 2025-11-25|$NODE $root/benches/clients/mcplug_client_2025.js"
 
 echo "== peer-bench: $PB/run_all.sh (work dir $PEER_BENCH_WORK)" >&2
 started=$(date -u +%FT%TZ)
@@ -107,6 +111,16 @@ load="before run_all.sh: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 R=$PEER_BENCH_WORK/rust/target/release
 SRV=$R/mcp_server
+
+# ---- S1 again, C clients against the raw and rmcp clients only, the order rotated each round:
+# in run_all.sh mcplug's rows always start right after the Python SDK's, whose exit leaves the caches
+# cold (it slows the next cold start by ~0.5-0.8 ms here, a larger library more) ----
+S1_ROUNDS=$([ $quick = 1 ] && echo 2 || echo "${S1_ROUNDS:-24}")
+echo "== S1, $S1_ROUNDS rounds in rotated order (C clients, raw, rmcp)" >&2
+python3 benches/layers/s1_loop.py --rounds "$S1_ROUNDS" --out "$out/s1.jsonl" \
+  --client "mcplug (C)|$out/mcplug_client $SRV" --client "mcplug (C), 2025-11-25|$out/mcplug_client_2025 $SRV" \
+  --client "raw Rust client (blocking pipes) -> server|env:MCPB_SERVER=$SRV $R/floor" \
+  --client "rmcp 3.11 client, tokio current_thread|env:MCPB_RT=current $R/rmcp_client $SRV" >&2
 
 # ---- instructions per call: callgrind, S2 at two sizes; the difference / (N2 - N1) cancels start-up ----
 cg=$out/callgrind
@@ -156,7 +170,7 @@ stderr_log=$(sed -n 's/^# raw runs: .*client stderr: \([^ ]*\).*/\1/p' "$out/run
 args=(--table "$out/run_all.out" --raw "$raw_jsonl" --stderr-log "$stderr_log" --callgrind "$cg"
   --cg-n "$CG_N1" "$CG_N2" --rss "$out/rss.jsonl" --out "$report" --started "$started"
   --run-all-seconds "$t_run_all" --peer-bench "$PB" --commit "$commit" --dirty "$dirty" --load "$load"
-  --http "$out/http.jsonl" --http-stderr-log "$out/http.stderr")
+  --http "$out/http.jsonl" --http-stderr-log "$out/http.stderr" --s1-loop "$out/s1.jsonl")
 [ $quick = 1 ] && args+=(--quick)
 # kept so that the report can be written again from this run's outputs (after editing its analysis)
 printf '#!/usr/bin/env bash\ncd %q && exec python3 benches/report.py%s\n' "$root" "$(printf ' %q' "${args[@]}")" >"$out/report.sh"

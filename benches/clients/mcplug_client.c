@@ -376,6 +376,13 @@ static char *server_json(const char *cmd) {
   return j;
 }
 
+/* Connect options when MCPB_MCPLUG_OPTIONS is not set: run.sh builds a second client with
+ * -DMCPB_DEFAULT_OPTIONS='"{...}"' for the 2025-11-25 rows, so that no `env` wrapper's exec is
+ * counted in their cold start. */
+#ifndef MCPB_DEFAULT_OPTIONS
+#define MCPB_DEFAULT_OPTIONS NULL
+#endif
+
 int main(int argc, char **argv) {
   double start_us = mono_us();
   /* read only when asked for: /proc costs S1 tens of microseconds */
@@ -393,7 +400,9 @@ int main(int argc, char **argv) {
 
   char *server = server_json(argv[1]);
   char *out = NULL;
-  if (mcplug_client_connect(server, getenv("MCPB_MCPLUG_OPTIONS"), &client, &out) != MCPLUG_OK) die("connect failed", out);
+  const char *options = getenv("MCPB_MCPLUG_OPTIONS");
+  if (!options) options = MCPB_DEFAULT_OPTIONS;
+  if (mcplug_client_connect(server, options, &client, &out) != MCPLUG_OK) die("connect failed", out);
   mcplug_string_free(out);
   free(server);
   if (mcplug_client_list_tools(client, NULL, &out) != MCPLUG_OK) die("tools/list failed", out);
