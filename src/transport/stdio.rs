@@ -475,7 +475,12 @@ impl Drop for StdioTransport {
 /// Waits for the server process to end and reaps it. A pidfd (Linux 5.3) becomes readable when
 /// the process ends; without one, SIGCHLD wakes the wait, with a slow timer for a signal that came
 /// before the handler was in place.
-async fn reap(mut child: std::process::Child) -> Exit {
+async fn reap(child: std::process::Child) -> Exit {
+    reap_with(child, true).await
+}
+
+/// [`reap`], with the pidfd or (`pidfd` false: the fallback, for the tests) without.
+async fn reap_with(mut child: std::process::Child, pidfd: bool) -> Exit {
     use std::os::unix::process::ExitStatusExt;
     let status = |s: std::process::ExitStatus| match (s.code(), s.signal()) {
         (Some(c), _) => Exit::Code(c),
@@ -483,7 +488,10 @@ async fn reap(mut child: std::process::Child) -> Exit {
         _ => Exit::Unknown,
     };
     // SAFETY: pidfd_open on our own child, which is not reaped before this function reaps it.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id() as libc::pid_t, 0) };
+    let pidfd = match pidfd {
+        true => unsafe { libc::syscall(libc::SYS_pidfd_open, child.id() as libc::pid_t, 0) },
+        false => -1,
+    };
     let watched = (pidfd >= 0)
         // SAFETY: a new descriptor that nobody else owns.
         .then(|| unsafe { OwnedFd::from_raw_fd(pidfd as i32) })
@@ -655,6 +663,20 @@ mod tests {
         };
         assert_eq!(code(&["exit 7"]), Exit::Code(7));
         assert_eq!(code(&["kill -TERM $$"]), Exit::Signal(libc::SIGTERM));
+    }
+
+    #[test]
+    fn without_a_pidfd_the_reaper_waits_on_sigchld() {
+        let code = |script: &str| {
+            let child = std::process::Command::new("sh")
+                .args(["-c", script])
+                .spawn()
+                .expect("spawn sh");
+            crate::runtime::block_on(reap_with(child, false))
+        };
+        // Ends before the SIGCHLD handler is in place, and after.
+        assert_eq!(code("exit 3"), Exit::Code(3));
+        assert_eq!(code("sleep 0.2; exit 4"), Exit::Code(4));
     }
 
     #[test]
