@@ -280,7 +280,11 @@ impl SharedReader {
     /// caller saw it first (and reported it).
     pub(crate) async fn background(&self) -> Option<End> {
         loop {
-            if !self.lone_driver() && !self.host.load(Ordering::SeqCst) {
+            // Nobody waits, but a caller that read for itself left a moment ago: it is likely to
+            // be back at once (a host taking its events and starting the next calls), and taking
+            // the pipe meanwhile would cost a registration, a hand-back and wake-ups for nothing.
+            let expected_back = self.waiters.load(Ordering::SeqCst) == 0 && self.reader_just_left();
+            if !self.lone_driver() && !self.host.load(Ordering::SeqCst) && !expected_back {
                 // SAFETY: the descriptor is owned by `self`, which outlives this registration (it
                 // is dropped at the end of this block).
                 let registered = unsafe {
@@ -350,8 +354,13 @@ impl SharedReader {
                 self.wake_background.notified().await;
                 continue;
             }
+            let look_back = if expected_back {
+                REREAD_WINDOW
+            } else {
+                LOOK_BACK_EVERY
+            };
             tokio::select! {
-                _ = tokio::time::sleep(LOOK_BACK_EVERY) => {}
+                _ = tokio::time::sleep(look_back) => {}
                 _ = self.wake_background.notified() => {}
             }
         }
