@@ -92,12 +92,17 @@ pub struct StdioTransport {
 /// processes two CPUs (cold start, spawn to first `tools/list`: ~0.1 ms of ~1.6 ms less).
 /// Dropped unattached, it kills the server's group and reaps it.
 pub struct Started {
-    child: Option<std::process::Child>,
-    stdin: Option<OwnedFd>,
-    stdout: Option<OwnedFd>,
-    stderr: Option<OwnedFd>,
+    /// Taken by [`StdioTransport::attach`]; still here when dropped unattached.
+    process: Option<Process>,
     pid: i32,
     command: String,
+}
+
+struct Process {
+    child: std::process::Child,
+    stdin: OwnedFd,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
 }
 
 impl Started {
@@ -131,13 +136,15 @@ impl Started {
         // The server's ends of the pipes are in `cmd`: closed here, so that the end of its
         // stdout is seen when the server's last copy goes.
         drop(cmd);
-        let stderr = child.stderr.take().map(OwnedFd::from);
+        let stderr = OwnedFd::from(child.stderr.take().expect("stderr was piped"));
         Ok(Started {
             pid: child.id() as i32,
-            child: Some(child),
-            stdin: Some(stdin_ours),
-            stdout: Some(stdout_ours),
-            stderr,
+            process: Some(Process {
+                child,
+                stdin: stdin_ours,
+                stdout: stdout_ours,
+                stderr,
+            }),
             command: config.command.clone(),
         })
     }
@@ -145,13 +152,18 @@ impl Started {
 
 impl Drop for Started {
     fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
+        if let Some(Process { child, .. }) = self.process.take() {
             // Never attached (the connect failed before): the server goes now, and is reaped.
-            // SAFETY: signals our own child's process group.
-            unsafe { libc::killpg(self.pid, libc::SIGKILL) };
-            let _ = child.wait();
+            kill_and_reap(self.pid, child);
         }
     }
+}
+
+/// Kills a server that never got its reaper, with its group, and waits for it.
+fn kill_and_reap(pgid: i32, mut child: std::process::Child) {
+    // SAFETY: signals our own child's process group.
+    unsafe { libc::killpg(pgid, libc::SIGKILL) };
+    let _ = child.wait();
 }
 
 impl StdioTransport {
@@ -172,18 +184,28 @@ impl StdioTransport {
         limits: StdioLimits,
         sink: Weak<dyn Inbound>,
     ) -> Result<Arc<Self>, Error> {
-        let missing = || Error::transport("the server process was already attached");
-        let stdin = StdinPipe::new(started.stdin.take().ok_or_else(missing)?)?;
-        let stderr = started.stderr.take().ok_or_else(missing)?;
+        let Process {
+            child,
+            stdin,
+            stdout,
+            stderr,
+        } = started.process.take().expect("a Started is attached once");
+        let stdin = StdinPipe::new(stdin);
         let stderr = tokio::net::unix::pipe::Receiver::from_owned_fd(stderr)
-            .map_err(|e| Error::transport(format!("cannot watch the server's stderr: {e}")))?;
+            .map_err(|e| Error::transport(format!("cannot watch the server's stderr: {e}")));
+        let (stdin, stderr) = match (stdin, stderr) {
+            (Ok(i), Ok(e)) => (i, e),
+            (Err(e), _) | (_, Err(e)) => {
+                kill_and_reap(started.pid, child);
+                return Err(e);
+            }
+        };
         let reader = Arc::new(SharedReader::new(
-            started.stdout.take().ok_or_else(missing)?,
+            stdout,
             sink.clone(),
             limits.max_message_bytes,
         ));
         // From here on the reaper owns the process.
-        let child = started.child.take().ok_or_else(missing)?;
         let pid = started.pid;
 
         let (exit_tx, exit_rx) = watch::channel(None);
