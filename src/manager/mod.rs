@@ -289,15 +289,14 @@ impl Manager {
             }
             None => settled.await,
         }
-        // A server's state turns `connected` before its tools join the pool: the pool of the
-        // answer (and of the next list_tools) is built from the states that settled.
-        self.inner.rebuild_pool();
         Ok(self.status())
     }
 
     /// `{"servers": {"<name>": {"state", "type", "error"?, "tools": [pool names], ...}}}`.
     pub fn status(&self) -> Value {
-        let pool = self.inner.pool.read().clone();
+        // The read lock is held while the states are read: a state and the pool change together
+        // under the write lock (`Inner::change`).
+        let pool = self.inner.pool.read();
         let mut out = Map::new();
         for s in self.inner.servers.lock().iter() {
             out.insert(s.name.clone(), s.status(&pool));
@@ -500,16 +499,14 @@ impl Manager {
         }
         let tools = sdk::parse_tools(Some(tools), name)?;
         *server.sdk_tools.lock() = tools.clone();
-        let connected = {
-            let mut st = server.st.lock();
+        let connected = inner.change(&server, |st| {
             let connected = st.state == State::Connected;
             if connected {
                 st.tools = tools;
             }
             connected
-        };
+        });
         let pool = if connected {
-            inner.rebuild_pool();
             let pool = inner.pool.read().clone();
             inner.push(
                 json!({"type": "tools_changed", "server": name,
@@ -641,13 +638,12 @@ impl Manager {
             .ok_or_else(|| inner.unknown_server(name))?;
         inner.stop(&server, Some(State::Pending)).await;
         inner.emit_state(&server);
-        inner.rebuild_pool();
         inner.start(&server, Mode::Once);
         inner
             .until(|| server.st.lock().state != State::Pending)
             .await;
-        let pool = inner.pool.read().clone();
-        Ok(server.status(&pool))
+        let status = server.status(&inner.pool.read());
+        Ok(status)
     }
 
     /// Disables (closes, tools out of the pool) or enables (connects) a server.
@@ -665,10 +661,9 @@ impl Manager {
         } else if !on && state != State::Disabled {
             inner.stop(&server, Some(State::Disabled)).await;
             inner.emit_state(&server);
-            inner.rebuild_pool();
         }
-        let pool = inner.pool.read().clone();
-        Ok(server.status(&pool))
+        let status = server.status(&inner.pool.read());
+        Ok(status)
     }
 
     /// Closes every connection (their processes are gone when this returns); the last event
@@ -925,9 +920,9 @@ impl Inner {
     }
 
     fn emit_state(&self, server: &Server) {
-        let pool = self.pool.read().clone();
         let mut event = json!({"type": "state", "server": server.name});
-        if let Value::Object(status) = server.status(&pool) {
+        let status = server.status(&self.pool.read());
+        if let Value::Object(status) = status {
             for (k, v) in status {
                 event[k] = v;
             }
@@ -942,6 +937,20 @@ impl Inner {
     /// once could leave the pool without the tools of the one that finished second).
     fn rebuild_pool(&self) {
         let mut pool = self.pool.write();
+        self.rebuild_into(&mut pool);
+    }
+
+    /// Changes one server's state and rebuilds the pool, both under the pool's write lock: a
+    /// reader holding the read lock (`status`) never sees a server `connected` whose tools are
+    /// not yet in the pool, nor a server that left `connected` whose tools still are.
+    fn change<R>(&self, server: &Server, f: impl FnOnce(&mut ServerState) -> R) -> R {
+        let mut pool = self.pool.write();
+        let r = f(&mut server.st.lock());
+        self.rebuild_into(&mut pool);
+        r
+    }
+
+    fn rebuild_into(&self, pool: &mut Arc<Pool>) {
         let servers: Vec<(String, bool, Vec<Value>)> = self
             .servers
             .lock()
@@ -976,8 +985,7 @@ impl Inner {
     /// Ends the server's current connection or connect task (waiting for its process to be
     /// gone) and moves it to `to` (`None`: leaves the state as it is, for removal and close).
     async fn stop(&self, server: &Arc<Server>, to: Option<State>) {
-        let (client, task) = {
-            let mut st = server.st.lock();
+        let (client, task) = self.change(server, |st| {
             st.gen += 1;
             if let Some(to) = to {
                 st.state = to;
@@ -987,7 +995,7 @@ impl Inner {
                 st.tools.clear();
             }
             (st.client.take(), st.task.take())
-        };
+        });
         self.routes.lock().forget_server(&server.name);
         self.end_host_calls(Some(&server.name));
         if let Some(c) = client {
@@ -1103,8 +1111,7 @@ impl Inner {
             match outcome {
                 Ok((client, info, tools)) => {
                     let client = Arc::new(client);
-                    let stale = {
-                        let mut st = server.st.lock();
+                    let stale = self.change(&server, |st| {
                         let stale = st.gen != gen || self.closed.load(Ordering::SeqCst);
                         if !stale {
                             st.state = State::Connected;
@@ -1115,14 +1122,13 @@ impl Inner {
                             st.client = Some(client.clone());
                         }
                         stale
-                    };
+                    });
                     if stale {
                         client.close().await;
                         return;
                     }
                     server.errors.store(0, Ordering::Relaxed);
                     crate::runtime::spawn(pump(Arc::downgrade(&self), server.clone(), client, gen));
-                    self.rebuild_pool();
                     self.emit_state(&server);
                     return;
                 }
@@ -1179,19 +1185,20 @@ impl Inner {
 
     /// An in-process server is up as soon as it is started: its tools are the host's.
     fn settle_sdk(&self, server: &Server, gen: u64) {
-        {
-            let mut st = server.st.lock();
+        let settled = self.change(server, |st| {
             if st.gen != gen || self.closed.load(Ordering::SeqCst) {
-                return;
+                return false;
             }
             st.state = State::Connected;
             st.error = None;
             st.attempt = 0;
             st.info = Some(json!({"server_info": {"name": server.name}, "era": "in-process"}));
             st.tools = server.sdk_tools.lock().clone();
+            true
+        });
+        if settled {
+            self.emit_state(server);
         }
-        self.rebuild_pool();
-        self.emit_state(server);
     }
 
     /// A call of an in-process server's tool: a request event for the host, answered with
@@ -1292,38 +1299,38 @@ impl Inner {
     }
 
     fn settle_failed(&self, server: &Server, gen: u64, e: Error) {
-        {
-            let mut st = server.st.lock();
+        let settled = self.change(server, |st| {
             if st.gen != gen {
-                return;
+                return false;
             }
             st.state = state_for(&e);
             st.error = Some(e);
             st.attempt = 0;
             st.client = None;
             st.tools.clear();
+            true
+        });
+        if settled {
+            self.emit_state(server);
         }
-        self.rebuild_pool();
-        self.emit_state(server);
     }
 
     /// The connection of generation `gen` is lost (its process exited, or too many terminal
     /// errors): its tools leave the pool, the state is `failed` with why, and a reconnect
     /// series starts.
     fn lost(self: &Arc<Self>, server: &Arc<Server>, gen: u64, why: Error) {
-        let client = {
-            let mut st = server.st.lock();
+        let client = self.change(server, |st| {
             if st.gen != gen || st.state != State::Connected || self.closed.load(Ordering::SeqCst) {
-                return;
+                return None;
             }
             st.gen += 1;
             st.state = State::Failed;
             st.error = Some(why);
             st.tools.clear();
-            st.client.take()
-        };
+            Some(st.client.take())
+        });
+        let Some(client) = client else { return };
         self.routes.lock().forget_server(&server.name);
-        self.rebuild_pool();
         self.emit_state(server);
         let me = self.clone();
         let s = server.clone();
@@ -1450,14 +1457,16 @@ impl Inner {
                 return;
             }
         };
-        {
-            let mut st = server.st.lock();
+        let relisted = self.change(&server, |st| {
             if st.gen != gen || st.state != State::Connected {
-                return;
+                return false;
             }
             st.tools = tools;
+            true
+        });
+        if !relisted {
+            return;
         }
-        self.rebuild_pool();
         let pool = self.pool.read().clone();
         let mine: Vec<Value> = pool
             .tools
