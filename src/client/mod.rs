@@ -23,6 +23,7 @@ mod skills;
 pub(crate) mod started;
 mod tasks;
 mod tool_headers;
+mod validator;
 
 use request::{Body, Send};
 

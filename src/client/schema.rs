@@ -13,18 +13,20 @@
 //!
 //! JSON Schema 2020-12 is the default dialect; a schema's `$schema` naming draft 4, 6, 7 or
 //! 2019-09 is honoured. Nothing outside the schema is ever fetched: every external `$ref` (http,
-//! https, file, ...) is refused, so such a schema fails to compile. A schema that fails to
-//! compile (malformed, an unknown `$schema`, an external `$ref`) is not used: the tool is called
-//! without that check, and the host gets one event
+//! https, file, ...) is refused, so such a schema fails to compile. The validators come from the
+//! companion library libmcplug_schema, loaded on the first compile (`validator.rs`). A schema
+//! that fails to compile (malformed, an unknown `$schema`, an external `$ref`, no companion
+//! library to be found) is not used: the tool is called without that check, and the host gets
+//! one event
 //! `{"type": "warning", "reason": "invalid_schema", "tool", "schema": "outputSchema"|"inputSchema", "message"}`.
 //!
 //! The cost for a tool without an output schema: one atomic load while no listed tool has
 //! one, a map lookup otherwise; the result is parsed only when there is a schema to check.
 
 use super::events::EventQueue;
+use super::validator::Validator;
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::RawJson;
-use jsonschema::{Retrieve, Uri, Validator};
 use once_cell::sync::OnceCell;
 use parking_lot::RwLock;
 use serde::Deserialize;
@@ -70,23 +72,6 @@ impl Which {
             Which::Input => "inputSchema",
             Which::Output => "outputSchema",
         }
-    }
-}
-
-/// Refuses every external resource: a schema's `$ref` may never make the client reach the
-/// network or the file system (the spec's "MUST NOT auto-dereference").
-struct NoExternalRefs;
-
-impl Retrieve for NoExternalRefs {
-    fn retrieve(
-        &self,
-        uri: &Uri<String>,
-    ) -> std::result::Result<Value, Box<dyn std::error::Error + Send + Sync>> {
-        Err(format!(
-            "mcplug never fetches external schema references ({})",
-            uri.as_str()
-        )
-        .into())
     }
 }
 
@@ -199,37 +184,17 @@ fn with_room<R: Send>(f: impl FnOnce() -> R + Send) -> std::result::Result<R, St
 }
 
 /// Compiles one schema, always on a spare stack: compiling recurses deeply (the first compile
-/// in a process also builds the meta-schema validators, about 130 KiB of stack), and schemas
-/// compile rarely (once per schema text), so a thread start costs nothing that matters.
+/// in a process also builds the meta-schema validators, about 130 KiB of stack, and loads the
+/// validator library), and schemas compile rarely (once per schema text), so a thread start
+/// costs nothing that matters.
 fn compile(text: &str) -> std::result::Result<Validator, String> {
-    on_spare_stack(|| compile_here(text))?
+    on_spare_stack(|| Validator::compile(text))?
 }
 
-/// Compiles one schema: 2020-12 unless its `$schema` names another draft; no external `$ref`.
-fn compile_here(text: &str) -> std::result::Result<Validator, String> {
-    let schema: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    if !schema.is_object() && !schema.is_boolean() {
-        return Err(format!("a schema is an object or a boolean, not {schema}"));
-    }
-    jsonschema::options()
-        .with_retriever(NoExternalRefs)
-        .build(&schema)
-        .map_err(|e| e.to_string())
-}
-
-/// One violation, for an error's `data`.
-fn violations(validator: &Validator, instance: &Value) -> Vec<Value> {
-    validator
-        .iter_errors(instance)
-        .take(MAX_REPORTED)
-        .map(|e| {
-            json!({
-                "message": e.to_string(),
-                "instance_path": e.instance_path().as_str(),
-                "schema_path": e.schema_path().as_str(),
-            })
-        })
-        .collect()
+/// The violations of an instance (JSON text), none when it matches: at most [`MAX_REPORTED`],
+/// each `{"message", "instance_path", "schema_path"}` for an error's `data`.
+fn violations(validator: &Validator, instance: &str) -> std::result::Result<Vec<Value>, String> {
+    Ok(validator.check(instance, MAX_REPORTED)?.unwrap_or_default())
 }
 
 /// "at /a/0: 5 is not of type \"string\"" for the first violation, and how many more.
@@ -403,21 +368,14 @@ impl ToolSchemas {
                 Vec::new(),
             ));
         };
-        let found = with_room(|| {
-            let instance: Value = serde_json::from_str(structured.get())
-                .map_err(|e| Error::protocol(format!("tool {tool:?}: structuredContent: {e}")))?;
-            Ok(if validator.is_valid(&instance) {
-                Vec::new()
-            } else {
-                violations(validator, &instance)
-            })
-        })
-        .unwrap_or_else(|why| {
-            Err(Error::new(
-                ErrorKind::InvalidResult,
-                format!("checking the structuredContent of tool {tool:?} failed: {why}"),
-            ))
-        })?;
+        let found = with_room(|| violations(validator, structured.get()))
+            .and_then(|checked| checked)
+            .map_err(|why| {
+                Error::new(
+                    ErrorKind::InvalidResult,
+                    format!("checking the structuredContent of tool {tool:?} failed: {why}"),
+                )
+            })?;
         if found.is_empty() {
             return Ok(());
         }
@@ -440,9 +398,8 @@ impl ToolSchemas {
         events: &EventQueue,
     ) -> Result<()> {
         self.check_arguments_with(tool, events, || match arguments {
-            Some(a) => serde_json::from_str(a.get())
-                .map_err(|e| Error::invalid(format!("arguments of tool {tool:?}: {e}"))),
-            None => Ok(json!({})),
+            Some(a) => a.get().into(),
+            None => "{}".into(),
         })
     }
 
@@ -454,17 +411,19 @@ impl ToolSchemas {
         arguments: Option<&Value>,
         events: &EventQueue,
     ) -> Result<()> {
-        self.check_arguments_with(tool, events, || {
-            Ok(arguments.cloned().unwrap_or_else(|| json!({})))
+        self.check_arguments_with(tool, events, || match arguments {
+            Some(a) => a.to_string().into(),
+            None => "{}".into(),
         })
     }
 
-    /// The arguments are only parsed when the tool has an input schema to check them against.
-    fn check_arguments_with(
+    /// The arguments (JSON text) are only looked at when the tool has an input schema to check
+    /// them against.
+    fn check_arguments_with<'a>(
         &self,
         tool: &str,
         events: &EventQueue,
-        arguments: impl FnOnce() -> Result<Value>,
+        arguments: impl FnOnce() -> std::borrow::Cow<'a, str>,
     ) -> Result<()> {
         let Some(entry) = self.entry(tool) else {
             return Ok(());
@@ -475,19 +434,14 @@ impl ToolSchemas {
         let Some(validator) = schema.validator(tool, Which::Input, events) else {
             return Ok(());
         };
-        let instance = arguments()?;
-        let found = with_room(|| {
-            if validator.is_valid(&instance) {
-                Vec::new()
-            } else {
-                violations(validator, &instance)
-            }
-        })
-        .map_err(|why| {
-            Error::invalid(format!(
-                "checking the arguments of tool {tool:?} failed: {why}"
-            ))
-        })?;
+        let instance = arguments();
+        let found = with_room(|| violations(validator, &instance))
+            .and_then(|checked| checked)
+            .map_err(|why| {
+                Error::invalid(format!(
+                    "checking the arguments of tool {tool:?} failed: {why}"
+                ))
+            })?;
         if found.is_empty() {
             return Ok(());
         }

@@ -1,0 +1,254 @@
+//! libmcplug_schema: mcplug's JSON Schema validators (jsonschema), in a library of their own.
+//!
+//! Why a second library: jsonschema and the two regex engines it needs were most of what a process
+//! paid to load libmcplug — 16k of its 26k load-time relocations, 280 KiB of the 430 KiB of data
+//! the loader writes, 4 MiB of its 9.7 MiB of code (BENCHMARKS.md, "cold start") — while most
+//! hosts never check a schema. libmcplug loads this library the first time a tool's schema is
+//! compiled (`src/client/validator.rs`), so only a host that checks schemas pays for it, then.
+//!
+//! The interface below is private to the two libraries: plain C functions over JSON text, which
+//! libmcplug checks by [`mcplug_schema_abi`] and [`mcplug_schema_version`] before it uses any
+//! other. Every function may be called from any thread; a validator may be used by many threads
+//! at once. Nothing panics across the boundary (a panic becomes an error).
+
+use jsonschema::{Retrieve, Uri, Validator};
+use serde_json::{json, Value};
+use std::ffi::{c_char, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Changes whenever a function below changes its signature or its meaning.
+pub const ABI: u32 = 1;
+
+/// The interface's version, [`ABI`].
+#[no_mangle]
+pub extern "C" fn mcplug_schema_abi() -> u32 {
+    ABI
+}
+
+/// This library's version (a static NUL-terminated string): libmcplug uses only its own.
+#[no_mangle]
+pub extern "C" fn mcplug_schema_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// Refuses every external resource: a schema's `$ref` may never make the client reach the
+/// network or the file system (the spec's "MUST NOT auto-dereference").
+struct NoExternalRefs;
+
+impl Retrieve for NoExternalRefs {
+    fn retrieve(
+        &self,
+        uri: &Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        Err(format!(
+            "mcplug never fetches external schema references ({})",
+            uri.as_str()
+        )
+        .into())
+    }
+}
+
+/// Compiles one schema: 2020-12 unless its `$schema` names another draft; no external `$ref`.
+pub fn compile(text: &str) -> Result<Validator, String> {
+    let schema: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    if !schema.is_object() && !schema.is_boolean() {
+        return Err(format!("a schema is an object or a boolean, not {schema}"));
+    }
+    jsonschema::options()
+        .with_retriever(NoExternalRefs)
+        .build(&schema)
+        .map_err(|e| e.to_string())
+}
+
+/// Checks an instance (JSON text): `Ok(None)` when it matches, else the first `max` violations
+/// as `[{"message", "instance_path", "schema_path"}]`.
+pub fn check(validator: &Validator, instance: &str, max: usize) -> Result<Option<Value>, String> {
+    let instance: Value = serde_json::from_str(instance).map_err(|e| e.to_string())?;
+    if validator.is_valid(&instance) {
+        return Ok(None);
+    }
+    let found: Vec<Value> = validator
+        .iter_errors(&instance)
+        .take(max)
+        .map(|e| {
+            json!({
+                "message": e.to_string(),
+                "instance_path": e.instance_path().as_str(),
+                "schema_path": e.schema_path().as_str(),
+            })
+        })
+        .collect();
+    Ok(Some(Value::Array(found)))
+}
+
+fn owned(text: String) -> *mut c_char {
+    // JSON text and error messages have no NUL; should one appear, it goes.
+    CString::new(text.replace('\0', ""))
+        .expect("NULs removed")
+        .into_raw()
+}
+
+fn panicked(payload: Box<dyn std::any::Any + Send>) -> String {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    format!("the validator panicked: {what}")
+}
+
+/// # Safety
+/// `text` is NULL or points to `len` readable bytes.
+unsafe fn text_arg<'a>(text: *const u8, len: usize) -> Result<&'a str, String> {
+    if text.is_null() {
+        return Err("no text (NULL)".into());
+    }
+    let bytes = unsafe { std::slice::from_raw_parts(text, len) };
+    std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))
+}
+
+/// Compiles the schema in `text` (`len` bytes of JSON). Returns the validator, to be freed with
+/// [`mcplug_schema_free`]; or NULL, with `*error` set to an owned message (freed with
+/// [`mcplug_schema_string_free`]) saying why the schema does not compile.
+///
+/// # Safety
+/// `text` points to `len` readable bytes; `error` is a writable pointer.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_schema_compile(
+    text: *const u8,
+    len: usize,
+    error: *mut *mut c_char,
+) -> *mut Validator {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        compile(unsafe { text_arg(text, len) }?)
+    }))
+    .unwrap_or_else(|p| Err(panicked(p)));
+    match outcome {
+        Ok(v) => Box::into_raw(Box::new(v)),
+        Err(why) => {
+            if !error.is_null() {
+                unsafe { *error = owned(why) };
+            }
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// Checks the instance in `instance` (`len` bytes of JSON) against `validator`. Returns 1 when it
+/// matches (`*out` untouched); 0 when it does not, with `*out` an owned JSON array of at most
+/// `max` violations `{"message", "instance_path", "schema_path"}`; -1 when it could not be checked
+/// (not JSON, a panic), with `*out` an owned message. Strings are freed with
+/// [`mcplug_schema_string_free`].
+///
+/// # Safety
+/// `validator` came from [`mcplug_schema_compile`] and is not freed; `instance` points to `len`
+/// readable bytes; `out` is a writable pointer.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_schema_check(
+    validator: *const Validator,
+    instance: *const u8,
+    len: usize,
+    max: usize,
+    out: *mut *mut c_char,
+) -> i32 {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let v = unsafe { validator.as_ref() }.ok_or("no validator (NULL)")?;
+        check(v, unsafe { text_arg(instance, len) }?, max)
+    }))
+    .unwrap_or_else(|p| Err(panicked(p)));
+    let (status, text) = match outcome {
+        Ok(None) => return 1,
+        Ok(Some(found)) => (0, found.to_string()),
+        Err(why) => (-1, why),
+    };
+    if !out.is_null() {
+        unsafe { *out = owned(text) };
+    }
+    status
+}
+
+/// Frees a validator of [`mcplug_schema_compile`]; NULL is a no-op.
+///
+/// # Safety
+/// `validator` came from [`mcplug_schema_compile`] and is freed once.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_schema_free(validator: *mut Validator) {
+    if !validator.is_null() {
+        drop(unsafe { Box::from_raw(validator) });
+    }
+}
+
+/// Frees a string this library returned; NULL is a no-op.
+///
+/// # Safety
+/// `text` came from this library and is freed once.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_schema_string_free(text: *mut c_char) {
+    if !text.is_null() {
+        drop(unsafe { CString::from_raw(text) });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+
+    fn take(s: *mut c_char) -> String {
+        let text = unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned();
+        unsafe { mcplug_schema_string_free(s) };
+        text
+    }
+
+    #[test]
+    fn compiles_checks_and_reports_through_the_c_functions() {
+        let schema = br#"{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}"#;
+        let mut err = std::ptr::null_mut();
+        let v = unsafe { mcplug_schema_compile(schema.as_ptr(), schema.len(), &mut err) };
+        assert!(!v.is_null() && err.is_null());
+        let mut out = std::ptr::null_mut();
+        let good = br#"{"n": 3}"#;
+        assert_eq!(
+            unsafe { mcplug_schema_check(v, good.as_ptr(), good.len(), 8, &mut out) },
+            1
+        );
+        assert!(out.is_null());
+        let bad = br#"{"n": "x"}"#;
+        assert_eq!(
+            unsafe { mcplug_schema_check(v, bad.as_ptr(), bad.len(), 8, &mut out) },
+            0
+        );
+        let found: Value = serde_json::from_str(&take(out)).unwrap();
+        assert_eq!(found[0]["instance_path"], "/n");
+        assert!(found[0]["message"].as_str().unwrap().contains("integer"));
+        let broken = b"{";
+        assert_eq!(
+            unsafe { mcplug_schema_check(v, broken.as_ptr(), 1, 8, &mut out) },
+            -1
+        );
+        assert!(take(out).contains("EOF"));
+        unsafe { mcplug_schema_free(v) };
+    }
+
+    #[test]
+    fn a_schema_that_does_not_compile_says_why() {
+        for (schema, why) in [
+            (&br#"{"type": 12}"#[..], "12"),
+            (br#"[1]"#, "an object or a boolean"),
+            (
+                br#"{"$ref": "https://example.com/s.json"}"#,
+                "never fetches",
+            ),
+            (b"\xff", "not UTF-8"),
+        ] {
+            let mut err = std::ptr::null_mut();
+            let v = unsafe { mcplug_schema_compile(schema.as_ptr(), schema.len(), &mut err) };
+            assert!(v.is_null());
+            let message = take(err);
+            assert!(message.contains(why), "{message}");
+        }
+        assert_eq!(mcplug_schema_abi(), ABI);
+        let version = unsafe { CStr::from_ptr(mcplug_schema_version()) };
+        assert_eq!(version.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+    }
+}
