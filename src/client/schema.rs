@@ -192,9 +192,12 @@ fn compile(text: &str) -> std::result::Result<Validator, String> {
 }
 
 /// The violations of an instance (JSON text), none when it matches: at most [`MAX_REPORTED`],
-/// each `{"message", "instance_path", "schema_path"}` for an error's `data`.
+/// each `{"message", "instance_path", "schema_path"}` for an error's `data`. Checked where the
+/// stack has room for it (see [`with_room`]).
 fn violations(validator: &Validator, instance: &str) -> std::result::Result<Vec<Value>, String> {
-    Ok(validator.check(instance, MAX_REPORTED)?.unwrap_or_default())
+    with_room(|| validator.check(instance, MAX_REPORTED))
+        .and_then(|checked| checked)
+        .map(Option::unwrap_or_default)
 }
 
 /// "at /a/0: 5 is not of type \"string\"" for the first violation, and how many more.
@@ -368,14 +371,12 @@ impl ToolSchemas {
                 Vec::new(),
             ));
         };
-        let found = with_room(|| violations(validator, structured.get()))
-            .and_then(|checked| checked)
-            .map_err(|why| {
-                Error::new(
-                    ErrorKind::InvalidResult,
-                    format!("checking the structuredContent of tool {tool:?} failed: {why}"),
-                )
-            })?;
+        let found = violations(validator, structured.get()).map_err(|why| {
+            Error::new(
+                ErrorKind::InvalidResult,
+                format!("checking the structuredContent of tool {tool:?} failed: {why}"),
+            )
+        })?;
         if found.is_empty() {
             return Ok(());
         }
@@ -435,13 +436,11 @@ impl ToolSchemas {
             return Ok(());
         };
         let instance = arguments();
-        let found = with_room(|| violations(validator, &instance))
-            .and_then(|checked| checked)
-            .map_err(|why| {
-                Error::invalid(format!(
-                    "checking the arguments of tool {tool:?} failed: {why}"
-                ))
-            })?;
+        let found = violations(validator, &instance).map_err(|why| {
+            Error::invalid(format!(
+                "checking the arguments of tool {tool:?} failed: {why}"
+            ))
+        })?;
         if found.is_empty() {
             return Ok(());
         }

@@ -243,14 +243,9 @@ impl Validator {
         };
         match status {
             1 => Ok(None),
-            0 => {
-                let text = self.lib.take(out, "[]");
-                let found: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-                Ok(Some(match found {
-                    Value::Array(items) => items,
-                    other => vec![other],
-                }))
-            }
+            0 => serde_json::from_str(&self.lib.take(out, "[]"))
+                .map(Some)
+                .map_err(|e| e.to_string()),
             _ => Err(self.lib.take(out, "the check failed")),
         }
     }
