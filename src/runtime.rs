@@ -39,31 +39,46 @@ thread_local! {
 /// Runs `fut` to completion on the calling (host) thread, inside the runtime's context, so that
 /// timers and I/O created inside `fut` belong to the runtime.
 pub fn block_on<F: Future>(fut: F) -> F::Output {
-    let outer = IN_HOST_CALL.with(|c| c.replace(true));
-    let out = RUNTIME.block_on(fut);
-    IN_HOST_CALL.with(|c| c.set(outer));
-    out
+    let _mark = HostCall::enter();
+    RUNTIME.block_on(fut)
 }
 
-/// Like [`block_on`], for futures that nearly always finish at their first poll (starting a
-/// call: register it, write it): that poll runs inside the runtime's context with a no-op waker,
-/// and only a future still pending after it goes on in `block_on`. Entering tokio's `block_on`
-/// (its scheduler context and park machinery) cost ~1.5k instructions per started call.
+/// Like [`block_on`], for the host's hot calls, which nearly always finish at their first poll:
+/// a call whose caller reads the answer itself blocks in that read, inside the poll (see
+/// `transport/stdio_read.rs`), and starting a call only registers and writes it. That poll runs
+/// inside the runtime's context with a no-op waker, and only a future still pending after it goes
+/// on in tokio's `block_on` (its scheduler context and park machinery cost ~1k instructions per
+/// call), which polls it again at once with a real waker; that waker replaces the no-op one
+/// wherever the first poll left it. Not for connects: the legacy SSE connect, polled this way,
+/// overflowed a debug build's 192 KiB host thread (`tests/c/remote.c`).
 pub fn run_now<F: Future>(fut: F) -> F::Output {
+    let _mark = HostCall::enter();
     let mut fut = std::pin::pin!(fut);
-    let outer = IN_HOST_CALL.with(|c| c.replace(true));
     let first = {
         let _context = RUNTIME.enter();
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         fut.as_mut().poll(&mut cx)
     };
-    let out = match first {
+    match first {
         std::task::Poll::Ready(out) => out,
-        // Polled again with a real waker, which replaces the no-op one wherever it was left.
         std::task::Poll::Pending => RUNTIME.block_on(fut),
-    };
-    IN_HOST_CALL.with(|c| c.set(outer));
-    out
+    }
+}
+
+/// Marks the thread as a host thread inside a call until dropped, a panic included (the C
+/// boundary catches it, and the thread goes on serving the host).
+struct HostCall(bool);
+
+impl HostCall {
+    fn enter() -> HostCall {
+        HostCall(IN_HOST_CALL.with(|c| c.replace(true)))
+    }
+}
+
+impl Drop for HostCall {
+    fn drop(&mut self) {
+        IN_HOST_CALL.with(|c| c.set(self.0));
+    }
 }
 
 /// Whether this thread is a host thread inside [`block_on`] (never true on a runtime worker).

@@ -57,6 +57,12 @@ pub struct Cancels {
 }
 
 impl Cancels {
+    /// Whether anything can cancel the request at all (most calls carry neither a tag nor a
+    /// signal of their own).
+    pub fn any(&self) -> bool {
+        self.tag.is_some() || self.own.is_some()
+    }
+
     pub fn is_fired(&self) -> bool {
         self.tag.as_ref().is_some_and(|g| g.signal.is_fired())
             || self.own.as_ref().is_some_and(|s| s.is_fired())

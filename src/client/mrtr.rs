@@ -26,7 +26,7 @@ pub(super) fn allows_input_required(method: &str) -> bool {
 }
 
 /// The `resultType` of a modern result, found without parsing most results: absent is `None`.
-pub(super) fn result_type(text: &str) -> Option<String> {
+pub(super) fn result_type(text: &str) -> Option<std::borrow::Cow<'_, str>> {
     #[derive(serde::Deserialize)]
     struct ResultType<'a> {
         #[serde(rename = "resultType", borrow)]
@@ -44,7 +44,7 @@ pub(super) fn result_type(text: &str) -> Option<String> {
     }
     serde_json::from_str::<ResultType>(text)
         .ok()
-        .and_then(|r| r.result_type.map(|c| c.into_owned()))
+        .and_then(|r| r.result_type)
 }
 
 /// The parts of an `InputRequiredResult` the client acts on; `requestState` stays raw text so

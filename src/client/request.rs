@@ -109,70 +109,75 @@ impl Shared {
             // wake us for the answer.
             let transport = self.transport()?.clone();
             let can_drive = reset.is_none() && crate::runtime::on_host_thread() && transport.drivable();
-            let mut sending = if can_drive {
-                let shape = tool_call.map(|name| RequestShape {
-                    method: "tools/call",
-                    name: name.to_string(),
-                    // The version the message's `_meta` was stamped with.
-                    version: match self.era.read().as_ref().map(|s| &s.era) {
-                        Some(Era::Modern { version }) if modern => Some(version.clone()),
-                        _ => None,
-                    },
-                });
-                transport.clone().send_driven(message, DrivenRequest { id, shape })
+            // A message that fits the pipe goes out at once from this thread, with no send
+            // future, timer or cancel to race against it.
+            let sent = if transport.send_now(&message) {
+                Ok(())
             } else {
-                transport.clone().send(message)
-            };
-            let sent = tokio::select! {
-                r = &mut sending => Some(r),
-                _ = sleep_until_opt(deadline) => None,
-                _ = guard.fired() => None,
-            };
-            if let Some(Err(e)) = &sent {
-                self.fail_deferred(deferred, e);
-            }
-            match sent {
-                Some(Ok(())) => {}
-                Some(Err(e)) => {
-                    self.pending.forget(id);
-                    if e.kind == ErrorKind::Closed {
-                        // The pipe broke because the server is gone: its exit status and last
-                        // stderr lines, which the transport is gathering, say more than EPIPE.
-                        return Err(self.close_reason_soon(e).await);
+                let mut sending = if can_drive {
+                    let shape = tool_call.filter(|_| transport.uses_request_shape()).map(|name| RequestShape {
+                        method: "tools/call",
+                        name: name.to_string(),
+                        // The version the message's `_meta` was stamped with.
+                        version: match self.era.read().as_ref().map(|s| &s.era) {
+                            Some(Era::Modern { version }) if modern => Some(version.clone()),
+                            _ => None,
+                        },
+                    });
+                    transport.clone().send_driven(message, DrivenRequest { id, shape })
+                } else {
+                    transport.clone().send(message)
+                };
+                let sent = tokio::select! {
+                    r = &mut sending => Some(r),
+                    _ = sleep_until_opt(deadline) => None,
+                    _ = guard.fired() => None,
+                };
+                match sent {
+                    Some(r) => r,
+                    None => {
+                        self.pending.forget(id);
+                        // Let the half-written message finish (never leave a partial line), then tell
+                        // the server to drop it.
+                        let transport = self.transport()?.clone();
+                        let cancellable = send.cancellable;
+                        crate::runtime::spawn(async move {
+                            if sending.await.is_ok() && cancellable {
+                                let msg = protocol::encode_notification(
+                                    "notifications/cancelled",
+                                    Some(&json!({"requestId": id, "reason": "timed out or cancelled while sending"})),
+                                );
+                                let _ = transport.send(msg).await;
+                            }
+                        });
+                        return Err(if guard.is_fired() {
+                            Error::new(ErrorKind::Cancelled, format!("{} was cancelled by the host", send.method))
+                        } else {
+                            Error::timeout(format!(
+                                "{} timed out after {} ms while still being sent (the server is not reading its input)",
+                                send.method,
+                                send.timeout.map(millis).unwrap_or_default()
+                            ))
+                        });
                     }
-                    return Err(self.check_open().err().unwrap_or(e));
                 }
-                None => {
-                    self.pending.forget(id);
-                    // Let the half-written message finish (never leave a partial line), then tell
-                    // the server to drop it.
-                    let transport = self.transport()?.clone();
-                    let cancellable = send.cancellable;
-                    crate::runtime::spawn(async move {
-                        if sending.await.is_ok() && cancellable {
-                            let msg = protocol::encode_notification(
-                                "notifications/cancelled",
-                                Some(&json!({"requestId": id, "reason": "timed out or cancelled while sending"})),
-                            );
-                            let _ = transport.send(msg).await;
-                        }
-                    });
-                    return Err(if guard.is_fired() {
-                        Error::new(ErrorKind::Cancelled, format!("{} was cancelled by the host", send.method))
-                    } else {
-                        Error::timeout(format!(
-                            "{} timed out after {} ms while still being sent (the server is not reading its input)",
-                            send.method,
-                            send.timeout.map(millis).unwrap_or_default()
-                        ))
-                    });
+            };
+            if let Err(e) = sent {
+                self.fail_deferred(deferred, &e);
+                self.pending.forget(id);
+                if e.kind == ErrorKind::Closed {
+                    // The pipe broke because the server is gone: its exit status and last
+                    // stderr lines, which the transport is gathering, say more than EPIPE.
+                    return Err(self.close_reason_soon(e).await);
                 }
+                return Err(self.check_open().err().unwrap_or(e));
             }
             transport.enter_call(can_drive);
             let _leave = LeaveCall(&*transport, can_drive);
             if can_drive {
                 // A cancel from another thread ends this thread's blocked read at once.
-                let _interrupt = transport.drive_interruptible().then(|| {
+                // (Nothing to do, and nothing to allocate, for a call that nothing can cancel.)
+                let _interrupt = (guard.any() && transport.drive_interruptible()).then(|| {
                     let t = transport.clone();
                     guard.interrupt_while(Arc::new(move || t.interrupt_drive()))
                 });

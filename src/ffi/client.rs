@@ -220,7 +220,7 @@ pub unsafe extern "C" fn mcplug_client_call_tool(
         // Validated but not parsed into a tree: the arguments travel as the text the host gave.
         let args = raw_object_arg(arguments_json, "arguments_json")?;
         let opts = call_options(options_json)?;
-        let v = runtime::block_on(Box::pin(h.0.client.call_tool(name, args, &opts)))?;
+        let v = runtime::run_now(Box::pin(h.0.client.call_tool(name, args, &opts)))?;
         Ok(v.into_string())
     })
 }
@@ -257,7 +257,7 @@ pub unsafe extern "C" fn mcplug_client_request(
         let method = str_arg(method, "method")?;
         let params = params_arg(params_json)?;
         let opts = call_options(options_json)?;
-        let v = runtime::block_on(h.0.client.request(method, params, &opts))?;
+        let v = runtime::run_now(h.0.client.request(method, params, &opts))?;
         Ok(v.into_string())
     })
 }
@@ -275,7 +275,7 @@ pub unsafe extern "C" fn mcplug_client_notify(
         let h = enter(client)?;
         let method = str_arg(method, "method")?;
         let params = params_arg(params_json)?;
-        runtime::block_on(h.0.client.notify(method, params))?;
+        runtime::run_now(h.0.client.notify(method, params))?;
         Ok("{}".into())
     })
 }

@@ -969,6 +969,10 @@ impl Transport for HttpTransport {
         self.direct.is_some()
     }
 
+    fn uses_request_shape(&self) -> bool {
+        true
+    }
+
     fn drive(&self, wait: Duration, _also: Option<std::os::fd::RawFd>) -> super::Drive {
         match &self.direct {
             Some(direct) if direct.drive(self, wait) => super::Drive::Turned,

@@ -92,6 +92,18 @@ pub trait Transport: Send + Sync {
     ) -> BoxFuture<'static, Result<(), Error>> {
         self.send(message)
     }
+    /// Sends a small message at once from the calling thread, if that can be done without
+    /// waiting: `true` when it went out whole, `false` when nothing was sent (the caller then
+    /// sends it the ordinary way). Saves a caller the send future and its timer and cancel race
+    /// when the message fits the pipe (stdio).
+    fn send_now(&self, _message: &[u8]) -> bool {
+        false
+    }
+    /// Whether [`Transport::send_driven`] uses a [`DrivenRequest`]'s `shape` (which saves it a
+    /// parse of the message); a caller builds one only for a transport that does.
+    fn uses_request_shape(&self) -> bool {
+        false
+    }
     /// Whether a caller waiting for an answer may read the incoming side itself, on its own
     /// thread, with [`Transport::drive`] (stdio: see `stdio_read`). Every caller that waits for
     /// an answer brackets its wait with [`Transport::enter_call`] and [`Transport::leave_call`],

@@ -367,6 +367,21 @@ impl Transport for StdioTransport {
         })
     }
 
+    fn send_now(&self, message: &[u8]) -> bool {
+        if message.len() > libc::PIPE_BUF {
+            return false;
+        }
+        // Busy (another writer, or one waiting) or closed: the ordinary path waits its turn or
+        // says why.
+        let Ok(mut guard) = self.stdin.try_lock() else {
+            return false;
+        };
+        guard
+            .as_mut()
+            .and_then(|stdin| stdin.write_now(message))
+            .is_some()
+    }
+
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             self.closing.store(true, Ordering::SeqCst);
@@ -608,6 +623,25 @@ impl StdinPipe {
         Ok(StdinPipe { fd })
     }
 
+    /// Writes `buf` whole now, or nothing: `None` when the pipe has no room for all of it (or
+    /// the write failed: the ordinary path then says why). Only for `buf` of at most
+    /// `PIPE_BUF` bytes, which a pipe takes whole or not at all.
+    fn write_now(&mut self, buf: &[u8]) -> Option<()> {
+        debug_assert!(buf.len() <= libc::PIPE_BUF);
+        loop {
+            // SAFETY: a write of our own live buffer to our own descriptor.
+            let n = unsafe { libc::write(self.fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
+            if n >= 0 {
+                // A pipe writes up to PIPE_BUF bytes atomically: all of them.
+                debug_assert_eq!(n as usize, buf.len());
+                return (n as usize == buf.len()).then_some(());
+            }
+            if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                return None;
+            }
+        }
+    }
+
     async fn write_all(&mut self, mut buf: &[u8]) -> std::io::Result<()> {
         while !buf.is_empty() {
             // SAFETY: a write of our own live buffer to our own descriptor.
@@ -699,6 +733,46 @@ mod tests {
         // Ends before the SIGCHLD handler is in place, and after.
         assert_eq!(code("exit 3"), Exit::Code(3));
         assert_eq!(code("sleep 0.2; exit 4"), Exit::Code(4));
+    }
+
+    #[test]
+    fn a_write_now_goes_out_whole_or_not_at_all() {
+        let (theirs, ours) = pipe_pair("stdin").expect("pipe");
+        let _context = crate::runtime::handle().enter();
+        let mut stdin = StdinPipe::new(ours).expect("register");
+        let line = b"{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n";
+        assert_eq!(stdin.write_now(line), Some(()));
+        // Fill the pipe to its last byte: then a line has no room, and none of it may go.
+        let mut filler = vec![b' '; 4096];
+        let mut filled = line.len();
+        loop {
+            let n =
+                unsafe { libc::write(stdin.fd.as_raw_fd(), filler.as_ptr().cast(), filler.len()) };
+            if n > 0 {
+                filled += n as usize;
+            } else if filler.len() > 1 {
+                filler.truncate(filler.len() / 2);
+            } else {
+                break;
+            }
+        }
+        assert_eq!(stdin.write_now(line), None, "a full pipe takes nothing");
+        let mut buf = vec![0u8; filled + 64];
+        let mut read = 0;
+        while read < filled {
+            let n = unsafe {
+                libc::read(
+                    theirs.as_raw_fd(),
+                    buf[read..].as_mut_ptr().cast(),
+                    buf.len() - read,
+                )
+            };
+            assert!(n > 0, "reading back what was written");
+            read += n as usize;
+        }
+        assert_eq!(read, filled, "nothing of the refused line was written");
+        assert!(buf[..read].starts_with(line));
+        assert_eq!(stdin.write_now(line), Some(()), "room again");
     }
 
     #[test]
