@@ -83,6 +83,12 @@ pub struct StdioTransport {
     grace: Duration,
     /// The command, for messages.
     command: String,
+    /// The tasks of the attached server (reaper, stderr, background reader), spawned once its
+    /// first request is out ([`StdioTransport::start_tasks`]): spawning wakes a runtime worker,
+    /// which on a cold start would take a CPU from the starting server, and the wake-up's own
+    /// system call would come before the first write.
+    tasks: Mutex<Vec<BoxFuture<'static, ()>>>,
+    tasks_started: AtomicBool,
 }
 
 /// A server process started but not yet attached to the runtime (see [`StdioTransport::attach`]).
@@ -224,28 +230,44 @@ impl StdioTransport {
             closing: AtomicBool::new(false),
             grace: limits.shutdown_grace,
             command: std::mem::take(&mut started.command),
+            tasks: Mutex::new(Vec::with_capacity(3)),
+            tasks_started: AtomicBool::new(false),
         });
 
+        let mut tasks = transport.tasks.lock();
         // The reaper: the leader is always waited for, so it never stays a zombie.
-        crate::runtime::spawn(async move {
+        tasks.push(Box::pin(async move {
             let _ = exit_tx.send(Some(reap(child).await));
-        });
-
-        {
-            let sink = sink.clone();
-            crate::runtime::spawn(read_stderr(stderr, sink, stderr_tail, stderr_tx));
-        }
-        {
-            let weak_self = Arc::downgrade(&transport);
-            crate::runtime::spawn(async move {
-                let end = reader.background().await;
-                drop(reader);
-                if let (Some(end), Some(t)) = (end, weak_self.upgrade()) {
-                    t.report_end(end).await;
-                }
-            });
-        }
+        }));
+        tasks.push(Box::pin(read_stderr(
+            stderr,
+            sink.clone(),
+            stderr_tail,
+            stderr_tx,
+        )));
+        let weak_self = Arc::downgrade(&transport);
+        tasks.push(Box::pin(async move {
+            let end = reader.background().await;
+            drop(reader);
+            if let (Some(end), Some(t)) = (end, weak_self.upgrade()) {
+                t.report_end(end).await;
+            }
+        }));
+        drop(tasks);
         Ok(transport)
+    }
+
+    /// Spawns the server's tasks, once: after the first request was written, or before anything
+    /// that waits on them (an answer, the end, the diagnostics), whichever comes first.
+    fn start_tasks(&self) {
+        if self.tasks_started.load(Ordering::Acquire) {
+            return;
+        }
+        let tasks = std::mem::take(&mut *self.tasks.lock());
+        self.tasks_started.store(true, Ordering::Release);
+        for task in tasks {
+            crate::runtime::spawn(task);
+        }
     }
 
     /// Tells the connection that the stream has ended, with the best description of why.
@@ -343,6 +365,7 @@ impl StdioTransport {
 
 impl Transport for StdioTransport {
     fn send(self: Arc<Self>, message: Vec<u8>) -> BoxFuture<'static, Result<(), Error>> {
+        self.start_tasks();
         Box::pin(async move {
             let mut guard = self.stdin.lock().await;
             let Some(stdin) = guard.as_mut() else {
@@ -376,13 +399,20 @@ impl Transport for StdioTransport {
         let Ok(mut guard) = self.stdin.try_lock() else {
             return false;
         };
-        guard
+        let sent = guard
             .as_mut()
             .and_then(|stdin| stdin.write_now(message))
-            .is_some()
+            .is_some();
+        drop(guard);
+        // (When nothing went out, the ordinary send that follows starts them.)
+        if sent {
+            self.start_tasks();
+        }
+        sent
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
+        self.start_tasks();
         Box::pin(async move {
             self.closing.store(true, Ordering::SeqCst);
             // 1. Closing stdin is the polite request to exit. A writer stuck on a full pipe (a
@@ -420,6 +450,7 @@ impl Transport for StdioTransport {
     }
 
     fn drained(&self) -> BoxFuture<'_, ()> {
+        self.start_tasks();
         let mut done = self.stderr_done.clone();
         Box::pin(async move {
             let _ = done.wait_for(|d| *d).await;
@@ -431,6 +462,7 @@ impl Transport for StdioTransport {
     }
 
     fn enter_call(&self, can_drive: bool) {
+        self.start_tasks();
         self.reader.enter(can_drive);
     }
 
@@ -439,6 +471,7 @@ impl Transport for StdioTransport {
     }
 
     fn drive(&self, wait: Duration, also: Option<std::os::fd::RawFd>) -> Drive {
+        self.start_tasks();
         let (turn, end) = self.reader.drive(wait, also);
         if let Some(end) = end {
             // This caller saw the end of the stream: report it as the background task would.
@@ -458,6 +491,7 @@ impl Transport for StdioTransport {
     }
 
     fn ticket_started(&self) {
+        self.start_tasks();
         self.reader.ticket_started();
     }
 
@@ -474,6 +508,7 @@ impl Transport for StdioTransport {
     }
 
     fn host_reader(&self) -> Option<Result<std::os::fd::RawFd, Error>> {
+        self.start_tasks();
         Some(self.reader.host_take().and_then(|()| {
             let fd = unsafe { libc::fcntl(self.reader.fd(), libc::F_DUPFD_CLOEXEC, 0) };
             if fd < 0 {
@@ -488,6 +523,7 @@ impl Transport for StdioTransport {
     }
 
     fn feed(&self, data: &[u8]) {
+        self.start_tasks();
         if let Some(end) = self.reader.feed(data) {
             if let Some(me) = self.me.upgrade() {
                 crate::runtime::spawn(async move { me.report_end(end).await });
@@ -506,6 +542,8 @@ impl Drop for StdioTransport {
         if !self.closing.load(Ordering::SeqCst) && self.exit.borrow().is_none() {
             self.signal_group(libc::SIGKILL);
         }
+        // Never used: the reaper must still reap it.
+        self.start_tasks();
     }
 }
 
@@ -733,6 +771,35 @@ mod tests {
         // Ends before the SIGCHLD handler is in place, and after.
         assert_eq!(code("exit 3"), Exit::Code(3));
         assert_eq!(code("sleep 0.2; exit 4"), Exit::Code(4));
+    }
+
+    struct NoSink;
+    impl Inbound for NoSink {
+        fn message(self: Arc<Self>, _line: &[u8]) {}
+        fn stderr(self: Arc<Self>, _line: String) {}
+        fn request_failed(self: Arc<Self>, _id: &str, _error: Error) {}
+        fn closed(self: Arc<Self>, _error: Error) {}
+    }
+
+    #[test]
+    fn a_server_attached_but_never_written_to_is_killed_and_reaped() {
+        // Its tasks (the reaper among them) wait for the first request; dropped before one,
+        // the transport must still start them, or the server would run on, then stay a zombie.
+        let started = Started::start(&sleeper()).expect("start sleep");
+        let pid = started.pid;
+        let sink: Arc<dyn Inbound> = Arc::new(NoSink);
+        let transport = {
+            let _context = crate::runtime::handle().enter();
+            StdioTransport::attach(started, StdioLimits::default(), Arc::downgrade(&sink))
+                .expect("attach")
+        };
+        assert!(!transport.tasks_started.load(Ordering::Acquire));
+        drop(transport);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !gone(pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(gone(pid), "the server {pid} outlived its dropped transport");
     }
 
     #[test]
