@@ -1,8 +1,8 @@
 //! The library's one private tokio runtime, created on first use.
 //!
-//! Blocking entry points (only in `ffi`) call [`block_on`] from the host's threads; the engine's
-//! own tasks (stdout readers, timers of server requests, process reapers) run on its workers.
-//! Never call [`block_on`] from a runtime thread.
+//! Blocking entry points (only in `ffi`) call [`block_on`] (or, for the hot calls, [`run_now`])
+//! from the host's threads; the engine's own tasks (stdout readers, timers of server requests,
+//! process reapers) run on its workers. Never call either from a runtime thread.
 //!
 //! SIGPIPE: writing to a server that has just exited raises SIGPIPE in the writing thread, and its
 //! default action kills the whole host. So, when the runtime starts, a SIGPIPE disposition still
@@ -31,8 +31,9 @@ pub fn handle() -> &'static tokio::runtime::Handle {
 }
 
 thread_local! {
-    /// Set while a host thread is inside [`block_on`]: such a thread may block (it is not a
-    /// runtime worker), so a caller waiting for an answer may read the transport itself.
+    /// Set while a host thread is inside [`block_on`] or [`run_now`]: such a thread may block
+    /// (it is not a runtime worker), so a caller waiting for an answer may read the transport
+    /// itself.
     static IN_HOST_CALL: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -81,7 +82,8 @@ impl Drop for HostCall {
     }
 }
 
-/// Whether this thread is a host thread inside [`block_on`] (never true on a runtime worker).
+/// Whether this thread is a host thread inside [`block_on`] or [`run_now`] (never true on a
+/// runtime worker).
 pub fn on_host_thread() -> bool {
     IN_HOST_CALL.with(Cell::get)
 }

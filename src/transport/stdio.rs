@@ -88,7 +88,7 @@ pub struct StdioTransport {
     /// which on a cold start would take a CPU from the starting server, and the wake-up's own
     /// system call would come before the first write.
     tasks: Mutex<Vec<BoxFuture<'static, ()>>>,
-    tasks_started: AtomicBool,
+    tasks_started: std::sync::Once,
 }
 
 /// A server process started but not yet attached to the runtime (see [`StdioTransport::attach`]).
@@ -231,7 +231,7 @@ impl StdioTransport {
             grace: limits.shutdown_grace,
             command: std::mem::take(&mut started.command),
             tasks: Mutex::new(Vec::with_capacity(3)),
-            tasks_started: AtomicBool::new(false),
+            tasks_started: std::sync::Once::new(),
         });
 
         let mut tasks = transport.tasks.lock();
@@ -260,14 +260,11 @@ impl StdioTransport {
     /// Spawns the server's tasks, once: after the first request was written, or before anything
     /// that waits on them (an answer, the end, the diagnostics), whichever comes first.
     fn start_tasks(&self) {
-        if self.tasks_started.load(Ordering::Acquire) {
-            return;
-        }
-        let tasks = std::mem::take(&mut *self.tasks.lock());
-        self.tasks_started.store(true, Ordering::Release);
-        for task in tasks {
-            crate::runtime::spawn(task);
-        }
+        self.tasks_started.call_once(|| {
+            for task in std::mem::take(&mut *self.tasks.lock()) {
+                crate::runtime::spawn(task);
+            }
+        });
     }
 
     /// Tells the connection that the stream has ended, with the best description of why.
@@ -793,7 +790,7 @@ mod tests {
             StdioTransport::attach(started, StdioLimits::default(), Arc::downgrade(&sink))
                 .expect("attach")
         };
-        assert!(!transport.tasks_started.load(Ordering::Acquire));
+        assert!(!transport.tasks_started.is_completed());
         drop(transport);
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while !gone(pid) && std::time::Instant::now() < deadline {
