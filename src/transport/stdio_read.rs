@@ -69,7 +69,9 @@ pub(crate) struct SharedReader {
 }
 
 struct ReadState {
-    chunk: Box<[u8]>,
+    /// What one `read` may fill: READ_CHUNK of capacity, never zeroed (its pages are touched only
+    /// as reads fill them; zeroing them all cost a cold start 15 page faults). Empty between reads.
+    chunk: Vec<u8>,
     /// The start of a line that has not ended yet.
     partial: Vec<u8>,
 }
@@ -95,7 +97,7 @@ impl SharedReader {
             blocked: Blocked::open(fd.as_raw_fd()),
             fd,
             state: Mutex::new(ReadState {
-                chunk: vec![0u8; READ_CHUNK].into_boxed_slice(),
+                chunk: Vec::with_capacity(READ_CHUNK),
                 partial: Vec::new(),
             }),
             waiters: AtomicUsize::new(0),
@@ -439,7 +441,9 @@ impl SharedReader {
     fn read_from(&self, fd: RawFd, state: &mut ReadState, drain: bool) -> Option<End> {
         let ReadState { chunk, partial } = state;
         loop {
-            let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
+            let room = chunk.capacity();
+            // SAFETY: `read` writes at most `room` bytes into the vector's spare capacity.
+            let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), room) };
             if n == 0 {
                 return Some(Error::closed("the server closed its stdout"));
             }
@@ -453,13 +457,17 @@ impl SharedReader {
                     ))),
                 };
             }
-            if let Some(end) = self.lines(partial, &chunk[..n as usize]) {
-                return Some(end);
+            // SAFETY: `read` initialised the first `n` bytes (n <= room).
+            unsafe { chunk.set_len(n as usize) };
+            let end = self.lines(partial, chunk);
+            chunk.clear();
+            if end.is_some() {
+                return end;
             }
             // A pipe's read returns all it holds up to the size asked for: a short read left it
             // empty, and whatever the server writes next is a new readiness edge. Reading again
             // would only find EAGAIN (one syscall per answer).
-            if !drain || (n as usize) < chunk.len() {
+            if !drain || (n as usize) < room {
                 return None;
             }
         }
