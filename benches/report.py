@@ -110,7 +110,10 @@ def fnum(v, nd=1):
 
 
 def fratio(r):
-    return '-' if r is None else f'{r:.2f}x'
+    if r is None:
+        return '-'
+    # near 1 (a target of "at least the raw client"), two decimals would print 1.00x for a miss
+    return f'{r:.3f}x' if 0.995 <= r < 1.005 else f'{r:.2f}x'
 
 
 def sh(cmd):
