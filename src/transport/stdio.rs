@@ -547,7 +547,8 @@ impl Drop for StdioTransport {
 /// Waits for the server process to end and reaps it. A pidfd (Linux 5.3) becomes readable when
 /// the process ends; without one (older kernels), a thread of the runtime's blocking pool waits
 /// for it. (Not SIGCHLD: tokio's signal driver, built with the runtime, cost every host's first
-/// connect a socket pair, its registration and ~10 page faults, for kernels older than 2019's.)
+/// connect a socket pair, its registration and a table of one channel per signal, for kernels
+/// older than 2019's.)
 async fn reap(child: std::process::Child) -> Exit {
     reap_with(child, true).await
 }
