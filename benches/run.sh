@@ -10,7 +10,9 @@
 #
 # Steps: builds libmcplug (release) and the C clients; runs peer-bench's run_all.sh with the three
 # mcplug clients added through MCPB_EXTRA_CLIENT (C ABI, Python binding, Node binding), so the floor,
-# the peers and mcplug share the same server and the same repetitions; counts instructions per call
+# the peers and mcplug share the same server and the same repetitions; S1 again in rotated order; the
+# bounds no client could beat here (a language's bare start-up, the server's CPU per call in S3);
+# counts instructions per call
 # with callgrind (C client, raw client, rmcp); measures what the library adds to a C host's peak RSS;
 # runs S2 over Streamable HTTP (benches/http_bench.py: mcplug's clients beside the TS SDK's, against
 # peer-bench's rmcp HTTP server with and without TCP_NODELAY; run_all.sh's HTTP rows have its own
@@ -127,6 +129,26 @@ python3 benches/layers/s1_loop.py --rounds "$S1_ROUNDS" --out "$out/s1.jsonl" \
   --client "raw Rust client (blocking pipes) -> server|env:MCPB_SERVER=$SRV $R/floor" \
   --client "rmcp 3.11 client, tokio current_thread|env:MCPB_RT=current $R/rmcp_client $SRV" >&2
 
+# ---- what no client could beat here, for the report's "reach" column ----
+# S1 of the Node and Python clients beside their language's bare start-up (a script that prints the
+# time at its first line: benches/layers/start_floor.*), rotated; and the server's own CPU per call
+# in S3 under the raw client and the C clients (benches/layers/server_cpu.py): S3 is bound by it.
+S1L_ROUNDS=$([ $quick = 1 ] && echo 1 || echo "${S1L_ROUNDS:-12}")
+echo "== S1, $S1L_ROUNDS rounds in rotated order (Node and Python clients, their SDKs, bare start-up)" >&2
+python3 benches/layers/s1_loop.py --rounds "$S1L_ROUNDS" --scen s1y --out "$out/s1lang.jsonl" \
+  --client "TS SDK 1.32.2 (Node 20) StdioClientTransport|$NODE $PEER_BENCH_WORK/node/client.mjs $SRV" \
+  --client "mcplug (Node)|$NODE $root/benches/clients/mcplug_client.js $SRV" \
+  --client "mcplug (Node), 2025-11-25|$NODE $root/benches/clients/mcplug_client_2025.js $SRV" \
+  --client "Node start-up|$NODE $root/benches/layers/start_floor.js" \
+  --client "Python SDK mcp 2.3.0 stdio_client|$PEER_BENCH_WORK/py/venv/bin/python $PEER_BENCH_WORK/py/client.py $SRV" \
+  --client "mcplug (Python)|$PY $root/benches/clients/mcplug_client.py $SRV" \
+  --client "Python start-up|$PY $root/benches/layers/start_floor.py" >&2
+echo "== the server's CPU per call in S3 (raw client, C clients)" >&2
+python3 benches/layers/server_cpu.py --server "$SRV" --n "$([ $quick = 1 ] && echo 256 || echo "${N3:-20000}")" \
+  --conc "${C3:-64}" --rounds "$([ $quick = 1 ] && echo 1 || echo 3)" --out "$out/server_cpu.jsonl" \
+  --client "raw Rust client (blocking pipes) -> server|env:MCPB_SERVER=SERVER $R/floor" \
+  --client "mcplug (C)|$out/mcplug_client" --client "mcplug (C), 2025-11-25|$out/mcplug_client_2025" >&2
+
 # ---- instructions per call: callgrind, S2 at two sizes; the difference / (N2 - N1) cancels start-up ----
 cg=$out/callgrind
 rm -rf "$cg"
@@ -175,7 +197,8 @@ stderr_log=$(sed -n 's/^# raw runs: .*client stderr: \([^ ]*\).*/\1/p' "$out/run
 args=(--table "$out/run_all.out" --raw "$raw_jsonl" --stderr-log "$stderr_log" --callgrind "$cg"
   --cg-n "$CG_N1" "$CG_N2" --rss "$out/rss.jsonl" --out "$report" --started "$started"
   --run-all-seconds "$t_run_all" --peer-bench "$PB" --commit "$commit" --dirty "$dirty" --load "$load"
-  --http "$out/http.jsonl" --http-stderr-log "$out/http.stderr" --s1-loop "$out/s1.jsonl")
+  --http "$out/http.jsonl" --http-stderr-log "$out/http.stderr" --s1-loop "$out/s1.jsonl"
+  --s1-lang "$out/s1lang.jsonl" --server-cpu "$out/server_cpu.jsonl")
 [ $quick = 1 ] && args+=(--quick)
 # kept so that the report can be written again from this run's outputs (after editing its analysis)
 printf '#!/usr/bin/env bash\ncd %q && exec python3 benches/report.py%s\n' "$root" "$(printf ' %q' "${args[@]}")" >"$out/report.sh"

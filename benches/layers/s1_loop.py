@@ -3,13 +3,13 @@ clients, many rounds, the order rotated each round: each client starts after eac
 often. In peer-bench's run_all.sh mcplug's rows always start right after the Python SDK's client,
 whose exit leaves the caches cold; this loop gives a steadier cold-start ratio, in the same run.
 
-    python3 benches/layers/s1_loop.py [--rounds 20] [--out s1.jsonl] [--client 'NAME|ARGV' ...]
+    python3 benches/layers/s1_loop.py [--rounds 20] [--out s1.jsonl] [--scen s1x] [--client 'NAME|ARGV' ...]
 
 A client's ARGV is split on whitespace and run with `s1` appended; tokens `env:KEY=VALUE` set its
 environment. Without --client: the C client (target/bench/mcplug_client, as benches/run.sh builds
 it), the raw client and rmcp's (peer-bench's builds in $PEER_BENCH_WORK). Prints each client's
-median and its ratio to the raw client's; --out writes one JSON line per run
-({"rep", "row", "scen": "s1x", "ttl_ms"}), which benches/report.py reads."""
+median and its ratio to the raw client's (when it ran); --out writes one JSON line per run
+({"rep", "row", "scen", "ttl_ms"}; scen is --scen, default "s1x"), which benches/report.py reads."""
 import argparse
 import json
 import os
@@ -46,6 +46,7 @@ def main():
     ap.add_argument('--rounds', type=int, default=20)
     ap.add_argument('--out', default='')
     ap.add_argument('--client', action='append', default=[])
+    ap.add_argument('--scen', default='s1x', help='the scenario key of the JSON lines')
     ap.add_argument('runs', nargs='?', type=int, help='the number of rounds (older form)')
     a = ap.parse_args()
     rounds = a.runs or a.rounds
@@ -60,7 +61,7 @@ def main():
             v = json.loads(text.strip().splitlines()[-1])['ttl_ms']
             ttl[name].append(v)
             if out:
-                out.write(json.dumps({'rep': rep, 'row': name, 'scen': 's1x', 'ttl_ms': v}) + '\n')
+                out.write(json.dumps({'rep': rep, 'row': name, 'scen': a.scen, 'ttl_ms': v}) + '\n')
     if out:
         out.close()
     raw = statistics.median(ttl[RAW]) if ttl.get(RAW) else None
