@@ -30,6 +30,7 @@ def default_clients():
 
 
 def parse(spec):
+    """'NAME|ARGV' -> (name, argv, env): ARGV split on whitespace, tokens env:KEY=VALUE into env"""
     name, cmd = spec.split('|', 1)
     env, argv = {}, []
     for token in cmd.split():
@@ -38,7 +39,7 @@ def parse(spec):
             env[k] = v
         else:
             argv.append(token)
-    return name, argv + ['s1'], env
+    return name, argv, env
 
 
 def main():
@@ -57,7 +58,7 @@ def main():
         k = rep % len(clients)
         for name, argv, extra in clients[k:] + clients[:k]:
             env = dict(os.environ, **extra, MCPB_T0=str(time.time_ns()))
-            text = subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout
+            text = subprocess.run(argv + ['s1'], env=env, capture_output=True, text=True, check=True).stdout
             v = json.loads(text.strip().splitlines()[-1])['ttl_ms']
             ttl[name].append(v)
             if out:

@@ -25,6 +25,8 @@ import subprocess
 import sys
 import tempfile
 
+import s1_loop  # this folder: its reading of --client
+
 WRAP_EXEC, WRAP_OUT = 'MCPB_WRAP_EXEC', 'MCPB_WRAP_OUT'
 
 
@@ -38,16 +40,12 @@ def wrap():
 
 
 def parse(spec, stand_in):
-    name, cmd = spec.split('|', 1)
-    env, argv, named = {}, [], False
-    for token in cmd.split():
-        if token.startswith('env:'):
-            k, v = token[4:].split('=', 1)
-            named |= v == 'SERVER'
-            env[k] = stand_in if v == 'SERVER' else v
-        else:
-            named |= token == 'SERVER'
-            argv.append(stand_in if token == 'SERVER' else token)
+    """a client as s1_loop.py reads it, with the token SERVER (also as an env: value) replaced by
+    the stand-in; without one, the stand-in is appended"""
+    name, argv, env = s1_loop.parse(spec)
+    named = 'SERVER' in argv or 'SERVER' in env.values()
+    argv = [stand_in if t == 'SERVER' else t for t in argv]
+    env = {k: stand_in if v == 'SERVER' else v for k, v in env.items()}
     return name, argv if named else argv + [stand_in], env
 
 
