@@ -472,16 +472,12 @@ def main():
         if not srv or not raw_cps:
             return None
         if scen == 'srv3':
-            best = 1e6 / srv
-            text = (f'the server: {fnum(srv, 2)} us per call (under the raw client {fnum(srv_raw, 2)}), busy '
-                    f'{fnum(busy, 2)} of a CPU: at most {fnum(best)} calls/s, {fratio(best / raw_cps)} the raw '
-                    'client\'s in the same loop')
+            best, beside = 1e6 / srv, f'busy {fnum(busy, 2)} of a CPU'
         else:
             cheapest = M(FLOOR, 's3p.cpu_us_per_call') or 0
-            best = 1e6 / (srv + cheapest)
-            text = (f'the server {fnum(srv, 2)} us per call (under the raw client {fnum(srv_raw, 2)}) + the floor '
-                    f'client {fnum(cheapest, 2)} us: at most {fnum(best)} calls/s, {fratio(best / raw_cps)} the raw '
-                    'client\'s in the same loop')
+            best, beside = 1e6 / (srv + cheapest), f'+ the floor client {fnum(cheapest, 2)} us'
+        text = (f'the server {fnum(srv, 2)} us per call (under the raw client {fnum(srv_raw, 2)}), {beside}: at most '
+                f'{fnum(best)} calls/s, {fratio(best / raw_cps)} the raw client\'s in the same loop')
         return text, best >= raw_cps
 
     ipc = cg_per_call.get('mcplug-c')
