@@ -596,7 +596,7 @@ fn http_errors_refusals_slowness_and_size_are_clear_errors() {
 }
 
 /// A modern request from a caller that waits is POSTed and read on the caller's own thread
-/// (transport/http_direct.rs): the fault server's modern endpoint shows that path keeps every
+/// (transport/http/direct.rs): the fault server's modern endpoint shows that path keeps every
 /// behaviour — answers over JSON and SSE, a stream's late end read for the connection's reuse,
 /// timeouts and cancels that close the request's stream, the message limit, HTTP errors, a
 /// stream cut before its answer, and callers on several threads at once.

@@ -22,8 +22,6 @@
 //! interval: nothing is re-fetched in the background.
 
 use super::*;
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hash, Hasher};
 
 /// The methods whose results the spec makes cacheable (`server/discover` is sent once, at
 /// connect, and never again on a connection).
@@ -341,18 +339,6 @@ fn hints(text: &str) -> Option<(Duration, Scope)> {
     Some((ttl, scope))
 }
 
-/// A fingerprint of credentials (the headers a remote transport sends), keyed per process so
-/// that it says nothing outside it.
-pub(crate) fn fingerprint<'a>(parts: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> u64 {
-    static KEYS: Lazy<RandomState> = Lazy::new(RandomState::new);
-    let mut h = KEYS.build_hasher();
-    for (name, value) in parts {
-        name.hash(&mut h);
-        value.hash(&mut h);
-    }
-    h.finish()
-}
-
 impl Shared {
     /// The credentials this connection sends now (see [`ResultCache::get`]).
     fn credential(&self) -> u64 {
@@ -547,8 +533,10 @@ mod tests {
     #[test]
     fn private_results_never_cross_credentials() {
         let c = ResultCache::new(true);
-        let alice = fingerprint([(&b"authorization"[..], &b"Bearer alice"[..])]);
-        let bob = fingerprint([(&b"authorization"[..], &b"Bearer bob"[..])]);
+        let alice =
+            crate::transport::remote::fingerprint([(&b"authorization"[..], &b"Bearer alice"[..])]);
+        let bob =
+            crate::transport::remote::fingerprint([(&b"authorization"[..], &b"Bearer bob"[..])]);
         assert_ne!(alice, bob);
         let read = c
             .key("resources/read", Some(&json!({"uri": "note://x"})))

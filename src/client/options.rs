@@ -781,7 +781,12 @@ fn parse_remote(obj: &Map<String, Value>, kind: &str) -> Result<RemoteConfig> {
             )))
         }
     };
-    Ok(RemoteConfig { url, headers })
+    Ok(RemoteConfig {
+        url,
+        headers,
+        oauth: obj.get("oauth").filter(|o| !o.is_null()).cloned(),
+        credentials: None,
+    })
 }
 
 impl ServerSpec {

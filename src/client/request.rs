@@ -105,7 +105,7 @@ impl Shared {
             // Started calls deferred by the host go out first, in the same write.
             let (message, deferred) = self.take_deferred(message);
             // On a host thread, read the transport ourselves while we wait (see
-            // transport/stdio_read.rs, transport/http_direct.rs): then no runtime thread has to
+            // transport/stdio_read.rs, transport/http/direct.rs): then no runtime thread has to
             // wake us for the answer.
             let transport = self.transport()?.clone();
             let can_drive = reset.is_none() && crate::runtime::on_host_thread() && transport.drivable();

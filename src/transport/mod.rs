@@ -4,8 +4,8 @@
 //! message, [`Transport::close`] gracefully; what arrives goes to an [`Inbound`] sink that the
 //! connection provides. The sink is held weakly, so a transport never keeps its connection alive.
 
+pub mod credentials;
 pub mod http;
-mod http_direct;
 pub mod param_headers;
 pub mod remote;
 pub mod sse;
@@ -84,7 +84,7 @@ pub trait Transport: Send + Sync {
     /// Like [`Transport::send`], from a caller (a host thread) that then waits for the answer
     /// to its `request` in it (the last message), calling [`Transport::drive`] between the
     /// turns of its wait and [`Transport::leave_call`] when it stops: a transport may leave
-    /// that request's I/O to the caller's own thread (Streamable HTTP: see `http_direct`).
+    /// that request's I/O to the caller's own thread (Streamable HTTP: see `http::direct`).
     fn send_driven(
         self: Arc<Self>,
         message: Vec<u8>,

@@ -22,6 +22,11 @@ pub struct RemoteConfig {
     pub url: String,
     /// The entry's `headers`, in order (checked when the entry is parsed).
     pub headers: Vec<(String, String)>,
+    /// The entry's `oauth` object, as given (read by `crate::auth`).
+    pub oauth: Option<serde_json::Value>,
+    /// What supplies each request's credentials (set by the client at connect, from `oauth`
+    /// and the connection's options), when anything does.
+    pub credentials: Option<super::credentials::Shared>,
 }
 
 /// Limits of one remote connection.
@@ -497,6 +502,56 @@ pub(crate) fn lines(message: &[u8]) -> impl Iterator<Item = &[u8]> {
         .split(|b| *b == b'\n')
         .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
         .filter(|l| !l.is_empty())
+}
+
+pub(crate) fn parse_url(url: &str) -> Result<reqwest::Url, Error> {
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| Error::invalid(format!("server field `url` {url:?} is not a URL: {e}")))?;
+    match parsed.scheme() {
+        "http" | "https" => Ok(parsed),
+        other => Err(Error::invalid(format!(
+            "server field `url` {url:?}: scheme {other:?} is not http or https"
+        ))),
+    }
+}
+
+/// An HTTP error status as a `transport` error: what was sent, where, and what came back; a 401
+/// is `needs_auth` (the server wants an OAuth token, which this version cannot get by itself).
+pub(crate) fn status_error(
+    verb: &str,
+    url: &str,
+    what: &str,
+    status: reqwest::StatusCode,
+    body: &[u8],
+) -> Error {
+    if status == reqwest::StatusCode::UNAUTHORIZED {
+        return Error::new(
+            crate::error::ErrorKind::NeedsAuth,
+            format!(
+                "HTTP 401 from {verb} {url} ({what}): the server needs authorization; this version of mcplug has no OAuth flow, so give a token in the server's `headers` (Authorization){}",
+                snippet(body)
+            ),
+        );
+    }
+    Error::transport(format!(
+        "HTTP {} from {verb} {url} ({what}){}",
+        status,
+        snippet(body)
+    ))
+}
+
+/// A fingerprint of credentials (the headers a remote transport sends), keyed per process so
+/// that it says nothing outside it.
+pub(crate) fn fingerprint<'a>(parts: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> u64 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    static KEYS: once_cell::sync::Lazy<std::collections::hash_map::RandomState> =
+        once_cell::sync::Lazy::new(std::collections::hash_map::RandomState::new);
+    let mut h = KEYS.build_hasher();
+    for (name, value) in parts {
+        name.hash(&mut h);
+        value.hash(&mut h);
+    }
+    h.finish()
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 //! sends arrives on that stream as `message` events. The stream is the connection: when it
 //! ends, the connection is closed.
 
-use super::http::{parse_url, status_error};
-use super::remote::{self, Events, Outgoing, RemoteConfig, RemoteLimits};
+use super::credentials::{self, Credentials};
+use super::remote::{self, parse_url, status_error, Events, Outgoing, RemoteConfig, RemoteLimits};
 use super::{BoxFuture, Inbound, Transport};
 use crate::error::Error;
 use parking_lot::Mutex;
@@ -19,6 +19,7 @@ pub struct SseTransport {
     /// Where messages are POSTed (the `endpoint` event).
     endpoint: reqwest::Url,
     headers: HeaderMap,
+    credentials: Option<Arc<dyn Credentials>>,
     limits: RemoteLimits,
     reader: Mutex<Option<AbortHandle>>,
     closed: Arc<AtomicBool>,
@@ -34,24 +35,32 @@ impl SseTransport {
         let url = parse_url(&config.url)?;
         let headers = remote::header_map(&config.headers)?;
         let http = remote::http_client(&limits)?;
-        Self::connect_with(http, url, headers, limits, sink).await
+        let credentials = config.credentials.as_ref().map(|c| c.0.clone());
+        Self::connect_with(http, url, headers, credentials, limits, sink).await
     }
 
     pub(crate) async fn connect_with(
         http: reqwest::Client,
         url: reqwest::Url,
         headers: HeaderMap,
+        credentials: Option<Arc<dyn Credentials>>,
         limits: RemoteLimits,
         sink: Weak<dyn Inbound>,
     ) -> Result<Arc<Self>, Error> {
         let open = async {
-            let resp = http
-                .get(url.clone())
-                .headers(headers.clone())
-                .header(ACCEPT, "text/event-stream")
-                .send()
-                .await
-                .map_err(|e| remote::request_error("GET (the SSE stream)", url.as_str(), &e))?;
+            let what = "GET (the SSE stream)";
+            let resp = credentials::send(
+                credentials.as_deref(),
+                "GET",
+                url.as_str(),
+                None,
+                what,
+                |applied| {
+                    let get = http.get(url.clone()).headers(headers.clone());
+                    credentials::with(get, applied).header(ACCEPT, "text/event-stream")
+                },
+            )
+            .await?;
             let status = resp.status();
             if !status.is_success() {
                 let body = remote::error_body(resp).await;
@@ -145,6 +154,7 @@ impl SseTransport {
             url,
             endpoint,
             headers,
+            credentials,
             limits,
             reader: Mutex::new(Some(reader.abort_handle())),
             closed,
@@ -172,21 +182,20 @@ impl Transport for SseTransport {
                 // On a runtime thread: see `runtime::on_worker`.
                 let post = crate::runtime::on_worker(async move {
                     let (this, what) = (me, what2);
-                    let resp = this
-                        .http
-                        .post(this.endpoint.clone())
-                        .headers(this.headers.clone())
-                        .header(CONTENT_TYPE, "application/json")
-                        .body(line)
-                        .send()
-                        .await
-                        .map_err(|e| {
-                            remote::request_error(
-                                &format!("POST ({what})"),
-                                this.endpoint.as_str(),
-                                &e,
-                            )
-                        })?;
+                    let resp = credentials::send(
+                        this.credentials.as_deref(),
+                        "POST",
+                        this.endpoint.as_str(),
+                        Some(&line),
+                        &format!("POST ({what})"),
+                        |applied| {
+                            let post = this.http.post(this.endpoint.clone());
+                            credentials::with(post.headers(this.headers.clone()), applied)
+                                .header(CONTENT_TYPE, "application/json")
+                                .body(line.clone())
+                        },
+                    )
+                    .await?;
                     let status = resp.status();
                     let body = remote::error_body(resp).await;
                     if status.is_success() {

@@ -43,34 +43,82 @@ impl WsTransport {
                 )))
             }
         }
-        let mut request = url
-            .as_str()
-            .into_client_request()
-            .map_err(|e| Error::invalid(format!("server field `url` {url:?}: {e}")))?;
         let headers = remote::header_map(&config.headers)?;
-        request.headers_mut().extend(headers);
-        request
-            .headers_mut()
-            .insert("sec-websocket-protocol", HeaderValue::from_static("mcp"));
+        let credentials = config.credentials.as_ref().map(|c| c.0.clone());
         let ws_config = WebSocketConfig::default()
             .max_message_size(Some(limits.max_message_bytes))
             .max_frame_size(Some(limits.max_message_bytes));
-        let handshake =
-            tokio_tungstenite::connect_async_with_config(request, Some(ws_config), true);
-        let (socket, response) = match tokio::time::timeout(limits.connect_timeout, handshake).await
-        {
-            Ok(Ok(r)) => r,
-            Ok(Err(e)) => {
-                return Err(Error::transport(format!(
-                    "the WebSocket handshake with {url} failed: {}",
-                    remote::chain(&e)
-                )))
+        let auth_request = super::credentials::Request {
+            method: "GET",
+            url: &url,
+            body: None,
+        };
+        let mut retries = 0;
+        let (socket, response) = loop {
+            let mut request = url
+                .as_str()
+                .into_client_request()
+                .map_err(|e| Error::invalid(format!("server field `url` {url:?}: {e}")))?;
+            request.headers_mut().extend(headers.clone());
+            request
+                .headers_mut()
+                .insert("sec-websocket-protocol", HeaderValue::from_static("mcp"));
+            // The credentials go on the upgrade request only (no DPoP on a WebSocket).
+            let applied = match &credentials {
+                Some(c) => super::credentials::applied(&**c, &auth_request).await?,
+                None => Default::default(),
+            };
+            for (name, value) in &applied.headers {
+                request.headers_mut().insert(name.clone(), value.clone());
             }
-            Err(_) => {
-                return Err(Error::transport(format!(
-                    "the WebSocket handshake with {url} took longer than {} ms",
-                    limits.connect_timeout.as_millis()
-                )))
+            let handshake =
+                tokio_tungstenite::connect_async_with_config(request, Some(ws_config), true);
+            match tokio::time::timeout(limits.connect_timeout, handshake).await {
+                Ok(Ok(r)) => break r,
+                Ok(Err(tokio_tungstenite::tungstenite::Error::Http(resp)))
+                    if super::credentials::is_challenge(resp.status().as_u16())
+                        && retries < super::credentials::MAX_RETRIES =>
+                {
+                    let Some(c) = &credentials else {
+                        return Err(super::remote::status_error(
+                            "GET",
+                            &url,
+                            "the WebSocket handshake",
+                            resp.status(),
+                            resp.body().as_deref().unwrap_or_default(),
+                        ));
+                    };
+                    retries += 1;
+                    let status = resp.status().as_u16();
+                    match c
+                        .challenge(&applied, status, resp.headers(), &auth_request)
+                        .await
+                    {
+                        super::credentials::Verdict::Retry => continue,
+                        super::credentials::Verdict::Fail(e) => return Err(e),
+                        super::credentials::Verdict::Pass => {
+                            return Err(super::remote::status_error(
+                                "GET",
+                                &url,
+                                "the WebSocket handshake",
+                                resp.status(),
+                                resp.body().as_deref().unwrap_or_default(),
+                            ))
+                        }
+                    }
+                }
+                Ok(Err(e)) => {
+                    return Err(Error::transport(format!(
+                        "the WebSocket handshake with {url} failed: {}",
+                        remote::chain(&e)
+                    )))
+                }
+                Err(_) => {
+                    return Err(Error::transport(format!(
+                        "the WebSocket handshake with {url} took longer than {} ms",
+                        limits.connect_timeout.as_millis()
+                    )))
+                }
             }
         };
         if let Some(p) = response.headers().get("sec-websocket-protocol") {

@@ -26,9 +26,9 @@
 //! `DRAIN`. Idle connections are given up after `IDLE_CONNECTION` (as on the general path), and
 //! one idle for a while is checked for a close by the server before it is used again.
 
-use super::http::HttpTransport;
-use super::remote::{self, Outgoing};
+use super::HttpTransport;
 use crate::error::Error;
+use crate::transport::remote::{self, Outgoing};
 use parking_lot::Mutex;
 use reqwest::header::HeaderMap;
 use reqwest::StatusCode;
@@ -153,7 +153,7 @@ impl Direct {
                 concat!("mcplug/", env!("CARGO_PKG_VERSION")).as_bytes(),
             );
         }
-        line(b"accept", super::http::ACCEPT_BOTH.as_bytes());
+        line(b"accept", super::ACCEPT_BOTH.as_bytes());
         line(b"content-type", b"application/json");
         let host = url.host_str().unwrap_or_default();
         let literal = host
@@ -1121,6 +1121,14 @@ impl Exchange {
             self.sock = None;
             let out = self.out.clone();
             t.direct_redirected(&self.request[self.body_at..], out, self.id.clone());
+            return None;
+        }
+        if crate::transport::credentials::is_challenge(status) && t.judges_challenges() {
+            // The credentials judge it, on the runtime (see `direct_challenged`).
+            self.finished = true;
+            self.sock = None;
+            let out = self.out.clone();
+            t.direct_challenged(&self.request[self.body_at..], out, self.id.clone());
             return None;
         }
         if !(200..300).contains(&status) {

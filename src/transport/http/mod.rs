@@ -22,12 +22,19 @@
 //! An `http` server whose POST of `initialize` fails with 400/404/405 and no JSON-RPC body is
 //! tried as a deprecated HTTP+SSE server at the same URL (the spec's backwards compatibility).
 
-use super::http_direct::Direct;
+mod direct;
+mod headers;
+
+use super::credentials::{self, Applied, Credentials};
 use super::param_headers::ParamHeaders;
-use super::remote::{self, Event, Events, Kind, Outgoing, RemoteConfig, RemoteLimits};
+use super::remote::{
+    self, parse_url, status_error, Event, Events, Kind, Outgoing, RemoteConfig, RemoteLimits,
+};
 use super::sse::SseTransport;
 use super::{BoxFuture, Inbound, Transport};
 use crate::error::Error;
+use direct::Direct;
+use headers::{Era, SESSION};
 use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
@@ -39,11 +46,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::task::AbortHandle;
 
-const SESSION: &str = "mcp-session-id";
-const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 const LAST_EVENT_ID: &str = "last-event-id";
-const MCP_METHOD: &str = "mcp-method";
-const MCP_NAME: &str = "mcp-name";
 pub(super) const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 /// How long to wait before reconnecting a stream when the server gave no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
@@ -83,6 +86,8 @@ pub struct HttpTransport {
     param_headers: Option<Arc<ParamHeaders>>,
     /// The fingerprint of `headers` (see [`Transport::credential`]).
     credential: u64,
+    /// What supplies each request's credentials (OAuth), when anything does.
+    credentials: Option<Arc<dyn Credentials>>,
     /// The direct path for callers that wait on their own thread (plain http, no proxy).
     direct: Option<Direct>,
 }
@@ -119,7 +124,7 @@ impl HttpTransport {
         let url = parse_url(&config.url)?;
         let headers = remote::header_map(&config.headers)?;
         let http = remote::http_client(&limits)?;
-        let credential = crate::client::cache::fingerprint(
+        let credential = remote::fingerprint(
             headers
                 .iter()
                 .map(|(name, value)| (name.as_str().as_bytes(), value.as_bytes())),
@@ -142,6 +147,7 @@ impl HttpTransport {
             sessions: AtomicU64::new(0),
             param_headers,
             credential,
+            credentials: config.credentials.as_ref().map(|c| c.0.clone()),
             direct,
         }))
     }
@@ -155,25 +161,51 @@ impl HttpTransport {
         self.me.upgrade().expect("a transport in use is alive")
     }
 
-    /// The headers of every request of this connection at this point: the entry's own, then
-    /// the modern version (`modern`), or the legacy session and version.
+    /// A request with the headers of every request of this connection at this point: the
+    /// entry's own, then the era's (`modern`, or the legacy session and version), the message's
+    /// (`message`: a POST of one) and the credentials `applied` (see `headers::compose`).
     fn base(
         &self,
         builder: reqwest::RequestBuilder,
         modern: Option<&str>,
+        message: Option<(&[u8], &Outgoing)>,
+        applied: &Applied,
     ) -> reqwest::RequestBuilder {
-        let mut builder = builder.headers(self.headers.clone());
-        if let Some(version) = modern {
-            return builder.header(PROTOCOL_VERSION, version);
+        let mut extra = HeaderMap::new();
+        {
+            let state = self.state.lock();
+            let era = match modern {
+                Some(version) => Era::Modern(version),
+                None => Era::Legacy {
+                    session: state.session.as_ref(),
+                    version: state.legacy_version.as_deref(),
+                },
+            };
+            // A header that is no valid HTTP value is left out here (reqwest would refuse
+            // the whole request); `header_safe` already made the message's names sendable.
+            let _ = headers::compose(
+                &mut extra,
+                &era,
+                message,
+                self.param_headers.as_deref(),
+                applied,
+            );
         }
-        let state = self.state.lock();
-        if let Some(session) = &state.session {
-            builder = builder.header(SESSION, session.clone());
-        }
-        if let Some(version) = &state.legacy_version {
-            builder = builder.header(PROTOCOL_VERSION, version.as_str());
-        }
-        builder
+        builder.headers(self.headers.clone()).headers(extra)
+    }
+
+    /// Sends the request `build` makes with the credentials applied (when the connection has
+    /// any); a 401/403 goes to the credentials, which say whether it is sent again (refreshed,
+    /// authorized, with a nonce) or fails. Bounded by `credentials::MAX_RETRIES`. Runtime only.
+    async fn send_authorized(
+        &self,
+        method: &str,
+        body: Option<&[u8]>,
+        what: &str,
+        build: impl Fn(&Applied) -> reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, Error> {
+        let url = self.url.as_str();
+        credentials::send(self.credentials.as_deref(), method, url, body, what, build).await
     }
 
     /// The modern version in use, when the connection is of the modern era.
@@ -196,29 +228,21 @@ impl HttpTransport {
             None if out.kind == Kind::Notification => self.modern_now(),
             None => None,
         };
-        let mut builder = self
-            .base(self.http.post(self.url.clone()), modern.as_deref())
-            .header(ACCEPT, ACCEPT_BOTH)
-            .header(CONTENT_TYPE, "application/json");
-        if modern.is_some() {
-            if let Some(method) = &out.method {
-                builder = builder.header(MCP_METHOD, remote::header_safe(method).as_ref());
-            }
-            if let Some(name) = &out.name {
-                builder = builder.header(MCP_NAME, remote::header_safe(name).as_ref());
-                if let (Some("tools/call"), Some(known)) =
-                    (out.method.as_deref(), &self.param_headers)
-                {
-                    for (header, value) in known.headers_for(name, line) {
-                        builder = builder.header(header, value);
-                    }
-                }
-            }
-        }
         let session = self.state.lock().session.clone();
-        let resp = builder.body(line.to_vec()).send().await.map_err(|e| {
-            remote::request_error(&format!("POST ({})", out.method()), self.url.as_str(), &e)
-        })?;
+        let what = format!("POST ({})", out.method());
+        let resp = self
+            .send_authorized("POST", Some(line), &what, |applied| {
+                self.base(
+                    self.http.post(self.url.clone()),
+                    modern.as_deref(),
+                    Some((line, out)),
+                    applied,
+                )
+                .header(ACCEPT, ACCEPT_BOTH)
+                .header(CONTENT_TYPE, "application/json")
+                .body(line.to_vec())
+            })
+            .await?;
         if resp.status() == StatusCode::NOT_FOUND && modern.is_none() {
             if let Some(session) = session {
                 return Ok(Posted::SessionLost(session));
@@ -303,7 +327,7 @@ impl HttpTransport {
     /// A request answered with an HTTP error status: an MCP error in it goes to the connection
     /// as the answer; `server/discover` refused is an answer the era negotiation reads as
     /// "legacy"; anything else is the request's `transport` (or `needs_auth`) error.
-    pub(super) fn status_answer(
+    fn status_answer(
         &self,
         status: StatusCode,
         body: &[u8],
@@ -341,30 +365,30 @@ impl HttpTransport {
         ))
     }
 
-    pub(super) fn direct(&self) -> Option<&Direct> {
+    fn direct(&self) -> Option<&Direct> {
         self.direct.as_ref()
     }
 
-    pub(super) fn url(&self) -> &str {
+    fn url(&self) -> &str {
         self.url.as_str()
     }
 
-    pub(super) fn limits(&self) -> &RemoteLimits {
+    fn limits(&self) -> &RemoteLimits {
         &self.limits
     }
 
-    pub(super) fn is_closed(&self) -> bool {
+    fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
     }
 
     /// A message read by a direct exchange, for the connection.
-    pub(super) fn direct_deliver(&self, message: &[u8]) {
+    fn direct_deliver(&self, message: &[u8]) {
         self.deliver(message);
     }
 
     /// A message of a direct exchange's response stream, for the connection: whether it was
     /// the answer to `id`.
-    pub(super) fn direct_answer(&self, message: &[u8], id: &str) -> bool {
+    fn direct_answer(&self, message: &[u8], id: &str) -> bool {
         if self.closed.load(Ordering::SeqCst) {
             return false;
         }
@@ -375,7 +399,7 @@ impl HttpTransport {
     }
 
     /// A direct exchange's request gets no answer: it fails with `error`.
-    pub(super) fn direct_failed(&self, id: &str, error: Error) {
+    fn direct_failed(&self, id: &str, error: Error) {
         if self.closed.load(Ordering::SeqCst) {
             return;
         }
@@ -384,40 +408,33 @@ impl HttpTransport {
         }
     }
 
-    /// The header lines a modern request carries besides the fixed ones (see `post`), for the
-    /// direct path; `None` when one cannot be written as is (the general path then decides).
+    /// The header lines a modern request carries besides the fixed ones (see `base`), for the
+    /// direct path; `None` when one cannot be written as is, or the credentials must be brought
+    /// up to date first (the general path then decides).
     fn direct_headers(&self, line: &[u8], out: &Outgoing, version: &str) -> Option<Vec<u8>> {
-        let mut extra = Vec::with_capacity(96);
-        let mut header = |name: &[u8], value: &[u8]| -> Option<()> {
-            if !value
-                .iter()
-                .all(|b| (0x20..0x7f).contains(b) || *b == b'\t')
-            {
-                return None;
-            }
-            extra.extend_from_slice(name);
-            extra.extend_from_slice(b": ");
-            extra.extend_from_slice(value);
-            extra.extend_from_slice(b"\r\n");
-            Some(())
+        let applied = match &self.credentials {
+            Some(c) => c.apply(&credentials::Request {
+                method: "POST",
+                url: self.url.as_str(),
+                body: Some(line),
+            })?,
+            None => Applied::default(),
         };
-        header(PROTOCOL_VERSION.as_bytes(), version.as_bytes())?;
-        if let Some(method) = &out.method {
-            header(
-                MCP_METHOD.as_bytes(),
-                remote::header_safe(method).as_bytes(),
-            )?;
-        }
-        if let Some(name) = &out.name {
-            header(MCP_NAME.as_bytes(), remote::header_safe(name).as_bytes())?;
-            if let (Some("tools/call"), Some(known)) = (out.method.as_deref(), &self.param_headers)
-            {
-                for (h, value) in known.headers_for(name, line) {
-                    header(h.as_str().as_bytes(), value.as_bytes())?;
-                }
-            }
-        }
-        Some(extra)
+        let mut extra = headers::Lines(Vec::with_capacity(96));
+        headers::compose(
+            &mut extra,
+            &Era::Modern(version),
+            Some((line, out)),
+            self.param_headers.as_deref(),
+            &applied,
+        )?;
+        Some(extra.0)
+    }
+
+    /// Whether a 401/403 is the credentials' to judge (then the direct path hands the request
+    /// to the general one: a refresh or an authorization never runs on a host's thread).
+    fn judges_challenges(&self) -> bool {
+        self.credentials.is_some()
     }
 
     /// Reads the answer of a request: JSON or an SSE stream. Every message goes to the
@@ -518,12 +535,12 @@ impl HttpTransport {
     /// GET with `Last-Event-ID`: the rest of a stream that broke.
     async fn resume(&self, last_id: &str, what: &str) -> Result<Events, Error> {
         let resp = self
-            .base(self.http.get(self.url.clone()), None)
-            .header(ACCEPT, "text/event-stream")
-            .header(LAST_EVENT_ID, last_id)
-            .send()
-            .await
-            .map_err(|e| remote::request_error("GET (resuming a stream)", self.url.as_str(), &e))?;
+            .send_authorized("GET", None, "GET (resuming a stream)", |applied| {
+                self.base(self.http.get(self.url.clone()), None, None, applied)
+                    .header(ACCEPT, "text/event-stream")
+                    .header(LAST_EVENT_ID, last_id)
+            })
+            .await?;
         let status = resp.status();
         if !status.is_success() || !remote::is_content_type(&resp, "text/event-stream") {
             let body = remote::error_body(resp).await;
@@ -647,6 +664,7 @@ impl HttpTransport {
             self.http.clone(),
             self.url.clone(),
             self.headers.clone(),
+            self.credentials.clone(),
             self.limits.clone(),
             self.sink.clone(),
         )
@@ -695,13 +713,22 @@ impl HttpTransport {
         let what = format!("the GET stream of {}", self.url);
         while !self.closed.load(Ordering::SeqCst) && failures < MAX_RESUMES {
             let last = self.state.lock().get_last_event.clone();
-            let mut req = self
-                .base(self.http.get(self.url.clone()), None)
-                .header(ACCEPT, "text/event-stream");
-            if let Some(last) = &last {
-                req = req.header(LAST_EVENT_ID, last.as_str());
-            }
-            let sent = req.send().await;
+            let sent = self
+                .send_authorized(
+                    "GET",
+                    None,
+                    "GET (the stream of server messages)",
+                    |applied| {
+                        let req = self
+                            .base(self.http.get(self.url.clone()), None, None, applied)
+                            .header(ACCEPT, "text/event-stream");
+                        match &last {
+                            Some(last) => req.header(LAST_EVENT_ID, last.as_str()),
+                            None => req,
+                        }
+                    },
+                )
+                .await;
             if let Some(a) = answered.take() {
                 let _ = a.send(());
             }
@@ -729,7 +756,7 @@ impl HttpTransport {
                     failures += 1;
                 }
                 Err(e) => {
-                    tracing::debug!("GET stream of {}: {}", self.url, remote::chain(&e));
+                    tracing::debug!("GET stream of {}: {}", self.url, e.message);
                     failures += 1;
                 }
             }
@@ -773,45 +800,9 @@ fn note_event(event: &Event, last_id: &mut Option<String>, retry: &mut Duration)
     }
 }
 
-pub(crate) fn parse_url(url: &str) -> Result<reqwest::Url, Error> {
-    let parsed = reqwest::Url::parse(url)
-        .map_err(|e| Error::invalid(format!("server field `url` {url:?} is not a URL: {e}")))?;
-    match parsed.scheme() {
-        "http" | "https" => Ok(parsed),
-        other => Err(Error::invalid(format!(
-            "server field `url` {url:?}: scheme {other:?} is not http or https"
-        ))),
-    }
-}
-
-/// An HTTP error status as a `transport` error: what was sent, where, and what came back; a 401
-/// is `needs_auth` (the server wants an OAuth token, which this version cannot get by itself).
-pub(crate) fn status_error(
-    verb: &str,
-    url: &str,
-    what: &str,
-    status: StatusCode,
-    body: &[u8],
-) -> Error {
-    if status == StatusCode::UNAUTHORIZED {
-        return Error::new(
-            crate::error::ErrorKind::NeedsAuth,
-            format!(
-                "HTTP 401 from {verb} {url} ({what}): the server needs authorization; this version of mcplug has no OAuth flow, so give a token in the server's `headers` (Authorization){}",
-                remote::snippet(body)
-            ),
-        );
-    }
-    Error::transport(format!(
-        "HTTP {} from {verb} {url} ({what}){}",
-        status,
-        remote::snippet(body)
-    ))
-}
-
 impl HttpTransport {
     /// Whether the request `out` (id `id`, JSON text) of a caller that drives its own request
-    /// `driven` takes the direct path (see `http_direct`): the transport's path exists, the
+    /// `driven` takes the direct path (see `http::direct`): the transport's path exists, the
     /// caller is a host thread, and the request is that caller's own, of the modern era.
     fn direct_for(&self, out: &Outgoing, id: &str, driven: Option<u64>) -> Option<&Direct> {
         let direct = self.direct.as_ref()?;
@@ -829,7 +820,7 @@ impl HttpTransport {
     }
 
     /// A request's exchange as a task of its own on the runtime (the general path).
-    pub(super) fn spawn_exchange(self: &Arc<Self>, line: Vec<u8>, out: Outgoing, id: String) {
+    fn spawn_exchange(self: &Arc<Self>, line: Vec<u8>, out: Outgoing, id: String) {
         let me = self.clone();
         let key = id.clone();
         // The entry goes in under the lock that the task's end takes too, so a quick task
@@ -851,10 +842,18 @@ impl HttpTransport {
 
     /// The server redirected a direct POST (it did not handle it): the request goes again by
     /// the general path, which follows redirects, and so does every later one.
-    pub(super) fn direct_redirected(&self, body: &[u8], out: Outgoing, id: String) {
+    fn direct_redirected(&self, body: &[u8], out: Outgoing, id: String) {
         if let Some(direct) = &self.direct {
             direct.disable();
         }
+        if !self.closed.load(Ordering::SeqCst) {
+            self.me().spawn_exchange(body.to_vec(), out, id);
+        }
+    }
+
+    /// A direct POST was answered 401/403 and the connection has credentials: the request goes
+    /// again by the general path, where the credentials judge the challenge on the runtime.
+    fn direct_challenged(&self, body: &[u8], out: Outgoing, id: String) {
         if !self.closed.load(Ordering::SeqCst) {
             self.me().spawn_exchange(body.to_vec(), out, id);
         }
@@ -987,7 +986,10 @@ impl Transport for HttpTransport {
     }
 
     fn credential(&self) -> u64 {
-        self.credential
+        match &self.credentials {
+            Some(c) => self.credential ^ c.identity().rotate_left(17),
+            None => self.credential,
+        }
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
@@ -1011,7 +1013,21 @@ impl Transport for HttpTransport {
             let session = self.state.lock().session.clone();
             if session.is_some() {
                 // End the session; 200, 202, 404 (already gone) and 405 (not allowed) all do.
-                let delete = self.base(self.http.delete(self.url.clone()), None).send();
+                // The credentials as they are: no refresh or authorization to end a session.
+                let applied = self
+                    .credentials
+                    .as_ref()
+                    .and_then(|c| {
+                        c.apply(&credentials::Request {
+                            method: "DELETE",
+                            url: self.url.as_str(),
+                            body: None,
+                        })
+                    })
+                    .unwrap_or_default();
+                let delete = self
+                    .base(self.http.delete(self.url.clone()), None, None, &applied)
+                    .send();
                 let grace = self.limits.shutdown_grace.max(Duration::from_millis(500));
                 let _ = crate::runtime::on_worker(async move {
                     let _ = tokio::time::timeout(grace, delete).await;

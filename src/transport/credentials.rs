@@ -1,0 +1,149 @@
+//! The seam between the remote transports and what supplies their credentials (OAuth, in
+//! `crate::auth`): every HTTP request a remote transport makes — each POST, the GET stream,
+//! session renewal, resumption, the HTTP+SSE stream and its POSTs, the WebSocket upgrade — asks
+//! it for the headers of that request, and hands it the 401/403 that came back.
+//!
+//! Why per request, not once: a token is refreshed while the connection lives, a DPoP proof is
+//! bound to one request (method, URL, a fresh `jti`), and a challenge is judged against the token
+//! that request carried (`Applied::sent`), not the one current when the answer came: another
+//! request may have refreshed meanwhile, and must not be refreshed again.
+
+use super::BoxFuture;
+use crate::error::Error;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use std::sync::Arc;
+
+/// One HTTP request, as the credentials need to see it.
+pub struct Request<'a> {
+    /// `GET`, `POST`, `DELETE`.
+    pub method: &'a str,
+    pub url: &'a str,
+    /// The body (a DPoP proof of an MCP request digests it).
+    pub body: Option<&'a [u8]>,
+}
+
+/// The credential headers of one request, and the token they came from.
+#[derive(Debug, Clone, Default)]
+pub struct Applied {
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// Which token was sent (0: none): an answer's challenge is judged against it.
+    pub sent: u64,
+}
+
+/// What a transport does with a request that was answered 401 or 403.
+#[derive(Debug)]
+pub enum Verdict {
+    /// Send it again, with the credentials applied anew.
+    Retry,
+    /// Give up: the request fails with this error (`needs_auth`, mostly).
+    Fail(Error),
+    /// Not the credentials' business (a 403 that is no scope challenge): the answer goes on
+    /// as it came.
+    Pass,
+}
+
+/// The credentials of one remote connection.
+pub trait Credentials: Send + Sync {
+    /// The headers for `request`, now. `None` when the credentials must be brought up to date
+    /// first (a refresh is due): the caller then awaits [`Credentials::prepare`] on the runtime
+    /// and applies again. Never blocks and does no I/O: a host thread's direct path calls it.
+    fn apply(&self, request: &Request<'_>) -> Option<Applied>;
+    /// Brings the credentials up to date (a refresh due before expiry). Runtime only.
+    fn prepare(&self) -> BoxFuture<'_, Result<(), Error>>;
+    /// Who the credentials are (issuer, client, grant), for the cache of private results: it
+    /// changes with a new authorization, not with a refresh of the same one. 0: nobody yet.
+    fn identity(&self) -> u64;
+    /// A request that carried `sent` was answered `status` (401 or 403) with `headers`:
+    /// whether to send it again (after a refresh, a new authorization, a DPoP nonce) or fail.
+    /// May take long (an interactive authorization); runs on the runtime only.
+    fn challenge<'a>(
+        &'a self,
+        sent: &'a Applied,
+        status: u16,
+        headers: &'a HeaderMap,
+        request: &'a Request<'a>,
+    ) -> BoxFuture<'a, Verdict>;
+}
+
+/// A connection's credentials, as a remote config carries them.
+#[derive(Clone)]
+pub struct Shared(pub Arc<dyn Credentials>);
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Credentials")
+    }
+}
+
+/// How many times one request is sent again after a 401/403 (a refresh, an authorization, a
+/// nonce, a step-up): the credentials bound their own retries; this bounds a loop between a
+/// server that keeps refusing and credentials that keep saying "retry".
+pub const MAX_RETRIES: usize = 4;
+
+/// Whether an answer's status is one the credentials judge.
+pub fn is_challenge(status: u16) -> bool {
+    status == 401 || status == 403
+}
+
+/// Applies `credentials` to `request`, bringing them up to date first when they ask for it.
+pub async fn applied(
+    credentials: &dyn Credentials,
+    request: &Request<'_>,
+) -> Result<Applied, Error> {
+    if let Some(a) = credentials.apply(request) {
+        return Ok(a);
+    }
+    credentials.prepare().await?;
+    Ok(credentials.apply(request).unwrap_or_default())
+}
+
+/// Sends the request `build` makes with `credentials` applied (when there are any); a 401/403
+/// goes to them, and they say whether it is sent again (refreshed, authorized, with a nonce)
+/// or fails. Bounded by [`MAX_RETRIES`]. Runtime only. `what` names the request in errors.
+pub async fn send(
+    credentials: Option<&dyn Credentials>,
+    method: &str,
+    url: &str,
+    body: Option<&[u8]>,
+    what: &str,
+    build: impl Fn(&Applied) -> reqwest::RequestBuilder,
+) -> Result<reqwest::Response, Error> {
+    let send = |applied: &Applied| {
+        let sent = build(applied).send();
+        async move {
+            sent.await
+                .map_err(|e| super::remote::request_error(what, url, &e))
+        }
+    };
+    let Some(creds) = credentials else {
+        return send(&Applied::default()).await;
+    };
+    let request = Request { method, url, body };
+    let mut retries = 0;
+    loop {
+        let applied = applied(creds, &request).await?;
+        let resp = send(&applied).await?;
+        let status = resp.status().as_u16();
+        if !is_challenge(status) || retries >= MAX_RETRIES {
+            return Ok(resp);
+        }
+        retries += 1;
+        match creds
+            .challenge(&applied, status, resp.headers(), &request)
+            .await
+        {
+            Verdict::Retry => {
+                let _ = super::remote::error_body(resp).await;
+            }
+            Verdict::Pass => return Ok(resp),
+            Verdict::Fail(e) => return Err(e),
+        }
+    }
+}
+
+/// Adds the credential headers to a request being built.
+pub fn with(builder: reqwest::RequestBuilder, applied: &Applied) -> reqwest::RequestBuilder {
+    applied.headers.iter().fold(builder, |b, (name, value)| {
+        b.header(name.clone(), value.clone())
+    })
+}
