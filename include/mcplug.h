@@ -139,6 +139,29 @@ void mcplug_string_free(char *s);
 enum mcplug_status mcplug_cancel(const char *tag);
 
 /**
+ * Waits up to `timeout_ms` (negative: forever; 0: only looks) for the next authorization event
+ * of any connection of the process made with `auth_interactive`:
+ * `{"type": "request", "id", "method": "auth/authorize", "params": {"url", "redirect_uri",
+ * "issuer", "scope"?, "server"?, "channel"?}}` — send the user to `url` (a browser) and answer
+ * `{}` (the library's loopback listener at `redirect_uri` takes the callback), or answer
+ * `{"callback_url": "<the redirect URL with code, state, iss>"}` when the host captured the
+ * redirect itself; an `error` answer declines. Also `{"type": "request_expired", "id",
+ * "method"}` (not answered within `auth_timeout_ms`) and `{"type": "request_cancelled", "id",
+ * "method", "reason"}` (the connection stopped waiting). The events never carry a token.
+ * Returns `MCPLUG_OK` with the event in `out` (free it with `mcplug_string_free`), or
+ * `MCPLUG_TIMEOUT` when none came.
+ */
+enum mcplug_status mcplug_auth_next_event(int32_t timeout_ms, char **out);
+
+/**
+ * Answers an `auth/authorize` event: `{"id", "result": {}}`, `{"id", "result":
+ * {"callback_url": "..."}}`, or `{"id", "error": {"code", "message"}}` (declined: the
+ * connection fails with `needs_auth`, reason `declined`). `out` is `{}` on success. An id that
+ * is not waiting (answered, expired, unknown) is `MCPLUG_INVALID_ARGUMENT`.
+ */
+enum mcplug_status mcplug_auth_respond(const char *response_json, char **out);
+
+/**
  * Starts (or reaches) one MCP server and negotiates the protocol.
  *
  * `server_json`: one server entry in the Claude Code format — `{"command", "args", "env", "cwd"}`

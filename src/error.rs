@@ -126,6 +126,12 @@ impl Error {
         Self::new(ErrorKind::NotImplemented, message)
     }
 
+    /// The same error with `data` (a `needs_auth` error's details, say).
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
     /// A JSON-RPC error object from the server, kept whole: `code`, `message`, `data`.
     pub fn from_rpc(error: &Value) -> Self {
         let code = error.get("code").and_then(Value::as_i64);

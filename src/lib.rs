@@ -9,6 +9,7 @@
 //! - [`transport`]: bytes to messages and back (stdio);
 //! - [`runtime`]: the one private tokio runtime.
 
+pub mod auth;
 pub mod client;
 pub mod config;
 pub mod error;

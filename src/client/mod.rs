@@ -121,6 +121,45 @@ struct EraState {
     modern_meta: Option<String>,
 }
 
+/// A remote spec with its credentials (OAuth, lazy: nothing happens before a 401), unless the
+/// entry sends its own `Authorization` (a token the server refuses then fails the connect: no
+/// OAuth behind the host's back). A server found to need authorization within the cache's time
+/// fails at once when the connection cannot authorize (no probe).
+fn with_credentials(spec: &ServerSpec, shared: &Arc<Shared>) -> Result<ServerSpec> {
+    let mut spec = spec.clone();
+    let config = match &mut spec {
+        ServerSpec::Http { config, .. }
+        | ServerSpec::Sse { config, .. }
+        | ServerSpec::Ws { config, .. } => config,
+        ServerSpec::Stdio { .. } => return Ok(spec),
+    };
+    if config
+        .headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+    {
+        return Ok(spec);
+    }
+    let weak = Arc::downgrade(shared);
+    let notify = Box::new(move |event: Value| {
+        if let Some(shared) = weak.upgrade() {
+            shared.events.push(&event, true);
+        }
+    });
+    let oauth = crate::auth::OAuth::new(
+        &config.url,
+        shared.name.as_deref(),
+        config.oauth.as_ref(),
+        &shared.options.auth,
+        notify,
+    )?;
+    if let Some(e) = oauth.cached_needs_auth() {
+        return Err(e);
+    }
+    config.credentials = Some(crate::transport::credentials::Shared(oauth));
+    Ok(spec)
+}
+
 /// The stdio transport of a connect: attaches the server `started` started, or starts one. Not
 /// inlined: its temporaries would widen the frame of every poll of the connect future, which a
 /// host thread with a small stack runs (tests/c/remote.c's 192 KiB thread, in the debug build).
@@ -195,6 +234,14 @@ impl Client {
             listen: Arc::new(listen::Listen::new()),
         });
         let sink: Weak<dyn Inbound> = Arc::downgrade(&shared) as Weak<dyn Inbound>;
+        let authorized;
+        let spec = match spec {
+            ServerSpec::Stdio { .. } => spec,
+            _ => {
+                authorized = with_credentials(spec, &shared)?;
+                &authorized
+            }
+        };
         let transport: Arc<dyn Transport> = match spec {
             ServerSpec::Stdio { config, .. } => stdio_transport(&shared, config, started, sink)?,
             ServerSpec::Http { config, .. } => crate::transport::http::HttpTransport::new(
@@ -229,7 +276,16 @@ impl Client {
         let guard = tag.map(cancel::register);
         let signature = spec.era_cache_key();
         let negotiate = client.shared.negotiate(&signature);
-        let limit = client.shared.options.connect_timeout;
+        // An interactive authorization inside the connect has its own limit on top.
+        let limit = match client.shared.options.connect_timeout {
+            Some(l)
+                if client.shared.options.auth.interactive
+                    && !matches!(spec, ServerSpec::Stdio { .. }) =>
+            {
+                Some(l + client.shared.options.auth.timeout)
+            }
+            l => l,
+        };
         let outcome = tokio::select! {
             r = with_limit(limit, negotiate) => match r {
                 Some(r) => r,

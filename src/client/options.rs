@@ -114,6 +114,8 @@ pub struct ConnectOptions {
     pub cache: bool,
     /// When a modern connection opens its `subscriptions/listen` stream of list changes.
     pub listen: ListenMode,
+    /// Authorization (OAuth) of remote servers: the store, interactive or not, its limits.
+    pub auth: crate::auth::AuthOptions,
 }
 
 /// The connection option `listen`: when the list changes the server offers are listened for
@@ -304,6 +306,7 @@ impl Default for ConnectOptions {
             validate_arguments: false,
             cache: true,
             listen: ListenMode::Auto,
+            auth: Default::default(),
         };
         o.derive_capabilities();
         o
@@ -406,6 +409,7 @@ impl ConnectOptions {
         o.derive_capabilities();
         o.validate_arguments = parse_bool(obj, "validate_arguments")?.unwrap_or(false);
         o.cache = parse_bool(obj, "cache")?.unwrap_or(true);
+        o.auth = crate::auth::AuthOptions::parse(obj)?;
         o.listen = match obj.get("listen") {
             None | Some(Value::Null) => ListenMode::Auto,
             Some(Value::Bool(true)) => ListenMode::Always,

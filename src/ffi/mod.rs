@@ -13,6 +13,7 @@
 //! behaviour.
 #![allow(clippy::missing_safety_doc)]
 
+pub mod auth;
 pub(crate) mod boundary;
 pub mod client;
 pub mod config;

@@ -78,7 +78,7 @@ impl std::fmt::Debug for Shared {
 /// How many times one request is sent again after a 401/403 (a refresh, an authorization, a
 /// nonce, a step-up): the credentials bound their own retries; this bounds a loop between a
 /// server that keeps refusing and credentials that keep saying "retry".
-pub const MAX_RETRIES: usize = 4;
+pub(crate) const MAX_RETRIES: usize = 4;
 
 /// Whether an answer's status is one the credentials judge.
 pub fn is_challenge(status: u16) -> bool {

@@ -516,7 +516,8 @@ pub(crate) fn parse_url(url: &str) -> Result<reqwest::Url, Error> {
 }
 
 /// An HTTP error status as a `transport` error: what was sent, where, and what came back; a 401
-/// is `needs_auth` (the server wants an OAuth token, which this version cannot get by itself).
+/// is `needs_auth` (reached when the entry's own `Authorization` was refused, or the
+/// credentials' retries ran out).
 pub(crate) fn status_error(
     verb: &str,
     url: &str,
@@ -528,7 +529,7 @@ pub(crate) fn status_error(
         return Error::new(
             crate::error::ErrorKind::NeedsAuth,
             format!(
-                "HTTP 401 from {verb} {url} ({what}): the server needs authorization; this version of mcplug has no OAuth flow, so give a token in the server's `headers` (Authorization){}",
+                "HTTP 401 from {verb} {url} ({what}): the server needs authorization, and refused what was sent{}",
                 snippet(body)
             ),
         );

@@ -11,10 +11,15 @@
  * client needs only to find a member and to walk an array, and copies values verbatim). */
 #define _POSIX_C_SOURCE 200809L
 
+#include <netdb.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "mcplug.h"
 
@@ -444,9 +449,174 @@ static void skills(const char *url, int load) {
     close_client(c);
 }
 
-/* auth scenarios: no OAuth in mcplug yet; connecting without a token shows the failure honestly. */
+/* ---- auth scenarios: OAuth through the library, with a headless follower ---- */
+
+/* GETs an http:// URL without following redirects: the Location of its answer, or NULL. This is
+ * what a browser does at the authorization server, for a suite whose /authorize redirects at
+ * once (no login page). */
+static char *location_of(const char *url) {
+    if (strncmp(url, "http://", 7) != 0) return NULL;
+    const char *hp = url + 7;
+    const char *slash = strchr(hp, '/');
+    char host[256];
+    size_t hl = slash ? (size_t)(slash - hp) : strlen(hp);
+    if (hl >= sizeof host) return NULL;
+    memcpy(host, hp, hl);
+    host[hl] = '\0';
+    char *colon = strrchr(host, ':');
+    const char *port = "80";
+    if (colon) {
+        *colon = '\0';
+        port = colon + 1;
+    }
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, port, &hints, &res) != 0) return NULL;
+    int fd = -1;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+        if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) break;
+        if (fd >= 0) close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) return NULL;
+    size_t n = strlen(url) + 512;
+    char *req = malloc(n);
+    if (req == NULL) abort();
+    int len = snprintf(req, n, "GET %s HTTP/1.1\r\nHost: %.*s\r\nConnection: close\r\n\r\n",
+                       slash ? slash : "/", (int)hl, hp);
+    if (write(fd, req, (size_t)len) != len) {
+        free(req);
+        close(fd);
+        return NULL;
+    }
+    free(req);
+    char buf[16384];
+    size_t got = 0;
+    ssize_t r;
+    while (got < sizeof buf - 1 && (r = read(fd, buf + got, sizeof buf - 1 - got)) > 0) {
+        got += (size_t)r;
+        buf[got] = '\0';
+        if (strstr(buf, "\r\n\r\n")) break;
+    }
+    close(fd);
+    buf[got] = '\0';
+    for (char *line = strstr(buf, "\r\n"); line && line[2] != '\r'; line = strstr(line + 2, "\r\n")) {
+        if (strncasecmp(line + 2, "location:", 9) == 0) {
+            char *v = line + 11;
+            while (*v == ' ') v++;
+            char *end = strstr(v, "\r\n");
+            return dup_span((span){v, end ? (size_t)(end - v) : strlen(v)});
+        }
+    }
+    return NULL;
+}
+
+/* The follower: answers every auth/authorize with the redirect's URL as callback_url. */
+static void *follow(void *arg) {
+    (void)arg;
+    for (;;) {
+        char *ev = NULL;
+        enum mcplug_status st = mcplug_auth_next_event(-1, &ev);
+        if (st != MCPLUG_OK) {
+            mcplug_string_free(ev);
+            continue;
+        }
+        span e = whole(ev);
+        if (span_is(member(e, "method"), "\"auth/authorize\"")) {
+            span id = member(e, "id");
+            char *url = string_member(member(e, "params"), "url");
+            char *loc = url ? location_of(url) : NULL;
+            logf_("authorize: %s -> %s", url ? url : "?", loc ? loc : "(no Location)");
+            size_t n = (loc ? 2 * strlen(loc) : 0) + 256;
+            char *resp = malloc(n);
+            if (resp == NULL) abort();
+            if (loc) {
+                size_t used = (size_t)snprintf(resp, n, "{\"id\":%.*s,\"result\":{\"callback_url\":\"", (int)id.n, id.p);
+                for (const char *c = loc; *c; c++) {
+                    if (*c == '"' || *c == '\\') resp[used++] = '\\';
+                    resp[used++] = *c;
+                }
+                snprintf(resp + used, n - used, "\"}}");
+            } else {
+                snprintf(resp, n, "{\"id\":%.*s,\"error\":{\"code\":-1,\"message\":\"no redirect\"}}", (int)id.n, id.p);
+            }
+            char *out = NULL;
+            mcplug_auth_respond(resp, &out);
+            mcplug_string_free(out);
+            free(resp);
+            free(url);
+            free(loc);
+        }
+        mcplug_string_free(ev);
+    }
+    return NULL;
+}
+
+/* Appends `"key":<the context's member>` (copied as JSON) when the context has it. */
+static size_t put(char *buf, size_t used, size_t cap, const char *key, span ctx, const char *field) {
+    span v = member(ctx, field);
+    if (v.p == NULL) return used;
+    return used + (size_t)snprintf(buf + used, cap - used, ",\"%s\":%.*s", key, (int)v.n, v.p);
+}
+
+/* The server entry of an auth scenario: its `oauth` from the scenario and its context. */
+static char *auth_entry(const char *url) {
+    const char *ctx_text = getenv("MCP_CONFORMANCE_CONTEXT");
+    span ctx = whole(ctx_text ? ctx_text : "{}");
+    size_t cap = strlen(url) + (ctx_text ? 2 * strlen(ctx_text) : 0) + 1024;
+    char *buf = malloc(cap);
+    if (buf == NULL) abort();
+    size_t used = (size_t)snprintf(buf, cap,
+        "{\"type\":\"http\",\"url\":\"%s\",\"oauth\":{"
+        "\"clientMetadataUrl\":\"https://conformance-test.local/client-metadata.json\"", url);
+    if (strstr(scenario, "client-credentials")) {
+        used += (size_t)snprintf(buf + used, cap - used, ",\"grant\":\"client_credentials\"");
+        used = put(buf, used, cap, "privateKey", ctx, "private_key_pem");
+        used = put(buf, used, cap, "signingAlgorithm", ctx, "signing_algorithm");
+        used = put(buf, used, cap, "clientSecret", ctx, "client_secret");
+        used = put(buf, used, cap, "clientId", ctx, "client_id");
+    } else if (strstr(scenario, "wif")) {
+        used += (size_t)snprintf(buf + used, cap - used, ",\"grant\":\"jwt_bearer\"");
+        used = put(buf, used, cap, "assertion", ctx, "valid_jwt");
+        used = put(buf, used, cap, "clientId", ctx, "client_id");
+    } else if (member(ctx, "idp_id_token").p != NULL) {
+        used += (size_t)snprintf(buf + used, cap - used, ",\"grant\":\"enterprise\",\"enterprise\":{\"x\":0");
+        used = put(buf, used, cap, "idpClientId", ctx, "idp_client_id");
+        used = put(buf, used, cap, "idToken", ctx, "idp_id_token");
+        used = put(buf, used, cap, "idpIssuer", ctx, "idp_issuer");
+        used = put(buf, used, cap, "idpTokenEndpoint", ctx, "idp_token_endpoint");
+        used += (size_t)snprintf(buf + used, cap - used, "}");
+        used = put(buf, used, cap, "clientId", ctx, "client_id");
+        used = put(buf, used, cap, "clientSecret", ctx, "client_secret");
+    } else {
+        used = put(buf, used, cap, "clientId", ctx, "client_id");
+        used = put(buf, used, cap, "clientSecret", ctx, "client_secret");
+        used = put(buf, used, cap, "issuer", ctx, "issuer");
+    }
+    snprintf(buf + used, cap - used, "}}");
+    return buf;
+}
+
+/* auth scenarios: connect (the library authorizes on the first 401, the follower answers the host's
+ * part), list the tools, call test-tool. */
 static void auth_flow(const char *url) {
-    mcplug_client *c = connect_to(url, DEFAULT_OPTIONS);
+    pthread_t t;
+    if (pthread_create(&t, NULL, follow, NULL) != 0) abort();
+    pthread_detach(t);
+    char *server = auth_entry(url);
+    mcplug_client *c = NULL;
+    char *out = NULL;
+    enum mcplug_status st = mcplug_client_connect(
+        server,
+        "{\"connect_timeout_ms\":20000,\"request_timeout_ms\":20000,\"tool_timeout_ms\":20000,"
+        "\"auth_interactive\":true,\"auth_store\":\"memory\",\"auth_timeout_ms\":20000}",
+        &c, &out);
+    free(server);
+    if (st != MCPLUG_OK) die("connect", st, out);
+    logf_("connected: %s", out);
+    mcplug_string_free(out);
     mcplug_string_free(list_tools(c));
     call_tool(c, "test-tool", "{}", NULL);
     close_client(c);

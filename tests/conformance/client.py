@@ -7,9 +7,11 @@ the binding's public API and exits 0; any error exits 1 with the error on stderr
 dispatch exists in client.c and client.js: a scenario must pass (or fail) the same way in all
 three.
 """
+import http.client
 import json
 import os
 import sys
+import urllib.parse
 
 import mcplug
 
@@ -151,9 +153,48 @@ def skills(load):
     return run
 
 
+def follow_redirect(params):
+    """The headless follower: what a browser does at an authorization server whose /authorize
+    redirects at once. The redirect's URL goes back as the callback."""
+    url = urllib.parse.urlsplit(params["url"])
+    conn = http.client.HTTPConnection(url.hostname, url.port or 80, timeout=10)
+    conn.request("GET", url.path + ("?" + url.query if url.query else ""))
+    resp = conn.getresponse()
+    location = resp.getheader("Location")
+    conn.close()
+    if not location:
+        raise RuntimeError(f"GET /authorize answered {resp.status} without a Location")
+    return {"callback_url": location}
+
+
+def auth_entry(url, scenario):
+    """The server entry of an auth scenario: its `oauth` from the scenario and its context."""
+    ctx = context()
+    oauth = {"clientMetadataUrl": "https://conformance-test.local/client-metadata.json"}
+    pick = {"client_id": "clientId", "client_secret": "clientSecret"}
+    if "client-credentials" in scenario:
+        oauth["grant"] = "client_credentials"
+        pick.update(private_key_pem="privateKey", signing_algorithm="signingAlgorithm")
+    elif "wif" in scenario:
+        oauth["grant"] = "jwt_bearer"
+        pick = {"client_id": "clientId", "valid_jwt": "assertion"}
+    elif "idp_id_token" in ctx:
+        oauth["grant"] = "enterprise"
+        oauth["enterprise"] = {k: ctx[f] for f, k in (("idp_client_id", "idpClientId"), ("idp_id_token", "idToken"),
+                                                     ("idp_issuer", "idpIssuer"), ("idp_token_endpoint", "idpTokenEndpoint"))
+                               if f in ctx}
+    else:
+        pick["issuer"] = "issuer"
+    oauth.update({key: ctx[field] for field, key in pick.items() if field in ctx})
+    return {"type": "http", "url": url, "oauth": oauth}
+
+
 def auth_flow(url):
-    """auth/*: no OAuth in mcplug yet; connecting without a token shows the failure honestly."""
-    with connect(url) as c:
+    """auth/*: the library authorizes on the first 401; the handler follows the redirect."""
+    scenario = os.environ["MCP_CONFORMANCE_SCENARIO"]
+    with mcplug.Client.connect(auth_entry(url, scenario), handlers={"auth/authorize": follow_redirect},
+                               connect_timeout=20, request_timeout=20, tool_timeout=20,
+                               options={"auth_store": "memory", "auth_timeout_ms": 20000}) as c:
         c.list_tools()
         c.call_tool("test-tool", {})
 

@@ -23,7 +23,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
 
-versions=${CONFORMANCE_VERSIONS:-"0.1.16 0.2.0-alpha.12"}
+# A version is a suite package version, or `<package version>@<spec version>` for that suite's
+# scenarios of one spec revision run at that revision (--spec-version: the 2026-07-28 stateless
+# wire for every scenario it requires, the 2025-11-25 ones included).
+versions=${CONFORMANCE_VERSIONS:-"0.1.16 0.2.0-alpha.12 0.2.0-alpha.12@2026-07-28"}
 bindings=${CONFORMANCE_BINDINGS:-"c python node"}
 lib=${MCPLUG_LIBRARY:-$root/target/release/libmcplug.so}
 expected=tests/conformance/expected-failures.txt
@@ -45,7 +48,7 @@ mkdir -p "$work/results"
 # The C client, built against the library under test (as the C ABI tests are).
 libdir=$(dirname "$lib")
 ${CC:-cc} -std=c11 -Wall -Wextra -Wpedantic -Werror -O1 -I include tests/conformance/client.c \
-  -L "$libdir" -l:"$(basename "$lib")" -Wl,-rpath,"$libdir" -o "$work/client"
+  -L "$libdir" -l:"$(basename "$lib")" -Wl,-rpath,"$libdir" -pthread -o "$work/client"
 
 client_command() {
   case $1 in
@@ -57,9 +60,11 @@ client_command() {
 }
 
 suite() { # <version> <args...>: the suite on Node 22 (first on PATH), bounded in time
-  local v=$1; shift
+  local v=$1 spec=; shift
+  case $v in *@*) spec=${v#*@}; v=${v%%@*} ;; esac
   PATH="$(dirname "$node22"):$PATH" timeout 120 "$node22" \
-    "$root/.deps/conformance/node_modules/conformance-$v/dist/index.js" "$@"
+    "$root/.deps/conformance/node_modules/conformance-$v/dist/index.js" "$@" \
+    ${spec:+--spec-version "$spec"}
 }
 
 now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); } # bash 5, no bc needed
@@ -69,7 +74,7 @@ results=$work/results.tsv # version binding scenario status seconds
 : >"$results"
 start_all=$(now_ms)
 for v in $versions; do
-  [ -f ".deps/conformance/node_modules/conformance-$v/package.json" ] \
+  [ -f ".deps/conformance/node_modules/conformance-${v%%@*}/package.json" ] \
     || { echo "conformance: suite $v is not in .deps (run tests/install-deps.sh)" >&2; exit 1; }
   suite "$v" list --client | sed -n 's/^  - \([^ ]*\).*/\1/p' >"$work/scenarios-$v.txt"
   if [ $# -gt 0 ]; then

@@ -1,6 +1,8 @@
 """The synchronous client."""
 from __future__ import annotations
 
+import weakref
+
 from ._core import (
     Core,
     QueueSink,
@@ -11,6 +13,7 @@ from ._core import (
     put_cache_option,
     put_task_options,
 )
+from . import _auth
 from ._errors import InvalidArgumentError
 from ._managed import Managed
 
@@ -147,10 +150,19 @@ class Client(_Info, Managed):
             elicitation_defaults=elicitation_defaults, validate_arguments=validate_arguments,
             allow_async=False,
         )
-        handle, info = connect_blocking(server, opts)
+        authorize = (handlers or {}).get("auth/authorize")
+        channel = _auth.register(authorize, opts) if authorize is not None else None
+        try:
+            handle, info = connect_blocking(server, opts)
+        except BaseException:
+            _auth.unregister(channel)
+            raise
         core = Core(handle, info, handlers, manual, SyncRunner(), QueueSink())
         core.start()
-        return cls(core)
+        client = cls(core)
+        if channel is not None:
+            weakref.finalize(client, _auth.unregister, channel)
+        return client
 
     def list_tools(
         self, *, timeout: Timeout = None, tag: Optional[str] = None, cache: Optional[bool] = None

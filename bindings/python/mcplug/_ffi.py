@@ -116,6 +116,8 @@ _declare("mcplug_client_load_skill", c_int, [c_void_p, c_char_p, c_char_p, _out]
 _declare("mcplug_client_read_skill_file", c_int, [c_void_p, c_char_p, c_char_p, c_char_p, _out])
 _declare("mcplug_client_close", c_int, [c_void_p, _out])
 _declare("mcplug_client_free", None, [c_void_p])
+_declare("mcplug_auth_next_event", c_int, [c_int32, _out])
+_declare("mcplug_auth_respond", c_int, [c_char_p, _out])
 _declare("mcplug_config_merge", c_int, [c_char_p, _out])
 _declare("mcplug_config_discover", c_int, [c_char_p, _out])
 _declare("mcplug_config_add_server", c_int, [c_char_p, _out])

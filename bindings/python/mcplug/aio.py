@@ -29,9 +29,11 @@ import inspect
 import logging
 import os
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, Union
 
-from . import _ffi
+from . import _auth, _ffi
+from ._core import _is_async_callable
 from ._client import _Info
 from ._core import (
     EventBuffer,
@@ -305,14 +307,32 @@ class Client(_Info, AsyncManaged):
         sink = _LoopSink(loop)
         runner = _LoopRunner(loop)
 
+        authorize = (handlers or {}).get("auth/authorize")
+        channel = None
+        if authorize is not None:
+            if _is_async_callable(authorize):
+                async_authorize = authorize
+
+                def authorize(params: Dict[str, Any]) -> Any:  # on the auth pump's thread
+                    return asyncio.run_coroutine_threadsafe(async_authorize(params), loop).result()
+
+            channel = _auth.register(authorize, opts)
+
         def job() -> Core:
             handle, info = connect_blocking(server, opts)
             core = Core(handle, info, handlers, manual, runner, sink)
             core.start()
             return core
 
-        core = await _run(job, tag, orphan=lambda c: c.close())
-        return cls(core, sink)
+        try:
+            core = await _run(job, tag, orphan=lambda c: c.close())
+        except BaseException:
+            _auth.unregister(channel)
+            raise
+        client = cls(core, sink)
+        if channel is not None:
+            weakref.finalize(client, _auth.unregister, channel)
+        return client
 
     async def list_tools(
         self, *, timeout: Timeout = None, tag: Optional[str] = None, cache: Optional[bool] = None

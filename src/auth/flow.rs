@@ -1,0 +1,239 @@
+//! The interactive leg of the authorization code grant: PKCE (S256 only), `state`, the
+//! authorization URL, the host's `auth/authorize` answer, the loopback listener that takes the
+//! callback, and the RFC 9207 `iss` check — all in one in-process flow record, so the verifier,
+//! state and issuer of one authorization never part (what loses them in browser SDKs).
+
+use super::discovery::Discovered;
+use super::jws;
+use super::net::{auth_error, Net};
+use crate::error::{Error, ErrorKind, Result};
+use serde_json::{json, Value};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// The loopback listener of one authorization: bound before the redirect URI is registered or
+/// sent, on 127.0.0.1 and ::1 alike (a browser resolves `localhost` to either).
+pub(crate) struct Listener {
+    listeners: Vec<TcpListener>,
+    pub redirect_uri: String,
+}
+
+impl Listener {
+    /// Binds `port` (0: any free one) on loopback; `host` names it in the redirect URI.
+    pub(crate) async fn bind(host: &str, port: u16) -> Result<Listener> {
+        let busy = |e: std::io::Error| {
+            Error::new(
+                ErrorKind::NeedsAuth,
+                format!("cannot listen for the authorization callback on port {port} of 127.0.0.1: {e} (oauth.callbackPort names a port that must be free)"),
+            )
+        };
+        let v4 = TcpListener::bind(("127.0.0.1", port)).await.map_err(busy)?;
+        let port = v4.local_addr().map_err(busy)?.port();
+        let mut listeners = vec![v4];
+        // ::1 too when the machine has it; its absence is no error.
+        if let Ok(v6) = TcpListener::bind(("::1", port)).await {
+            listeners.push(v6);
+        }
+        Ok(Listener {
+            listeners,
+            redirect_uri: format!("http://{host}:{port}/callback"),
+        })
+    }
+
+    /// Waits for the callback request (the browser's redirect), answers it, and returns its
+    /// full URL. Requests for other paths get 404 and are waited past.
+    async fn callback(&self) -> Result<String> {
+        loop {
+            let accepted = match self.listeners.as_slice() {
+                [one] => one.accept().await,
+                [a, b, ..] => tokio::select! { r = a.accept() => r, r = b.accept() => r },
+                [] => return Err(auth_error("no callback listener".into())),
+            };
+            let Ok((mut sock, _)) = accepted else {
+                continue;
+            };
+            let mut head = Vec::new();
+            let mut buf = [0u8; 2048];
+            let read = tokio::time::timeout(Duration::from_secs(5), async {
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 << 10 {
+                    match sock.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+            });
+            if read.await.is_err() {
+                continue;
+            }
+            let text = String::from_utf8_lossy(&head);
+            let target = text
+                .lines()
+                .next()
+                .and_then(|l| l.strip_prefix("GET "))
+                .and_then(|l| l.split(' ').next())
+                .unwrap_or("");
+            if !target.starts_with("/callback") {
+                let _ = sock
+                    .write_all(
+                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    )
+                    .await;
+                continue;
+            }
+            let page = "<!doctype html><title>Authorized</title><p>mcplug: the authorization is complete. You can close this window.</p>";
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+                page.len()
+            );
+            let _ = sock.write_all(answer.as_bytes()).await;
+            let base = self.redirect_uri.trim_end_matches("/callback");
+            return Ok(format!("{base}{target}"));
+        }
+    }
+}
+
+/// What one authorization brought back: the code, and the verifier that goes with it.
+pub(crate) struct Code {
+    pub code: String,
+    pub verifier: String,
+}
+
+/// Who asks, for the host's request.
+pub(crate) struct Asker<'a> {
+    pub server: Option<&'a str>,
+    pub channel: Option<&'a str>,
+    pub timeout: Duration,
+}
+
+/// Runs one authorization: the URL, the host, the callback, its checks.
+pub(crate) async fn authorize(
+    net: &Net,
+    d: &Discovered,
+    client_id: &str,
+    scope: Option<&str>,
+    listener: &Listener,
+    asker: &Asker<'_>,
+) -> Result<Code> {
+    if d.metadata.is_some()
+        && !d
+            .meta_list("code_challenge_methods_supported")
+            .iter()
+            .any(|m| m == "S256")
+    {
+        return Err(auth_error(format!(
+            "the authorization server {} does not advertise PKCE with S256 (code_challenge_methods_supported): refusing to authorize without it",
+            d.issuer
+        )));
+    }
+    if d.authorization_endpoint.is_empty() {
+        return Err(auth_error(format!(
+            "the authorization server {} has no authorization_endpoint",
+            d.issuer
+        )));
+    }
+    let verifier = jws::random_b64url(32);
+    let challenge = jws::sha256_b64url(verifier.as_bytes());
+    let state = jws::random_b64url(16);
+    let mut url = net.check(&d.authorization_endpoint, "the authorization endpoint")?;
+    {
+        let mut q = url.query_pairs_mut();
+        q.append_pair("response_type", "code")
+            .append_pair("client_id", client_id)
+            .append_pair("redirect_uri", &listener.redirect_uri)
+            .append_pair("state", &state)
+            .append_pair("code_challenge", &challenge)
+            .append_pair("code_challenge_method", "S256")
+            .append_pair("resource", &d.resource);
+        if let Some(scope) = scope {
+            q.append_pair("scope", scope);
+        }
+    }
+    let mut params = json!({
+        "url": url.as_str(),
+        "redirect_uri": listener.redirect_uri,
+        "issuer": d.issuer,
+    });
+    if let Some(scope) = scope {
+        params["scope"] = json!(scope);
+    }
+    if let Some(server) = asker.server {
+        params["server"] = json!(server);
+    }
+    if let Some(channel) = asker.channel {
+        params["channel"] = json!(channel);
+    }
+    let wait = async {
+        let answer = super::host::ask("auth/authorize", params, asker.timeout).await?;
+        match answer.get("callback_url") {
+            Some(Value::String(u)) => Ok(u.clone()),
+            Some(_) => Err(Error::invalid(
+                "the answer to auth/authorize: `callback_url` must be a string",
+            )),
+            None => listener.callback().await,
+        }
+    };
+    let callback = tokio::time::timeout(asker.timeout, wait)
+        .await
+        .map_err(|_| {
+            Error::new(
+                ErrorKind::NeedsAuth,
+                format!(
+                    "the authorization was not completed within {} ms",
+                    asker.timeout.as_millis()
+                ),
+            )
+            .with_data(json!({"reason": "timeout", "issuer": d.issuer}))
+        })??;
+    let code = read_callback(&callback, &state, d)?;
+    Ok(Code { code, verifier })
+}
+
+/// The callback's `code`, after its `state` and RFC 9207 `iss` checks (in that order, and
+/// before its `error` is looked at: an answer from the wrong issuer is not acted on at all).
+fn read_callback(callback: &str, state: &str, d: &Discovered) -> Result<String> {
+    let query = callback
+        .split_once('?')
+        .map(|(_, q)| q.split('#').next().unwrap_or(q))
+        .unwrap_or("");
+    let get = |key: &str| {
+        form_urlencoded::parse(query.as_bytes())
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.into_owned())
+    };
+    let refuse = |why: String| {
+        Error::new(ErrorKind::NeedsAuth, why)
+            .with_data(json!({"reason": "declined", "issuer": d.issuer}))
+    };
+    if get("state").as_deref() != Some(state) {
+        return Err(refuse(
+            "the authorization callback's `state` does not match the request's: it is discarded"
+                .into(),
+        ));
+    }
+    let expected = d.meta_str("issuer").unwrap_or(&d.issuer);
+    let advertised = d.meta_bool("authorization_response_iss_parameter_supported");
+    match get("iss") {
+        Some(iss) if iss != expected => {
+            return Err(refuse(format!(
+                "the authorization response came from issuer {iss:?}, not {expected:?} (RFC 9207): it is discarded"
+            )))
+        }
+        None if advertised => {
+            return Err(refuse(format!(
+                "the authorization server {expected} says it sends `iss` in its responses, and this one has none (RFC 9207): it is discarded"
+            )))
+        }
+        _ => {}
+    }
+    if let Some(error) = get("error") {
+        let description = get("error_description").unwrap_or_default();
+        return Err(refuse(format!(
+            "the authorization server refused: {error}{}{description}",
+            if description.is_empty() { "" } else { ": " }
+        )));
+    }
+    get("code")
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| refuse("the authorization callback has no `code`".into()))
+}

@@ -1,0 +1,772 @@
+//! OAuth for remote MCP servers (FEATURES A1–A6), as the credentials of a connection (see
+//! `transport::credentials`): lazy — nothing happens until a server answers 401 (or 403
+//! `insufficient_scope`) — then discovery, a client identity (pre-registered, a Client ID
+//! Metadata Document, or dynamic registration, each bound to its issuer), a grant
+//! (authorization code with PKCE through the host; client credentials; jwt-bearer for workload
+//! identity; enterprise-managed authorization), DPoP where the server uses it, and the token
+//! kept in the store, refreshed before it expires and after a 401.
+//!
+//! Nothing secret leaves this module except in the headers of the requests it is for: errors,
+//! events and logs name issuers, scopes and URLs, never a token, secret, code or assertion.
+
+pub mod challenge;
+pub mod discovery;
+pub(crate) mod flow;
+mod grant;
+pub mod host;
+pub mod jws;
+pub(crate) mod net;
+pub mod normalize;
+pub mod ssrf;
+pub mod store;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::transport::credentials::{Applied, Credentials, Request, Verdict};
+use crate::transport::BoxFuture;
+use discovery::Discovered;
+use jws::SigningKey;
+use net::{auth_error, ClientAuth, Net};
+use parking_lot::{Mutex, RwLock};
+use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, WWW_AUTHENTICATE};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use store::Store;
+
+/// The connection (and manager) options of authorization (see `API.md`).
+#[derive(Debug, Clone)]
+pub struct AuthOptions {
+    /// `auth_store`: a directory, `"memory"`, or the default directory.
+    pub store: Option<String>,
+    /// `auth_interactive`: the host answers `auth/authorize`.
+    pub interactive: bool,
+    /// `auth_timeout_ms`: the whole interactive flow.
+    pub timeout: Duration,
+    /// `auth_request_timeout_ms`: each OAuth HTTP request.
+    pub request_timeout: Duration,
+    /// `auth_cache_ttl_ms`: how long a server stays `needs-auth` before it is probed again.
+    pub cache_ttl: Duration,
+    /// `refresh_skew_ms`: how long before its expiry a token is refreshed.
+    pub refresh_skew: Duration,
+    /// `allow_private_auth_urls`.
+    pub allow_private: bool,
+    /// `auth_channel`: echoed in `auth/authorize` requests, for hosts with many connections.
+    pub channel: Option<String>,
+}
+
+impl Default for AuthOptions {
+    fn default() -> Self {
+        AuthOptions {
+            store: None,
+            interactive: false,
+            timeout: Duration::from_secs(300),
+            request_timeout: Duration::from_secs(30),
+            cache_ttl: Duration::from_secs(900),
+            refresh_skew: Duration::from_secs(300),
+            allow_private: false,
+            channel: None,
+        }
+    }
+}
+
+fn opt_ms(obj: &Map<String, Value>, key: &str) -> Result<Option<Duration>> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(|ms| Some(Duration::from_millis(ms)))
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "option `{key}` must be a non-negative integer of milliseconds (got {v})"
+                ))
+            }),
+    }
+}
+
+fn opt_bool(obj: &Map<String, Value>, key: &str) -> Result<Option<bool>> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(v) => Err(Error::invalid(format!(
+            "option `{key}` must be true or false (got {v})"
+        ))),
+    }
+}
+
+fn opt_str(obj: &Map<String, Value>, key: &str, what: &str) -> Result<Option<String>> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
+        Some(v) => Err(Error::invalid(format!(
+            "{what} `{key}` must be a non-empty string (got {})",
+            if v.is_string() {
+                "\"\"".to_string()
+            } else {
+                v.to_string()
+            }
+        ))),
+    }
+}
+
+impl AuthOptions {
+    pub fn parse(obj: &Map<String, Value>) -> Result<AuthOptions> {
+        let mut o = AuthOptions {
+            store: opt_str(obj, "auth_store", "option")?,
+            channel: opt_str(obj, "auth_channel", "option")?,
+            ..Default::default()
+        };
+        o.interactive = opt_bool(obj, "auth_interactive")?.unwrap_or(false);
+        o.allow_private = opt_bool(obj, "allow_private_auth_urls")?.unwrap_or(false);
+        if let Some(d) = opt_ms(obj, "auth_timeout_ms")? {
+            o.timeout = d;
+        }
+        if let Some(d) = opt_ms(obj, "auth_request_timeout_ms")? {
+            o.request_timeout = d;
+        }
+        if let Some(d) = opt_ms(obj, "auth_cache_ttl_ms")? {
+            o.cache_ttl = d;
+        }
+        if let Some(d) = opt_ms(obj, "refresh_skew_ms")? {
+            o.refresh_skew = d;
+        }
+        Ok(o)
+    }
+}
+
+/// The grant a server entry asks for (`oauth.grant`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Grant {
+    AuthorizationCode,
+    ClientCredentials,
+    JwtBearer,
+    Enterprise,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dpop {
+    Auto,
+    On,
+    Off,
+}
+
+/// Enterprise-managed authorization (XAA): the IdP leg.
+#[derive(Debug, Clone)]
+struct Enterprise {
+    idp_issuer: Option<String>,
+    idp_token_endpoint: Option<String>,
+    idp_client_id: String,
+    idp_client_secret: Option<String>,
+    id_token: Source,
+}
+
+/// A secret value given inline, in a file (re-read on each use: such files rotate), or in an
+/// environment variable.
+#[derive(Debug, Clone)]
+enum Source {
+    Inline(String),
+    File(String),
+    Env(String),
+}
+
+impl Source {
+    fn read(&self, what: &str) -> Result<String> {
+        match self {
+            Source::Inline(s) => Ok(s.clone()),
+            Source::File(path) => std::fs::read_to_string(path)
+                .map(|s| s.trim().to_string())
+                .map_err(|e| auth_error(format!("cannot read {what} from {path}: {e}"))),
+            Source::Env(var) => std::env::var(var).map_err(|_| {
+                auth_error(format!("{what}: the environment variable {var} is not set"))
+            }),
+        }
+    }
+}
+
+/// The entry's `oauth` object, parsed.
+#[derive(Debug, Clone)]
+struct Settings {
+    client_id: Option<String>,
+    client_secret: Option<String>,
+    issuer: Option<String>,
+    callback_port: u16,
+    callback_host: String,
+    scopes: Option<String>,
+    auth_server_metadata_url: Option<String>,
+    client_metadata_url: Option<String>,
+    token_endpoint_auth_method: Option<String>,
+    client_name: String,
+    grant: Grant,
+    private_key: Option<Arc<SigningKey>>,
+    assertion: Option<Source>,
+    enterprise: Option<Enterprise>,
+    dpop: Dpop,
+    offline_access: bool,
+}
+
+fn source(o: &Map<String, Value>, inline: &str, file: &str, env: &str) -> Result<Option<Source>> {
+    let what = "server field `oauth`:";
+    if let Some(s) = opt_str(o, inline, what)? {
+        return Ok(Some(Source::Inline(s)));
+    }
+    if let Some(s) = opt_str(o, file, what)? {
+        return Ok(Some(Source::File(s)));
+    }
+    Ok(opt_str(o, env, what)?.map(Source::Env))
+}
+
+impl Settings {
+    fn parse(oauth: Option<&Value>) -> Result<Settings> {
+        let empty = Map::new();
+        let o = match oauth {
+            None | Some(Value::Null) => &empty,
+            Some(Value::Object(o)) => o,
+            Some(v) => {
+                return Err(Error::invalid(format!(
+                    "server field `oauth` must be an object (got {v})"
+                )))
+            }
+        };
+        let what = "server field `oauth`:";
+        let client_secret = match opt_str(o, "clientSecret", what)? {
+            Some(s) => Some(s),
+            None => match opt_str(o, "clientSecretEnv", what)? {
+                Some(var) => Some(std::env::var(&var).map_err(|_| {
+                    Error::invalid(format!(
+                        "server field `oauth.clientSecretEnv`: the environment variable {var} is not set"
+                    ))
+                })?),
+                None => None,
+            },
+        };
+        let callback_port = match o.get("callbackPort") {
+            None | Some(Value::Null) => 0,
+            Some(v) => v
+                .as_u64()
+                .filter(|p| (1..=65535).contains(p))
+                .map(|p| p as u16)
+                .ok_or_else(|| {
+                    Error::invalid(format!(
+                        "server field `oauth.callbackPort` must be a port number 1-65535 (got {v})"
+                    ))
+                })?,
+        };
+        let scopes = match o.get("scopes") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Array(a)) => Some(
+                a.iter()
+                    .map(|s| {
+                        s.as_str().map(str::to_string).ok_or_else(|| {
+                            Error::invalid(
+                                "server field `oauth.scopes` must be a string or a list of strings",
+                            )
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?
+                    .join(" "),
+            ),
+            Some(_) => {
+                return Err(Error::invalid(
+                    "server field `oauth.scopes` must be a string or a list of strings",
+                ))
+            }
+        };
+        let grant = match opt_str(o, "grant", what)?.as_deref() {
+            None | Some("authorization_code") => Grant::AuthorizationCode,
+            Some("client_credentials") => Grant::ClientCredentials,
+            Some("jwt_bearer") => Grant::JwtBearer,
+            Some("enterprise") | Some("xaa") => Grant::Enterprise,
+            Some(g) => {
+                return Err(Error::invalid(format!(
+                    "server field `oauth.grant` {g:?}: one of authorization_code, client_credentials, jwt_bearer, enterprise"
+                )))
+            }
+        };
+        let alg = opt_str(o, "signingAlgorithm", what)?
+            .map(|a| jws::Alg::parse(&a))
+            .transpose()
+            .map_err(|e| Error::invalid(format!("server field `oauth.signingAlgorithm`: {e}")))?;
+        let pem = match opt_str(o, "privateKey", what)? {
+            Some(p) => Some(p),
+            None => match opt_str(o, "privateKeyFile", what)? {
+                Some(path) => Some(std::fs::read_to_string(&path).map_err(|e| {
+                    Error::invalid(format!(
+                        "server field `oauth.privateKeyFile`: cannot read {path}: {e}"
+                    ))
+                })?),
+                None => None,
+            },
+        };
+        let private_key = pem
+            .map(|p| SigningKey::from_pem(&p, alg))
+            .transpose()
+            .map_err(|e| Error::invalid(format!("server field `oauth.privateKey`: {e}")))?
+            .map(Arc::new);
+        let enterprise = match o.get("enterprise").or_else(|| o.get("xaa")) {
+            None | Some(Value::Null) | Some(Value::Bool(_)) => None,
+            Some(Value::Object(e)) => {
+                let what = "server field `oauth.enterprise`:";
+                let idp_client_id = opt_str(e, "idpClientId", what)?.ok_or_else(|| {
+                    Error::invalid("server field `oauth.enterprise` needs `idpClientId`")
+                })?;
+                let id_token =
+                    source(e, "idToken", "idTokenFile", "idTokenEnv")?.ok_or_else(|| {
+                        Error::invalid(
+                            "server field `oauth.enterprise` needs `idToken` or `idTokenFile`",
+                        )
+                    })?;
+                let idp_issuer = opt_str(e, "idpIssuer", what)?;
+                let idp_token_endpoint = opt_str(e, "idpTokenEndpoint", what)?;
+                if idp_issuer.is_none() && idp_token_endpoint.is_none() {
+                    return Err(Error::invalid(
+                        "server field `oauth.enterprise` needs `idpIssuer` or `idpTokenEndpoint`",
+                    ));
+                }
+                Some(Enterprise {
+                    idp_issuer,
+                    idp_token_endpoint,
+                    idp_client_id,
+                    idp_client_secret: opt_str(e, "idpClientSecret", what)?,
+                    id_token,
+                })
+            }
+            Some(v) => {
+                return Err(Error::invalid(format!(
+                    "server field `oauth.enterprise` must be an object (got {v})"
+                )))
+            }
+        };
+        let grant = match (grant, &enterprise) {
+            (Grant::AuthorizationCode, Some(_)) => Grant::Enterprise,
+            (g, _) => g,
+        };
+        if grant == Grant::Enterprise && enterprise.is_none() {
+            return Err(Error::invalid(
+                "server field `oauth.grant` \"enterprise\" needs `oauth.enterprise`",
+            ));
+        }
+        let assertion = source(o, "assertion", "assertionFile", "assertionEnv")?;
+        if grant == Grant::JwtBearer && assertion.is_none() {
+            return Err(Error::invalid(
+                "server field `oauth.grant` \"jwt_bearer\" needs `oauth.assertion`, `assertionFile` or `assertionEnv`",
+            ));
+        }
+        let dpop = match o.get("dpop") {
+            None | Some(Value::Null) => Dpop::Auto,
+            Some(Value::String(s)) if s == "auto" => Dpop::Auto,
+            Some(Value::Bool(true)) => Dpop::On,
+            Some(Value::Bool(false)) => Dpop::Off,
+            Some(v) => {
+                return Err(Error::invalid(format!(
+                    "server field `oauth.dpop` must be \"auto\", true or false (got {v})"
+                )))
+            }
+        };
+        let callback_host = opt_str(o, "callbackHost", what)?.unwrap_or_else(|| "localhost".into());
+        if !matches!(callback_host.as_str(), "localhost" | "127.0.0.1" | "[::1]") {
+            return Err(Error::invalid(format!(
+                "server field `oauth.callbackHost` {callback_host:?}: one of localhost, 127.0.0.1, [::1]"
+            )));
+        }
+        if let Some(u) = opt_str(o, "authServerMetadataUrl", what)? {
+            if !u.starts_with("https://") {
+                return Err(Error::invalid(format!(
+                    "server field `oauth.authServerMetadataUrl` {u:?} must be an https URL"
+                )));
+            }
+        }
+        Ok(Settings {
+            client_id: opt_str(o, "clientId", what)?,
+            client_secret,
+            issuer: opt_str(o, "issuer", what)?,
+            callback_port,
+            callback_host,
+            scopes,
+            auth_server_metadata_url: opt_str(o, "authServerMetadataUrl", what)?,
+            client_metadata_url: opt_str(o, "clientMetadataUrl", what)?,
+            token_endpoint_auth_method: opt_str(o, "tokenEndpointAuthMethod", what)?,
+            client_name: opt_str(o, "clientName", what)?.unwrap_or_else(|| "mcplug".into()),
+            grant,
+            private_key,
+            assertion,
+            enterprise,
+            dpop,
+            offline_access: opt_bool(o, "offlineAccess")?.unwrap_or(true),
+        })
+    }
+}
+
+/// The token in use, ready to be sent.
+struct Current {
+    /// Which token this is (`Applied::sent`).
+    id: u64,
+    /// `Bearer <token>` or `DPoP <token>`, marked sensitive.
+    header: HeaderValue,
+    /// The token itself, for a DPoP proof's `ath`.
+    token: String,
+    dpop: bool,
+    /// Milliseconds since the epoch; `None`: unknown (refreshed on a 401).
+    expires_at: Option<u64>,
+    refreshable: bool,
+    identity: u64,
+}
+
+/// A client identity at one authorization server.
+#[derive(Debug, Clone)]
+struct ClientReg {
+    client_id: String,
+    client_secret: Option<String>,
+    method: String,
+    redirect_uri: Option<String>,
+    /// `pre-registered`, `cimd` or `dcr`: only a dynamic registration is ever discarded.
+    provenance: &'static str,
+}
+
+/// What the single flight of authorizations knows.
+#[derive(Default)]
+struct Flight {
+    /// The scope asked for in the last authorization, and the one granted.
+    requested: Option<String>,
+    granted: Option<String>,
+    /// Step-ups per scope set asked for.
+    step_ups: HashMap<String, u32>,
+    /// A workload-identity grant failed: never retried (its assertion will not get better).
+    grant_failed: Option<Error>,
+}
+
+/// The credentials of one remote connection: OAuth.
+pub struct OAuth {
+    server: String,
+    name: Option<String>,
+    settings: Settings,
+    options: AuthOptions,
+    store: Store,
+    key: String,
+    net: Net,
+    current: RwLock<Option<Arc<Current>>>,
+    flight: tokio::sync::Mutex<Flight>,
+    /// The DPoP key, once DPoP is in use (the AS advertises it, or the entry asks for it).
+    dpop_key: Mutex<Option<Arc<SigningKey>>>,
+    /// Its PKCS#8, standard base64, to keep it with a DPoP-bound token.
+    dpop_der: Mutex<Option<String>>,
+    rs_nonce: Mutex<Option<String>>,
+    notify: Box<dyn Fn(Value) + Send + Sync>,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn new_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Scopes as a sorted, deduplicated set, written back space-separated.
+fn scope_set(parts: &[Option<&str>]) -> Option<String> {
+    let mut all: Vec<&str> = parts
+        .iter()
+        .flatten()
+        .flat_map(|s| s.split_ascii_whitespace())
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    (!all.is_empty()).then(|| all.join(" "))
+}
+
+/// A `needs_auth` error with the details a host needs to authorize by itself.
+fn needs_auth(message: String, reason: &str, d: Option<&Discovered>, scope: Option<&str>) -> Error {
+    let mut data = json!({"reason": reason});
+    if let Some(d) = d {
+        data["issuer"] = json!(d.issuer);
+        if let Some(rm) = &d.resource_metadata {
+            data["resource_metadata"] = json!(rm);
+        }
+    }
+    if let Some(s) = scope {
+        data["scope"] = json!(s);
+    }
+    Error::new(ErrorKind::NeedsAuth, message).with_data(data)
+}
+
+/// What a token endpoint answered, as a token or an error naming the server's own words.
+fn token_of(answer: &net::Answer, what: &str) -> Result<Value> {
+    let body = answer.json();
+    let token_ok = (200..300).contains(&answer.status)
+        && body
+            .as_ref()
+            .and_then(|b| b.get("access_token"))
+            .is_some_and(Value::is_string);
+    if token_ok {
+        return Ok(body.unwrap_or_default());
+    }
+    let error = body
+        .as_ref()
+        .and_then(|b| b.get("error")?.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("HTTP {}", answer.status));
+    let description = body
+        .as_ref()
+        .and_then(|b| b.get("error_description")?.as_str().map(str::to_string))
+        .map(|d| format!(": {d}"))
+        .unwrap_or_default();
+    Err(Error::new(
+        ErrorKind::NeedsAuth,
+        format!("{what} was refused: {error}{description}"),
+    )
+    .with_data(json!({"reason": "refused", "error": error})))
+}
+
+/// The absolute expiry of a token response: `expires_in` from now (0: already expired), else
+/// the JWT's own `exp`, else unknown.
+fn expires_at(token: &Value) -> Option<u64> {
+    if let Some(n) = token
+        .get("expires_in")
+        .and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()))
+    {
+        return Some(now_ms() + n * 1000);
+    }
+    let at = token.get("access_token")?.as_str()?;
+    let payload = at.split('.').nth(1)?;
+    let bytes =
+        base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, payload).ok()?;
+    let claims: Value = serde_json::from_slice(&bytes).ok()?;
+    claims.get("exp")?.as_u64().map(|s| s * 1000)
+}
+
+impl OAuth {
+    /// The credentials of the server at `server` (its entry's URL), named `name`.
+    pub fn new(
+        server: &str,
+        name: Option<&str>,
+        oauth: Option<&Value>,
+        options: &AuthOptions,
+        notify: Box<dyn Fn(Value) + Send + Sync>,
+    ) -> Result<Arc<OAuth>> {
+        let settings = Settings::parse(oauth)?;
+        let store = Store::locate(options.store.as_deref())
+            .map_err(|e| Error::invalid(format!("option `auth_store`: {e}")))?;
+        let guard = ssrf::Guard::new(server, options.allow_private);
+        let net = Net::new(guard, options.request_timeout)?;
+        let me = OAuth {
+            server: server.to_string(),
+            name: name.map(str::to_string),
+            key: format!("server {server}"),
+            settings,
+            options: options.clone(),
+            store,
+            net,
+            current: RwLock::new(None),
+            flight: tokio::sync::Mutex::new(Flight::default()),
+            dpop_key: Mutex::new(None),
+            dpop_der: Mutex::new(None),
+            rs_nonce: Mutex::new(None),
+            notify,
+        };
+        if let Ok(Some(record)) = me.store.read(&me.key) {
+            me.adopt(&record);
+        }
+        Ok(Arc::new(me))
+    }
+
+    /// Whether this server was found to need authorization within the cache's time (and no
+    /// token came since): a connect that cannot authorize then fails at once, without a probe.
+    pub fn cached_needs_auth(&self) -> Option<Error> {
+        if self.current.read().is_some() || self.options.interactive {
+            return None;
+        }
+        let record = self.store.read(&self.key).ok()??;
+        let at = record.get("needs_auth_at")?.as_u64()?;
+        let ttl = self.options.cache_ttl.as_millis() as u64;
+        (now_ms() < at.saturating_add(ttl)).then(|| {
+            needs_auth(
+                format!(
+                    "{} needed authorization {} s ago; it is not probed again for {} s (auth_cache_ttl_ms)",
+                    self.server,
+                    (now_ms() - at) / 1000,
+                    (at + ttl - now_ms()) / 1000
+                ),
+                "cached",
+                None,
+                None,
+            )
+        })
+    }
+
+    /// Forgets this server's credentials (logout).
+    pub fn forget(&self) -> Result<()> {
+        *self.current.write() = None;
+        self.store
+            .update(&self.key, |_| None)
+            .map(|_| ())
+            .map_err(|e| Error::new(ErrorKind::Config, format!("the auth store: {e}")))
+    }
+
+    /// Uses the stored token, when the record has one (and its DPoP key).
+    fn adopt(&self, record: &Value) -> bool {
+        let Some(t) = record.get("tokens") else {
+            *self.current.write() = None;
+            return false;
+        };
+        let Some(token) = t.get("access_token").and_then(Value::as_str) else {
+            return false;
+        };
+        let dpop = t
+            .get("token_type")
+            .and_then(Value::as_str)
+            .is_some_and(|k| k.eq_ignore_ascii_case("dpop"));
+        if dpop {
+            let key = record
+                .get("dpop_key")
+                .and_then(Value::as_str)
+                .and_then(|k| {
+                    base64::Engine::decode(&base64::engine::general_purpose::STANDARD, k).ok()
+                })
+                .and_then(|der| SigningKey::from_pkcs8_der(&der, Some(jws::Alg::Es256)).ok());
+            match key {
+                Some(k) => *self.dpop_key.lock() = Some(Arc::new(k)),
+                None => return false,
+            }
+        }
+        let scheme = if dpop { "DPoP" } else { "Bearer" };
+        let Ok(mut header) = HeaderValue::from_str(&format!("{scheme} {token}")) else {
+            return false;
+        };
+        header.set_sensitive(true);
+        let id = t.get("id").and_then(Value::as_u64).unwrap_or_else(new_id);
+        let identity = t.get("identity").and_then(Value::as_u64).unwrap_or(id);
+        *self.current.write() = Some(Arc::new(Current {
+            id,
+            header,
+            token: token.to_string(),
+            dpop,
+            expires_at: t.get("expires_at").and_then(Value::as_u64),
+            refreshable: t.get("refresh_token").is_some_and(Value::is_string),
+            identity,
+        }));
+        true
+    }
+
+    fn current_id(&self) -> u64 {
+        self.current.read().as_ref().map_or(0, |c| c.id)
+    }
+
+    fn event(
+        &self,
+        state: &str,
+        issuer: Option<&str>,
+        scope: Option<&str>,
+        expires_at: Option<u64>,
+    ) {
+        let mut e = json!({"type": "auth", "state": state});
+        if let Some(n) = &self.name {
+            e["server"] = json!(n);
+        }
+        if let Some(i) = issuer {
+            e["issuer"] = json!(i);
+        }
+        if let Some(s) = scope {
+            e["scope"] = json!(s);
+        }
+        if let Some(x) = expires_at {
+            e["expires_at"] = json!(x);
+        }
+        (self.notify)(e);
+    }
+
+    async fn store_update<F>(&self, f: F) -> Result<Option<Value>>
+    where
+        F: FnOnce(Option<Value>) -> Option<Value> + Send + 'static,
+    {
+        let (store, key) = (self.store.clone(), self.key.clone());
+        tokio::task::spawn_blocking(move || store.update(&key, f))
+            .await
+            .map_err(|_| Error::new(ErrorKind::Config, "the auth store's task failed"))?
+            .map_err(|e| Error::new(ErrorKind::Config, format!("the auth store: {e}")))
+    }
+
+    /// Keeps a new token (and what refreshing it needs), and uses it.
+    async fn keep(
+        &self,
+        token: &Value,
+        d: &Discovered,
+        client: Option<&ClientReg>,
+        identity: u64,
+    ) -> Result<()> {
+        let dpop = token
+            .get("token_type")
+            .and_then(Value::as_str)
+            .is_some_and(|k| k.eq_ignore_ascii_case("dpop"));
+        let mut t = json!({
+            "access_token": token.get("access_token"),
+            "token_type": if dpop { "DPoP" } else { "Bearer" },
+            "issuer": d.issuer,
+            "token_endpoint": d.token_endpoint,
+            "resource": d.resource,
+            "id": new_id(),
+            "identity": identity,
+        });
+        for k in ["refresh_token", "scope"] {
+            if let Some(v) = token.get(k).filter(|v| v.is_string()) {
+                t[k] = v.clone();
+            }
+        }
+        if let Some(x) = expires_at(token) {
+            t["expires_at"] = json!(x);
+        }
+        if let Some(c) = client {
+            t["client_id"] = json!(c.client_id);
+            t["method"] = json!(c.method);
+        }
+        let dpop_der = if dpop {
+            self.dpop_key
+                .lock()
+                .as_ref()
+                .and_then(|_| self.dpop_der.lock().clone())
+        } else {
+            None
+        };
+        let client_rec = client.filter(|c| c.provenance == "dcr").map(|c| {
+            json!({"client_id": c.client_id, "client_secret": c.client_secret, "method": c.method,
+                   "redirect_uri": c.redirect_uri, "provenance": c.provenance})
+        });
+        let issuer = d.issuer.clone();
+        let server = self.server.clone();
+        let t2 = t.clone();
+        let record = self
+            .store_update(move |old| {
+                let mut r = old.filter(Value::is_object).unwrap_or_else(|| json!({}));
+                r["server"] = json!(server);
+                r["tokens"] = t2;
+                if let Some(c) = client_rec {
+                    if !r.get("clients").is_some_and(Value::is_object) {
+                        r["clients"] = json!({});
+                    }
+                    r["clients"][issuer.as_str()] = c;
+                }
+                if let Some(der) = dpop_der {
+                    r["dpop_key"] = json!(der);
+                }
+                if let Some(m) = r.as_object_mut() {
+                    m.remove("needs_auth_at");
+                }
+                Some(r)
+            })
+            .await?;
+        match record {
+            Some(r) if self.adopt(&r) => {}
+            _ => {
+                // A store that cannot keep it (memory is fine): use it anyway, this once.
+                let mut r = json!({"tokens": t});
+                if let Some(der) = self.dpop_der.lock().clone() {
+                    r["dpop_key"] = json!(der);
+                }
+                self.adopt(&r);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,236 @@
+//! The HTTP of OAuth: its own reqwest client (never the MCP connection's), with the rules every
+//! discovered URL needs — the SSRF guard on each URL and on the addresses it resolves to, no
+//! redirects (a token or registration request is never re-sent elsewhere, and a metadata
+//! document is read where it was asked for), a time limit per request — plus DPoP proofs and
+//! their nonces on token requests, and the 200-with-an-error bodies normalized.
+
+use super::jws::{self, SigningKey};
+use super::ssrf::{Guard, GuardedResolver};
+use crate::error::{Error, ErrorKind, Result};
+use base64::Engine as _;
+use parking_lot::Mutex;
+use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The largest OAuth answer read (metadata, registration, token).
+const MAX_BODY: usize = 1 << 20;
+
+pub(crate) struct Net {
+    http: reqwest::Client,
+    guard: Guard,
+    /// DPoP: the last nonce the authorization server asked for.
+    as_nonce: Mutex<Option<String>>,
+}
+
+/// An answer: status, headers, body (at most `MAX_BODY`).
+pub(crate) struct Answer {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    pub fn json(&self) -> Option<Value> {
+        serde_json::from_slice(&self.body).ok()
+    }
+}
+
+/// How a token request authenticates the client (one method only, RFC 6749 §2.3).
+pub(crate) enum ClientAuth<'a> {
+    /// `client_id` in the body (a public client).
+    None(&'a str),
+    /// HTTP Basic with the id and secret form-encoded (RFC 6749 §2.3.1).
+    Basic(&'a str, &'a str),
+    /// `client_id` and `client_secret` in the body.
+    Post(&'a str, &'a str),
+    /// `client_assertion` (private_key_jwt; RFC 7523 §2.2), no `client_id`.
+    Assertion(String),
+    /// Nothing at all (a jwt-bearer grant whose assertion is the client's identity).
+    Nothing,
+}
+
+impl Net {
+    pub(crate) fn new(guard: Guard, timeout: Duration) -> Result<Net> {
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            // A proxy resolves names itself, past the guard's resolver.
+            .no_proxy()
+            .dns_resolver(Arc::new(GuardedResolver(guard.clone())))
+            .user_agent(concat!("mcplug/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| Error::transport(format!("cannot build the OAuth HTTP client: {e}")))?;
+        Ok(Net {
+            http,
+            guard,
+            as_nonce: Mutex::new(None),
+        })
+    }
+
+    pub(crate) fn check(&self, url: &str, what: &str) -> Result<reqwest::Url> {
+        self.guard.check_url(url, what).map_err(auth_error)
+    }
+
+    async fn read(&self, resp: reqwest::Response) -> Answer {
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let mut body = Vec::new();
+        let mut resp = resp;
+        while let Ok(Some(chunk)) = resp.chunk().await {
+            if body.len() + chunk.len() > MAX_BODY {
+                break;
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Answer {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// GETs a JSON document (metadata). `Ok(None)` for an answer that is not a 2xx JSON object
+    /// (the caller tries the next place); an error when the URL is refused or unreachable.
+    pub(crate) async fn get_json(&self, url: &str, what: &str) -> Result<Option<Value>> {
+        let parsed = self.check(url, what)?;
+        let resp = self
+            .http
+            .get(parsed)
+            .header(ACCEPT, "application/json")
+            .header("mcp-protocol-version", "2025-11-25")
+            .send()
+            .await
+            .map_err(|e| net_error(what, url, &e))?;
+        let answer = self.read(resp).await;
+        if !(200..300).contains(&answer.status) {
+            return Ok(None);
+        }
+        Ok(answer.json().filter(Value::is_object))
+    }
+
+    /// POSTs JSON (dynamic registration).
+    pub(crate) async fn post_json(&self, url: &str, body: &Value, what: &str) -> Result<Answer> {
+        let parsed = self.check(url, what)?;
+        let resp = self
+            .http
+            .post(parsed)
+            .header(ACCEPT, "application/json")
+            .header(CONTENT_TYPE, "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|e| net_error(what, url, &e))?;
+        Ok(self.read(resp).await)
+    }
+
+    /// A token request: the form, the client's authentication, a DPoP proof when DPoP is on
+    /// (and once more with the server's nonce when it asks for one). The answer's status and
+    /// body are normalized (an error sent with 200 becomes 400).
+    pub(crate) async fn token(
+        &self,
+        url: &str,
+        form: &[(&str, &str)],
+        auth: &ClientAuth<'_>,
+        dpop: Option<&SigningKey>,
+        what: &str,
+    ) -> Result<Answer> {
+        let parsed = self.check(url, what)?;
+        let mut form: Vec<(&str, &str)> = form.to_vec();
+        let assertion;
+        let mut basic = None;
+        match auth {
+            ClientAuth::None(id) => form.push(("client_id", id)),
+            ClientAuth::Basic(id, secret) => basic = Some(basic_value(id, secret)),
+            ClientAuth::Post(id, secret) => {
+                form.push(("client_id", id));
+                form.push(("client_secret", secret));
+            }
+            ClientAuth::Assertion(a) => {
+                assertion = a.clone();
+                form.push((
+                    "client_assertion_type",
+                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+                ));
+                form.push(("client_assertion", &assertion));
+            }
+            ClientAuth::Nothing => {}
+        }
+        let htu = strip_query(url);
+        let mut tried_nonce = false;
+        loop {
+            let mut req = self
+                .http
+                .post(parsed.clone())
+                .header(ACCEPT, "application/json")
+                .form(&form);
+            if let Some(b) = &basic {
+                req = req.header(AUTHORIZATION, b.as_str());
+            }
+            if let Some(key) = dpop {
+                let nonce = self.as_nonce.lock().clone();
+                let proof = jws::dpop_proof(key, "POST", &htu, None, nonce.as_deref(), None)
+                    .map_err(|e| Error::new(ErrorKind::NeedsAuth, format!("DPoP proof: {e}")))?;
+                req = req.header("dpop", proof);
+            }
+            let resp = req.send().await.map_err(|e| net_error(what, url, &e))?;
+            let mut answer = self.read(resp).await;
+            let (status, body) = super::normalize::token_response(answer.status, &answer.body);
+            let body = body.into_owned();
+            answer.status = status;
+            answer.body = body;
+            if dpop.is_some() {
+                if let Some(nonce) = answer
+                    .headers
+                    .get("dpop-nonce")
+                    .and_then(|v| v.to_str().ok())
+                {
+                    *self.as_nonce.lock() = Some(nonce.to_string());
+                    let asks = answer
+                        .json()
+                        .and_then(|v| v.get("error")?.as_str().map(str::to_string))
+                        .is_some_and(|e| e == "use_dpop_nonce");
+                    if asks && !tried_nonce {
+                        tried_nonce = true;
+                        continue;
+                    }
+                }
+            }
+            return Ok(answer);
+        }
+    }
+}
+
+/// `Basic base64(urlencode(id):urlencode(secret))` (RFC 6749 §2.3.1).
+fn basic_value(id: &str, secret: &str) -> String {
+    let enc = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    let pair = format!("{}:{}", enc(id), enc(secret));
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(pair)
+    )
+}
+
+/// A URL without its query and fragment (a DPoP proof's `htu`).
+pub(crate) fn strip_query(url: &str) -> String {
+    let end = url.find(['?', '#']).unwrap_or(url.len());
+    url[..end].to_string()
+}
+
+pub(crate) fn auth_error(message: String) -> Error {
+    Error::new(ErrorKind::NeedsAuth, message)
+}
+
+fn net_error(what: &str, url: &str, e: &reqwest::Error) -> Error {
+    let why = crate::transport::remote::chain(e);
+    Error::new(
+        ErrorKind::NeedsAuth,
+        if e.is_timeout() {
+            format!("{what} {url}: no answer in time ({why})")
+        } else {
+            format!("{what} {url} failed: {why}")
+        },
+    )
+}
