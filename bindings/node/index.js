@@ -222,6 +222,8 @@ const native = {
   read_skill_file: lib.func('mcplug_client_read_skill_file', 'int', [ClientHandle, 'str', 'str', 'str', OutString]),
   client_close: lib.func('mcplug_client_close', 'int', [ClientHandle, OutString]),
   client_free: lib.func('mcplug_client_free', 'void', [ClientHandle]),
+  auth_next_event: lib.func('mcplug_auth_next_event', 'int', ['int32', OutString]),
+  auth_respond: lib.func('mcplug_auth_respond', 'int', ['str', OutString]),
   config_merge: lib.func('mcplug_config_merge', 'int', ['str', OutString]),
   config_discover: lib.func('mcplug_config_discover', 'int', ['str', OutString]),
   config_add_server: lib.func('mcplug_config_add_server', 'int', ['str', OutString]),
@@ -280,6 +282,62 @@ function callAsync(fn, args, wantsOut = true) {
       else resolve({ status, text: out[0] });
     });
   });
+}
+
+// Interactive OAuth of single clients: the library's `auth/authorize` requests are pulled for the
+// whole process (a client's first authorization happens inside its connect, before it has a
+// handle) and handed to the `auth/authorize` handler of the connection they name by its
+// `auth_channel`. The pump runs while any such connection is registered, one pull at a time on
+// the threadpool, so a process without one keeps no thread and no pending work.
+const authHandlers = new Map();
+let authNext = 1;
+let authPumping = false;
+
+function authRegister(handler, merged) {
+  const channel = `node-${process.pid}-${authNext++}`;
+  merged.auth_interactive = true;
+  merged.auth_channel = channel;
+  authHandlers.set(channel, handler);
+  if (!authPumping) {
+    authPumping = true;
+    authPump();
+  }
+  return channel;
+}
+
+function authUnregister(channel) {
+  if (channel !== undefined) authHandlers.delete(channel);
+}
+
+async function authAnswer(id, handler, params) {
+  let reply;
+  if (!handler) {
+    reply = { id, error: { code: -1, message: 'no auth/authorize handler for this connection' } };
+  } else {
+    try {
+      const result = (await handler(params)) ?? {};
+      if (typeof result !== 'object' || Array.isArray(result)) {
+        throw new TypeError('an auth/authorize handler returns nothing or { callback_url }');
+      }
+      reply = { id, result };
+    } catch (e) {
+      reply = { id, error: { code: -1, message: String((e && e.message) || e) } };
+    }
+  }
+  // An answer that came too late (expired) is no error of the handler's.
+  await callAsync(native.auth_respond, [JSON.stringify(reply)]).catch(() => {});
+}
+
+async function authPump() {
+  while (authHandlers.size > 0) {
+    const { status, text } = await callAsync(native.auth_next_event, [1000]);
+    if (status !== Status.OK || !text) continue;
+    const ev = JSON.parse(text);
+    if (ev.type !== 'request' || ev.method !== 'auth/authorize') continue;
+    const params = ev.params || {};
+    authAnswer(ev.id, authHandlers.get(params.channel), params);
+  }
+  authPumping = false;
 }
 
 /** Turns a status and its `out` text into a value or an McpError. */
@@ -929,6 +987,7 @@ class Client extends EventEmitter {
     merged.capabilities = mergeCapabilities(fromHandlers, [options.capabilities, 'options.capabilities'], [capabilities, 'capabilities']);
     const connectTag = tag === undefined ? internalTag() : checkString(tag, 'tag');
     merged.tag = connectTag;
+    const authChannel = handlers['auth/authorize'] ? authRegister(handlers['auth/authorize'], merged) : undefined;
     const serverJson = toJson(server, 'server');
     const optionsJson = toJson(merged, 'options');
     // Raw options are the library's to judge; only a valid limit also bounds the wait for a thread.
@@ -950,17 +1009,22 @@ class Client extends EventEmitter {
         return [serverJson, o, out];
       },
     }).catch((err) => {
+      authUnregister(authChannel);
       // An abort that lost the race with a successful connect still leaves a handle to free.
       if (handle && handle[0]) callAsync(native.client_free, [handle[0]], false).catch(() => {});
       throw err;
     });
     if (op.cancelReason === 'user') {
+      authUnregister(authChannel);
       if (handle && handle[0]) callAsync(native.client_free, [handle[0]], false).catch(() => {});
       throw cancelledError('connect');
     }
     try {
-      return new Client(handle[0], info, handlers);
+      const client = new Client(handle[0], info, handlers);
+      client._authChannel = authChannel;
+      return client;
     } catch (err) {
+      authUnregister(authChannel);
       callAsync(native.client_free, [handle[0]], false).catch(() => {});
       throw err;
     }
@@ -1607,6 +1671,7 @@ class Client extends EventEmitter {
   }
 
   _shutdown(reason) {
+    authUnregister(this._authChannel);
     if (this._shutdownPromise) return this._shutdownPromise;
     this._state = 'closing';
     this._closeReason = reason;

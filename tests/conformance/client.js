@@ -7,6 +7,7 @@
 // the binding's public API and exits 0; any error exits 1 with the error on stderr. client.c and
 // client.py dispatch the same way: a scenario must pass (or fail) alike through all three.
 
+const http = require('node:http');
 const path = require('node:path');
 const { Client, McpError } = require(path.join(__dirname, '..', '..', 'bindings', 'node'));
 
@@ -148,11 +149,58 @@ const skills = (load) => (url) => withClient(url, {}, async (c) => {
   }
 });
 
-// auth/*: no OAuth in mcplug yet; connecting without a token shows the failure honestly.
-const authFlow = (url) => withClient(url, {}, async (c) => {
-  await c.listTools();
-  await c.callTool('test-tool', {});
-});
+// The headless follower: what a browser does at an authorization server whose /authorize
+// redirects at once. The redirect's URL goes back as the callback.
+function followRedirect(params) {
+  return new Promise((resolve, reject) => {
+    const req = http.get(params.url, (res) => {
+      res.resume();
+      if (res.headers.location) resolve({ callback_url: res.headers.location });
+      else reject(new Error(`GET /authorize answered ${res.statusCode} without a Location`));
+    });
+    req.on('error', reject);
+  });
+}
+
+// The server entry of an auth scenario: its `oauth` from the scenario and its context.
+function authEntry(url, scenario) {
+  const ctx = context();
+  const oauth = { clientMetadataUrl: 'https://conformance-test.local/client-metadata.json' };
+  let pick = { client_id: 'clientId', client_secret: 'clientSecret' };
+  if (scenario.includes('client-credentials')) {
+    oauth.grant = 'client_credentials';
+    Object.assign(pick, { private_key_pem: 'privateKey', signing_algorithm: 'signingAlgorithm' });
+  } else if (scenario.includes('wif')) {
+    oauth.grant = 'jwt_bearer';
+    pick = { client_id: 'clientId', valid_jwt: 'assertion' };
+  } else if ('idp_id_token' in ctx) {
+    oauth.grant = 'enterprise';
+    oauth.enterprise = {};
+    for (const [f, k] of [['idp_client_id', 'idpClientId'], ['idp_id_token', 'idToken'],
+      ['idp_issuer', 'idpIssuer'], ['idp_token_endpoint', 'idpTokenEndpoint']]) {
+      if (f in ctx) oauth.enterprise[k] = ctx[f];
+    }
+  } else {
+    pick.issuer = 'issuer';
+  }
+  for (const [field, key] of Object.entries(pick)) if (field in ctx) oauth[key] = ctx[field];
+  return { type: 'http', url, oauth };
+}
+
+// auth/*: the library authorizes on the first 401; the handler follows the redirect.
+async function authFlow(url) {
+  const c = await Client.connect(authEntry(url, process.env.MCP_CONFORMANCE_SCENARIO), {
+    connectTimeoutMs: 20000, requestTimeoutMs: 20000, toolTimeoutMs: 20000,
+    handlers: { 'auth/authorize': followRedirect },
+    options: { auth_store: 'memory', auth_timeout_ms: 20000 },
+  });
+  try {
+    await c.listTools();
+    await c.callTool('test-tool', {});
+  } finally {
+    await c.close();
+  }
+}
 
 const SCENARIOS = {
   initialize: basic,
