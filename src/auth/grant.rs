@@ -677,6 +677,13 @@ impl OAuth {
     /// sent is taken as it is. A refresh token refused is forgotten only if the store still
     /// holds that one (compare and swap: a loser never wipes the winner's token).
     async fn refresh(&self, sent: u64) -> Result<bool> {
+        let _exclusive = {
+            let (store, key) = (self.store.clone(), self.key.clone());
+            tokio::task::spawn_blocking(move || store.exclusive(&key, "refresh"))
+                .await
+                .map_err(|_| Error::new(ErrorKind::Config, "the auth store's task failed"))?
+                .map_err(|e| Error::new(ErrorKind::Config, format!("the auth store: {e}")))?
+        };
         let record = {
             let (store, key) = (self.store.clone(), self.key.clone());
             tokio::task::spawn_blocking(move || store.read(&key))

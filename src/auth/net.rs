@@ -18,7 +18,11 @@ use std::time::Duration;
 const MAX_BODY: usize = 1 << 20;
 
 pub(crate) struct Net {
-    http: reqwest::Client,
+    /// Built on first use, on the runtime: most connections never need it, and building one
+    /// (TLS roots, a pool) costs time and — in a debug build — more stack than a host thread
+    /// with a small stack has.
+    http: once_cell::sync::OnceCell<reqwest::Client>,
+    timeout: Duration,
     guard: Guard,
     /// DPoP: the last nonce the authorization server asked for.
     as_nonce: Mutex<Option<String>>,
@@ -53,20 +57,26 @@ pub(crate) enum ClientAuth<'a> {
 
 impl Net {
     pub(crate) fn new(guard: Guard, timeout: Duration) -> Result<Net> {
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            // A proxy resolves names itself, past the guard's resolver.
-            .no_proxy()
-            .dns_resolver(Arc::new(GuardedResolver(guard.clone())))
-            .user_agent(concat!("mcplug/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| Error::transport(format!("cannot build the OAuth HTTP client: {e}")))?;
         Ok(Net {
-            http,
+            http: once_cell::sync::OnceCell::new(),
+            timeout,
             guard,
             as_nonce: Mutex::new(None),
+        })
+    }
+
+    fn http(&self) -> Result<&reqwest::Client> {
+        self.http.get_or_try_init(|| {
+            reqwest::Client::builder()
+                .timeout(self.timeout)
+                .connect_timeout(self.timeout)
+                .redirect(reqwest::redirect::Policy::none())
+                // A proxy resolves names itself, past the guard's resolver.
+                .no_proxy()
+                .dns_resolver(Arc::new(GuardedResolver(self.guard.clone())))
+                .user_agent(concat!("mcplug/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|e| Error::transport(format!("cannot build the OAuth HTTP client: {e}")))
         })
     }
 
@@ -97,7 +107,7 @@ impl Net {
     pub(crate) async fn get_json(&self, url: &str, what: &str) -> Result<Option<Value>> {
         let parsed = self.check(url, what)?;
         let resp = self
-            .http
+            .http()?
             .get(parsed)
             .header(ACCEPT, "application/json")
             .header("mcp-protocol-version", "2025-11-25")
@@ -115,7 +125,7 @@ impl Net {
     pub(crate) async fn post_json(&self, url: &str, body: &Value, what: &str) -> Result<Answer> {
         let parsed = self.check(url, what)?;
         let resp = self
-            .http
+            .http()?
             .post(parsed)
             .header(ACCEPT, "application/json")
             .header(CONTENT_TYPE, "application/json")
@@ -162,7 +172,7 @@ impl Net {
         let mut tried_nonce = false;
         loop {
             let mut req = self
-                .http
+                .http()?
                 .post(parsed.clone())
                 .header(ACCEPT, "application/json")
                 .form(&form);

@@ -157,6 +157,23 @@ impl Store {
         }
     }
 
+    /// Holds `key`'s `name` lock (`<stem>.<name>.lock`, beside the record's own) until the
+    /// guard is dropped, waiting at most 10 s: for work that spans more than one `update`
+    /// (a refresh: read the token, ask the server, write the new one), so that another process
+    /// waits and then reads the winner's token instead of spending a rotated refresh token.
+    /// The memory store gives a guard that holds nothing (one process: its callers serialize
+    /// such work themselves).
+    pub fn exclusive(&self, key: &str, name: &str) -> Result<Exclusive, String> {
+        match self {
+            Store::Memory(_) => Ok(Exclusive(None)),
+            Store::Dir(dir) => {
+                prepare_dir(dir)?;
+                let path = dir.join(format!("{}.{name}.lock", file_stem(key)));
+                lock(&path, LOCK_TIMEOUT).map(|f| Exclusive(Some(f)))
+            }
+        }
+    }
+
     /// Every key whose record exists (for logout of all, listing), sorted. A file that cannot be
     /// read is an error naming it, not skipped: skipping it would leave its tokens behind a
     /// "logout of all".
@@ -206,6 +223,9 @@ impl Store {
         }
     }
 }
+
+/// A lock of [`Store::exclusive`], released when dropped (closing the file releases the flock).
+pub struct Exclusive(#[allow(dead_code)] Option<File>);
 
 /// The default directory, from the environment of the process.
 fn default_dir() -> Result<PathBuf, String> {

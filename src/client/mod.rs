@@ -256,7 +256,10 @@ impl Client {
             ServerSpec::Sse { config, .. } => {
                 let (config, limits) = (config.clone(), shared.remote_limits());
                 crate::runtime::on_worker(async move {
-                    let t = crate::transport::sse::SseTransport::connect(&config, limits, sink);
+                    // Boxed, as the WebSocket's: the connect future stays small (host threads poll it).
+                    let t = Box::pin(crate::transport::sse::SseTransport::connect(
+                        &config, limits, sink,
+                    ));
                     t.await.map(|t| t as Arc<dyn Transport>)
                 })
                 .await?
@@ -264,7 +267,9 @@ impl Client {
             ServerSpec::Ws { config, .. } => {
                 let (config, limits) = (config.clone(), shared.remote_limits());
                 crate::runtime::on_worker(async move {
-                    let t = crate::transport::ws::WsTransport::connect(&config, limits, sink);
+                    let t = Box::pin(crate::transport::ws::WsTransport::connect(
+                        &config, limits, sink,
+                    ));
                     t.await.map(|t| t as Arc<dyn Transport>)
                 })
                 .await?
@@ -275,7 +280,9 @@ impl Client {
 
         let guard = tag.map(cancel::register);
         let signature = spec.era_cache_key();
-        let negotiate = client.shared.negotiate(&signature);
+        // Boxed: its state would otherwise sit inline in the connect future, which a host
+        // thread with a small stack polls (tests/c/remote.c).
+        let negotiate = Box::pin(client.shared.negotiate(&signature));
         // An interactive authorization inside the connect has its own limit on top.
         let limit = match client.shared.options.connect_timeout {
             Some(l)

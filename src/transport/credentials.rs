@@ -100,45 +100,54 @@ pub async fn applied(
 /// Sends the request `build` makes with `credentials` applied (when there are any); a 401/403
 /// goes to them, and they say whether it is sent again (refreshed, authorized, with a nonce)
 /// or fails. Bounded by [`MAX_RETRIES`]. Runtime only. `what` names the request in errors.
-pub async fn send(
-    credentials: Option<&dyn Credentials>,
-    method: &str,
-    url: &str,
-    body: Option<&[u8]>,
-    what: &str,
-    build: impl Fn(&Applied) -> reqwest::RequestBuilder,
-) -> Result<reqwest::Response, Error> {
-    let send = |applied: &Applied| {
-        let sent = build(applied).send();
-        async move {
-            sent.await
-                .map_err(|e| super::remote::request_error(what, url, &e))
-        }
-    };
-    let Some(creds) = credentials else {
-        return send(&Applied::default()).await;
-    };
-    let request = Request { method, url, body };
-    let mut retries = 0;
-    loop {
-        let applied = applied(creds, &request).await?;
-        let resp = send(&applied).await?;
-        let status = resp.status().as_u16();
-        if !is_challenge(status) || retries >= MAX_RETRIES {
-            return Ok(resp);
-        }
-        retries += 1;
-        match creds
-            .challenge(&applied, status, resp.headers(), &request)
-            .await
-        {
-            Verdict::Retry => {
-                let _ = super::remote::error_body(resp).await;
+///
+/// Boxed: its state (reqwest's pending request, a challenge's) stays on the heap, so the futures
+/// that await it stay small — a host thread with a small stack polls some of them, and a debug
+/// build copies a large future several times on its way there.
+pub fn send<'a, B>(
+    credentials: Option<&'a dyn Credentials>,
+    method: &'a str,
+    url: &'a str,
+    body: Option<&'a [u8]>,
+    what: &'a str,
+    build: B,
+) -> BoxFuture<'a, Result<reqwest::Response, Error>>
+where
+    B: Fn(&Applied) -> reqwest::RequestBuilder + Send + Sync + 'a,
+{
+    Box::pin(async move {
+        let send = |applied: &Applied| {
+            let sent = build(applied).send();
+            async move {
+                sent.await
+                    .map_err(|e| super::remote::request_error(what, url, &e))
             }
-            Verdict::Pass => return Ok(resp),
-            Verdict::Fail(e) => return Err(e),
+        };
+        let Some(creds) = credentials else {
+            return send(&Applied::default()).await;
+        };
+        let request = Request { method, url, body };
+        let mut retries = 0;
+        loop {
+            let applied = applied(creds, &request).await?;
+            let resp = send(&applied).await?;
+            let status = resp.status().as_u16();
+            if !is_challenge(status) || retries >= MAX_RETRIES {
+                return Ok(resp);
+            }
+            retries += 1;
+            match creds
+                .challenge(&applied, status, resp.headers(), &request)
+                .await
+            {
+                Verdict::Retry => {
+                    let _ = super::remote::error_body(resp).await;
+                }
+                Verdict::Pass => return Ok(resp),
+                Verdict::Fail(e) => return Err(e),
+            }
         }
-    }
+    })
 }
 
 /// Adds the credential headers to a request being built.

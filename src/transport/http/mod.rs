@@ -202,7 +202,7 @@ impl HttpTransport {
         method: &str,
         body: Option<&[u8]>,
         what: &str,
-        build: impl Fn(&Applied) -> reqwest::RequestBuilder,
+        build: impl Fn(&Applied) -> reqwest::RequestBuilder + Send + Sync,
     ) -> Result<reqwest::Response, Error> {
         let url = self.url.as_str();
         credentials::send(self.credentials.as_deref(), method, url, body, what, build).await

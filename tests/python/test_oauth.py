@@ -1,0 +1,283 @@
+"""OAuth against a fault-injecting authorization server of ours (tests/servers/oauth_server.py),
+for what the conformance suite cannot check: its server never issues a refresh token. Through
+the Python binding, so through the C ABI and the engine; sync and asyncio."""
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any, Dict, Iterator, List
+
+import pytest
+
+import mcplug
+import mcplug.aio
+
+REPO = Path(__file__).resolve().parents[2]
+SERVER = REPO / "tests/servers/oauth_server.py"
+
+
+class Peer:
+    def __init__(self, *flags: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, str(SERVER), *flags], stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline() if self.proc.stdout else ""
+        assert line.startswith("PORT "), line
+        self.base = f"http://127.0.0.1:{int(line.split()[1])}"
+        self.url = self.base + "/mcp"
+
+    def stats(self) -> Dict[str, Any]:
+        with urllib.request.urlopen(self.base + "/stats", timeout=5) as r:
+            return json.loads(r.read())
+
+    def admin(self, what: str) -> None:
+        urllib.request.urlopen(urllib.request.Request(self.base + "/admin/" + what, data=b"{}"), timeout=5).read()
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def peers() -> Iterator[Any]:
+    started: List[Peer] = []
+
+    def start(*flags: str) -> Peer:
+        p = Peer(*flags)
+        started.append(p)
+        return p
+
+    yield start
+    for p in started:
+        p.stop()
+
+
+def follow(params: Dict[str, Any]) -> Dict[str, Any]:
+    """The headless follower: the authorize URL's redirect, handed back as the callback."""
+    url = urllib.parse.urlsplit(params["url"])
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    conn.request("GET", url.path + "?" + url.query)
+    location = conn.getresponse().getheader("Location")
+    conn.close()
+    return {"callback_url": location}
+
+
+def through_listener(params: Dict[str, Any]) -> None:
+    """A browser: follows the redirect to the library's own loopback listener; answers {}."""
+    loc = follow(params)["callback_url"]
+    assert loc.startswith(params["redirect_uri"])
+
+    def later() -> None:
+        time.sleep(0.1)
+        urllib.request.urlopen(loc, timeout=10).read()
+
+    import threading
+
+    threading.Thread(target=later, daemon=True).start()
+    return None
+
+
+def connect(peer: Peer, store: Any, handler: Any = follow, **options: Any) -> mcplug.Client:
+    opts = {"auth_store": str(store), **options}
+    handlers = {"auth/authorize": handler} if handler else None
+    return mcplug.Client.connect({"type": "http", "url": peer.url, "name": "srv"}, handlers=handlers,
+                                 connect_timeout=20, request_timeout=20, tool_timeout=20, options=opts)
+
+
+def call(c: mcplug.Client) -> None:
+    assert c.call_tool("whoami", {})["content"][0]["text"] == "ok"
+
+
+def test_authorizes_through_the_loopback_listener_and_keeps_the_store_private(peers: Any, tmp_path: Path) -> None:
+    peer = peers()
+    store = tmp_path / "auth"
+    with connect(peer, store, through_listener) as c:
+        call(c)
+    s = peer.stats()
+    assert s["counts"]["authorize"] == 1 and s["counts"]["register"] == 1
+    assert stat.S_IMODE(store.stat().st_mode) == 0o700
+    files = [f for f in store.iterdir() if f.suffix == ".json"]
+    assert files and all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in files)
+    # The stored token is used by the next connection: no new authorization.
+    with connect(peer, store, None) as c:
+        call(c)
+    assert peer.stats()["counts"]["authorize"] == 1
+
+
+def test_refresh_before_expiry(peers: Any, tmp_path: Path) -> None:
+    peer = peers("--expires-in", "2")
+    with connect(peer, tmp_path / "auth", refresh_skew_ms=1500) as c:
+        call(c)
+        assert peer.stats()["counts"]["refresh"] == 0
+        time.sleep(0.7)  # within the skew now: the next request refreshes first
+        call(c)
+        s = peer.stats()
+        assert s["counts"]["refresh"] == 1 and s["counts"]["refresh_failed"] == 0
+        assert s["counts"]["authorize"] == 1
+        # The refreshed token is the one sent.
+        assert s["seen_auth"]["/mcp"][-1] == "Bearer " + s["issued"]["access"][-1]
+
+
+def test_refresh_after_a_401(peers: Any, tmp_path: Path) -> None:
+    peer = peers()
+    with connect(peer, tmp_path / "auth") as c:
+        call(c)
+        peer.admin("revoke")
+        call(c)
+    s = peer.stats()
+    assert s["counts"]["refresh"] == 1 and s["counts"]["authorize"] == 1
+
+
+def test_a_rotating_refresh_token_raced_by_two_processes(peers: Any, tmp_path: Path) -> None:
+    peer = peers()
+    store = tmp_path / "auth"
+    with connect(peer, store) as c:
+        call(c)
+    peer.admin("revoke")  # both processes start with a dead access token and one refresh token
+    child = textwrap.dedent(f"""
+        import sys; sys.path.insert(0, {str(REPO / 'bindings/python')!r})
+        import mcplug
+        with mcplug.Client.connect({{"type": "http", "url": {peer.url!r}}}, connect_timeout=20,
+                                   options={{"auth_store": {str(store)!r}}}) as c:
+            print(c.call_tool("whoami", {{}})["content"][0]["text"])
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=40) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0 and out.strip() == "ok", err
+    s = peer.stats()
+    assert s["counts"]["authorize"] == 1, "nobody fell back to a new authorization"
+    assert s["counts"]["refresh_failed"] == 0, "the second process waited and took the winner's token"
+    record = json.loads(next(f for f in store.iterdir() if f.suffix == ".json").read_text())
+    assert record["record"]["tokens"]["access_token"] in s["valid_access"]
+    assert record["record"]["tokens"]["refresh_token"] in s["valid_refresh"]
+
+
+def test_a_stale_dynamic_registration_is_redone_once(peers: Any, tmp_path: Path) -> None:
+    peer = peers("--stale-client")
+    with connect(peer, tmp_path / "auth") as c:
+        call(c)
+    s = peer.stats()
+    assert s["counts"]["register"] == 2 and s["counts"]["authorize"] == 2
+
+
+def test_a_slack_style_error_with_http_200_is_an_error(peers: Any, tmp_path: Path) -> None:
+    peer = peers("--slack")
+    with connect(peer, tmp_path / "auth") as c:
+        call(c)
+        peer.admin("revoke-refresh")
+        call(c)  # the refresh fails (200 + invalid_refresh_token), so a new authorization
+    s = peer.stats()
+    assert s["counts"]["refresh_failed"] == 1 and s["counts"]["authorize"] == 2
+
+
+def test_needs_auth_is_cached_without_a_probe(peers: Any, tmp_path: Path) -> None:
+    peer = peers()
+    store = tmp_path / "auth"
+    with pytest.raises(mcplug.NeedsAuthError) as e:
+        connect(peer, store, None)
+    assert e.value.data["reason"] == "no_token"
+    assert e.value.data["issuer"] == peer.base
+    assert e.value.data["resource_metadata"].endswith("/.well-known/oauth-protected-resource/mcp")
+    posts = peer.stats()["counts"]["mcp_posts"]
+    with pytest.raises(mcplug.NeedsAuthError) as e:
+        connect(peer, store, None)
+    assert e.value.data["reason"] == "cached"
+    assert peer.stats()["counts"]["mcp_posts"] == posts, "no probe within the cache's time"
+    with pytest.raises(mcplug.NeedsAuthError) as e:
+        connect(peer, store, None, auth_cache_ttl_ms=1)
+    assert e.value.data["reason"] == "no_token"
+    assert peer.stats()["counts"]["mcp_posts"] > posts
+
+
+def test_tokens_never_cross_servers_or_origins(peers: Any, tmp_path: Path) -> None:
+    a, b = peers(), peers()
+    store = tmp_path / "auth"
+    for p in (a, b):
+        with connect(p, store) as c:
+            call(c)
+    for p in (a, b):
+        port = p.base.rsplit(":", 1)[1]
+        sent = [h for h in p.stats()["seen_auth"]["/mcp"] if h]
+        assert sent and all(h.startswith(f"Bearer at-{port}-") for h in sent)
+    # A server that redirects to another origin: the token does not follow.
+    hop = peers("--redirect-to", b.url)
+    with pytest.raises(mcplug.McpError):
+        connect(hop, store)
+    hop_tokens = [h for h in hop.stats()["seen_auth"].get("/mcp", []) if h]
+    b_seen = b.stats()["seen_auth"]["/mcp"]
+    assert not any(h and h in hop_tokens for h in b_seen[len(b_seen) - 3:])
+    assert all(h is None or h.startswith("Bearer at-" + b.base.rsplit(":", 1)[1]) for h in b_seen)
+
+
+def test_no_secret_in_events_errors_or_logs(peers: Any, tmp_path: Path) -> None:
+    peer = peers("--expires-in", "2")
+    seen: List[str] = []
+
+    def record(params: Dict[str, Any]) -> Dict[str, Any]:
+        seen.append(json.dumps(params))
+        return follow(params)
+
+    with connect(peer, tmp_path / "auth", record, refresh_skew_ms=1500) as c:
+        call(c)
+        time.sleep(0.7)
+        call(c)
+        peer.admin("revoke-refresh")
+        try:
+            c.call_tool("whoami", {})
+        except mcplug.McpError as e:
+            seen.append(repr(e) + json.dumps(e.data))
+        while True:
+            ev = c.next_event(timeout=0.2)
+            if ev is None:
+                break
+            seen.append(json.dumps(ev))
+    with pytest.raises(mcplug.NeedsAuthError) as e:
+        connect(peers(), tmp_path / "other", None)
+    seen.append(repr(e.value) + json.dumps(e.value.data))
+    assert any('"auth"' in s for s in seen), "the auth events were delivered"
+    issued = peer.stats()["issued"]
+    secrets = issued["access"] + issued["refresh"] + issued["codes"] + issued["secrets"]
+    assert secrets
+    text = "\n".join(seen)
+    for s in secrets:
+        assert s not in text, f"{s[:6]}... leaked"
+
+
+def test_asyncio_authorizes_with_an_async_handler(peers: Any, tmp_path: Path) -> None:
+    peer = peers()
+
+    async def handler(params: Dict[str, Any]) -> Dict[str, Any]:
+        return await asyncio.get_running_loop().run_in_executor(None, follow, params)
+
+    async def main() -> None:
+        async with await mcplug.aio.Client.connect(
+            {"type": "http", "url": peer.url}, handlers={"auth/authorize": handler}, connect_timeout=20,
+            options={"auth_store": str(tmp_path / "auth")},
+        ) as c:
+            r = await c.call_tool("whoami", {})
+            assert r["content"][0]["text"] == "ok"
+
+    asyncio.run(main())
+    assert peer.stats()["counts"]["authorize"] == 1
+
+
+def test_a_declined_authorization_is_needs_auth(peers: Any, tmp_path: Path) -> None:
+    peer = peers()
+
+    def decline(params: Dict[str, Any]) -> None:
+        raise RuntimeError("the user closed the browser")
+
+    with pytest.raises(mcplug.NeedsAuthError) as e:
+        connect(peer, tmp_path / "auth", decline)
+    assert e.value.data["reason"] == "declined"
+    assert "closed the browser" in str(e.value)
