@@ -184,6 +184,12 @@ command -v valgrind >/dev/null &&
 echo "== Streamable HTTP: S2 x ${NH:-2000}, server TCP_NODELAY and Nagle on, x ${REPS:-3}" >&2
 python3 benches/http_bench.py "${http_args[@]}"
 
+# ---- a bearer token on the direct HTTP path: the C client with and without a stored OAuth token ----
+bearer_args=(--server-bin "$R/mcp_http_server" --client "$out/mcplug_client" --out "$out/bearer.json")
+[ $quick = 1 ] && bearer_args+=(--rounds 1 --n1 20 --n2 60)
+echo "== bearer token on the direct HTTP path (benches/bearer_bench.py)" >&2
+python3 benches/bearer_bench.py "${bearer_args[@]}" | tee "$out/bearer.txt" >&2
+
 # ---- peak RSS: a C host with the library (after connect + S2) against the same host without it ----
 echo "== peak RSS: mcplug_client rss $RSS_N vs rss_baseline $RSS_N (x3)" >&2
 : >"$out/rss.jsonl"

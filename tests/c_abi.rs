@@ -243,6 +243,9 @@ fn run_with(name: &str, extra: &[(&str, String)]) {
         cmd.envs(extra.iter().map(|(k, v)| (*k, v.as_str())));
         cmd.env("LD_LIBRARY_PATH", library_dir())
             .env("MCPLUG_TEST_TMPDIR", out_dir().join("tmp"))
+            // The default OAuth store (the needs-auth cache of a 401) under the test's folder,
+            // never the user's.
+            .env("XDG_STATE_HOME", out_dir().join("state"))
             .env("MCPLUG_TEST_REDUCED", if reduced { "1" } else { "0" })
             .current_dir(out_dir());
         for (var, path) in peers() {

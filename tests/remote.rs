@@ -525,16 +525,21 @@ fn http_errors_refusals_slowness_and_size_are_clear_errors() {
         "{e:?}"
     );
 
-    // HTTP 401: needs_auth (no OAuth flow yet), for both transports' first request.
+    // HTTP 401 on a connection that may not authorize: needs_auth, with what a host needs to
+    // authorize by itself (here no protected-resource metadata: the 2025-03-26 fallback).
     let url = fault_url(&peer, "/locked");
-    let e = connect(json!({"type": "http", "url": url}), json!({}))
-        .err()
-        .unwrap();
+    let e = connect(
+        json!({"type": "http", "url": url}),
+        json!({"auth_store": "memory"}),
+    )
+    .err()
+    .unwrap();
     assert_eq!(e.kind, ErrorKind::NeedsAuth, "{e:?}");
     assert!(
-        e.message.contains("401") && e.message.contains(&url) && e.message.contains("headers"),
+        e.message.contains("401") && e.message.contains(&url),
         "{e:?}"
     );
+    assert_eq!(e.data.as_ref().unwrap()["reason"], "no_token", "{e:?}");
 
     // Connection refused: a clear error, quickly.
     let closed = format!("http://127.0.0.1:{}/mcp", free_port());

@@ -369,7 +369,7 @@ impl OAuth {
         if !self.options.interactive {
             let e = needs_auth(
                 format!(
-                    "{} needs authorization at {} (the connection's `auth_interactive` is off, so none was started)",
+                    "{} needs authorization (HTTP 401) at {} (the connection's `auth_interactive` is off, so none was started)",
                     self.server, d.issuer
                 ),
                 "no_token",

@@ -16,6 +16,9 @@ if (!fs.existsSync(path.join(ROOT, 'bindings', 'node', 'node_modules', 'koffi', 
   throw new Error(`the Node binding's dependency koffi is not installed; install it from ${ROOT} with:\n` +
     '  cd bindings/node && npm install --no-audit --no-fund\n(or run tests/install-deps.sh)');
 }
+// The default OAuth store (where a 401's needs-auth is remembered) under the build folder, never
+// the user's.
+process.env.XDG_STATE_HOME = path.join(ROOT, 'target', 'test-state', `node-${process.pid}`);
 const mcplug = require(path.join(ROOT, 'bindings', 'node'));
 
 const NPM_INSTALL =

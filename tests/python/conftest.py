@@ -18,6 +18,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bindings" / "python"))  # works without PYTHONPATH too
 
+# The default OAuth store (where a 401's needs-auth is remembered) under the build folder, never
+# the user's: every connection of these tests finds it there.
+os.environ["XDG_STATE_HOME"] = str(REPO / "target" / "test-state" / f"py-{os.getpid()}")
+
 import mcplug  # noqa: E402
 
 EVERYTHING_JS = REPO / ".deps/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
