@@ -302,6 +302,25 @@ def cg_section(cgdir, n1, n2):
     return rows, breakdowns, per_call
 
 
+def bearer_section(path):
+    """benches/bearer_bench.py: a bearer token's cost on the direct HTTP path"""
+    b = json.load(open(path))
+    med = b['median_us']
+    rows = ' / '.join(f'{v:.2f}' for v in b['per_call_us']['bearer token'])
+    rows0 = ' / '.join(f'{v:.2f}' for v in b['per_call_us']['no token'])
+    ratio = b['ratio']
+    return ['## A bearer token on the direct HTTP path', '',
+            '`benches/bearer_bench.py`: the C client\'s S2 against peer-bench\'s rmcp Streamable HTTP server '
+            '(2026-07-28, the direct path), with no credentials and with a stored OAuth token on every request, '
+            f'pinned to one CPU, client CPU per call as the difference of {b["n2"]} and {b["n1"]} calls, '
+            f'{b["rounds"]} rotated rounds.', '',
+            '| | CPU per call, median (us) | rounds (us) |', '|---|---|---|',
+            f'| no token | {med["no token"]:.2f} | {rows0} |',
+            f'| bearer token | {med["bearer token"]:.2f} | {rows} |', '',
+            f'Target: a call with a token costs at most 1.05x one without: **{ratio:.3f}x, '
+            f'{"met" if ratio <= 1.05 else "missed"}**.', '']
+
+
 def http_section(values, per_rep, notes, ns, cg_per_call, stderr_log):
     """the Streamable HTTP runs of benches/http_bench.py: a table, and mcplug / the TS SDK"""
     M = lambda row, key: med(values, row, key)
@@ -372,6 +391,7 @@ def main():
                     help="benches/layers/s1_loop.py's runs (jsonl, scen s1y): the Node and Python clients' S1 beside "
                          "their SDKs' and their language's bare start-up, rotated")
     ap.add_argument('--server-cpu', default='', help="benches/layers/server_cpu.py's runs (jsonl): the server's CPU in S3")
+    ap.add_argument('--bearer', default='', help="benches/bearer_bench.py's result (json)")
     ap.add_argument('--quick', action='store_true')
     a = ap.parse_args()
 
@@ -620,6 +640,8 @@ def main():
     L.append('')
     if a.http:
         L += http_section(values, per_rep, http_notes, http_ns, cg_per_call, a.http_stderr_log)
+    if a.bearer and os.path.exists(a.bearer):
+        L += bearer_section(a.bearer)
     L.append('## mcplug against the floor and each peer')
     L.append('')
     L.append('mcplug\'s value divided by the reference\'s (median of per-repetition ratios). Where lower is better '

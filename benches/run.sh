@@ -203,7 +203,7 @@ stderr_log=$(sed -n 's/^# raw runs: .*client stderr: \([^ ]*\).*/\1/p' "$out/run
 args=(--table "$out/run_all.out" --raw "$raw_jsonl" --stderr-log "$stderr_log" --callgrind "$cg"
   --cg-n "$CG_N1" "$CG_N2" --rss "$out/rss.jsonl" --out "$report" --started "$started"
   --run-all-seconds "$t_run_all" --peer-bench "$PB" --commit "$commit" --dirty "$dirty" --load "$load"
-  --http "$out/http.jsonl" --http-stderr-log "$out/http.stderr" --s1-loop "$out/s1.jsonl"
+  --http "$out/http.jsonl" --http-stderr-log "$out/http.stderr" --s1-loop "$out/s1.jsonl" --bearer "$out/bearer.json"
   --s1-lang "$out/s1lang.jsonl" --server-cpu "$out/server_cpu.jsonl")
 [ $quick = 1 ] && args+=(--quick)
 # kept so that the report can be written again from this run's outputs (after editing its analysis)

@@ -224,6 +224,7 @@ const native = {
   client_free: lib.func('mcplug_client_free', 'void', [ClientHandle]),
   auth_next_event: lib.func('mcplug_auth_next_event', 'int', ['int32', OutString]),
   auth_respond: lib.func('mcplug_auth_respond', 'int', ['str', OutString]),
+  auth_logout: lib.func('mcplug_auth_logout', 'int', ['str', 'str', OutString]),
   config_merge: lib.func('mcplug_config_merge', 'int', ['str', OutString]),
   config_discover: lib.func('mcplug_config_discover', 'int', ['str', OutString]),
   config_add_server: lib.func('mcplug_config_add_server', 'int', ['str', OutString]),
@@ -2567,6 +2568,17 @@ function removeConfigServer(scope, name, { home, cwd } = {}) {
   return configCall(native.config_remove_server, { scope, name, home, cwd }, 'options');
 }
 
+/**
+ * Logs out of a remote server: forgets every credential the auth store holds for it (tokens,
+ * registrations, the needs-auth mark). `server` is its entry (`{type, url}`); `authStore` the
+ * store (default: the library's default directory). Resolves to `{forgotten: boolean}`.
+ */
+async function authLogout(server, { authStore } = {}) {
+  const options = authStore === undefined ? null : JSON.stringify({ auth_store: authStore });
+  const { status, text } = await callAsync(native.auth_logout, [toJson(server, 'server'), options]);
+  return decode(status, text);
+}
+
 /** The library's version string, e.g. "0.1.0". */
 function version() {
   return native.version();
@@ -2590,6 +2602,7 @@ module.exports = {
   discoverConfig,
   addConfigServer,
   removeConfigServer,
+  authLogout,
   version,
   abiVersion,
   libraryPath,

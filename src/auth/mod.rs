@@ -134,6 +134,24 @@ impl AuthOptions {
     }
 }
 
+/// Forgets what the store holds for the server at `url` (its tokens, registrations, needs-auth
+/// mark): logout. Whether there was anything.
+pub fn logout(url: &str, options: &AuthOptions) -> Result<bool> {
+    let store = Store::locate(options.store.as_deref())
+        .map_err(|e| Error::invalid(format!("option `auth_store`: {e}")))?;
+    let key = format!("server {url}");
+    let existed = store
+        .read(&key)
+        .map_err(|e| Error::new(ErrorKind::Config, format!("the auth store: {e}")))?
+        .is_some();
+    if existed {
+        store
+            .update(&key, |_| None)
+            .map_err(|e| Error::new(ErrorKind::Config, format!("the auth store: {e}")))?;
+    }
+    Ok(existed)
+}
+
 /// The grant a server entry asks for (`oauth.grant`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Grant {

@@ -3,7 +3,7 @@
 //! one queue for the process: a client's first authorization happens inside
 //! `mcplug_client_connect`, before the host holds its handle (see `auth::host`).
 
-use super::boundary::{ffi_boundary, json_required};
+use super::boundary::{ffi_boundary, json_arg, json_required};
 use super::client::event_wait;
 use super::mcplug_status;
 use crate::error::Error;
@@ -50,5 +50,37 @@ pub unsafe extern "C" fn mcplug_auth_respond(
         let response = json_required(response_json, "response_json")?;
         crate::auth::host::respond(&response)?;
         Ok("{}".into())
+    })
+}
+
+/// Logs out of a remote server: forgets every credential the auth store holds for it (tokens,
+/// its client registrations, the needs-auth mark). `server_json` is the server entry (its `url`
+/// names it); `options_json` may give `auth_store` (else the default directory). `out` is
+/// `{"forgotten": true|false}` (false: nothing was stored). A connection still open keeps the
+/// token it holds until it is closed.
+/// Errors: `invalid_argument` (no `url`, a bad option), `config` (the store cannot be read or
+/// written).
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_auth_logout(
+    server_json: *const c_char,
+    options_json: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let server = json_required(server_json, "server_json")?;
+        let url = server
+            .get("url")
+            .and_then(|u| u.as_str())
+            .ok_or_else(|| Error::invalid("server_json needs the `url` of a remote server"))?;
+        let options = json_arg(options_json, "options_json")?;
+        let empty = serde_json::Map::new();
+        let obj = match &options {
+            Some(serde_json::Value::Object(o)) => o,
+            None | Some(serde_json::Value::Null) => &empty,
+            Some(_) => return Err(Error::invalid("options_json must be a JSON object")),
+        };
+        let opts = crate::auth::AuthOptions::parse(obj)?;
+        let forgotten = crate::auth::logout(url, &opts)?;
+        Ok(serde_json::json!({ "forgotten": forgotten }).to_string())
     })
 }

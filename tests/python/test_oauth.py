@@ -110,6 +110,12 @@ def test_authorizes_through_the_loopback_listener_and_keeps_the_store_private(pe
     with connect(peer, store, None) as c:
         call(c)
     assert peer.stats()["counts"]["authorize"] == 1
+    # Logged out: the next connection needs authorization again.
+    assert mcplug.auth_logout({"type": "http", "url": peer.url}, auth_store=str(store)) is True
+    assert not [f for f in store.iterdir() if f.suffix == ".json"]
+    assert mcplug.auth_logout({"type": "http", "url": peer.url}, auth_store=str(store)) is False
+    with pytest.raises(mcplug.NeedsAuthError):
+        connect(peer, store, None)
 
 
 def test_refresh_before_expiry(peers: Any, tmp_path: Path) -> None:

@@ -56,6 +56,7 @@ from __future__ import annotations
 TYPE_CHECKING = False  # not typing's: see _codec
 
 from . import _ffi
+from ._auth import auth_logout
 from ._client import Client
 from ._manager import Manager
 from ._config import add_config_server, discover_config, merge_config, remove_config_server
@@ -82,6 +83,7 @@ ABI_VERSION = _ffi.ABI_VERSION
 
 __all__ = [
     "ABI_VERSION",
+    "auth_logout",
     "CancelledError",
     "Client",
     "ClosedError",

@@ -68,3 +68,13 @@ def _run() -> None:
             handler = _handlers.get(params.get("channel", ""))
         # Each on its own thread: a handler that waits for a user never holds up another's.
         threading.Thread(target=_answer, args=(event["id"], handler, params), daemon=True).start()
+
+
+def auth_logout(server: Dict[str, Any], auth_store: Optional[str] = None) -> bool:
+    """Logs out of a remote server: forgets every credential the auth store holds for it
+    (tokens, registrations, the needs-auth mark). ``server`` is its entry (``{"type", "url"}``);
+    ``auth_store`` the store (default: the library's default directory). Whether anything was
+    stored."""
+    options = None if auth_store is None else _codec.dumps({"auth_store": str(auth_store)}).encode()
+    status, text = _ffi.invoke(_ffi.lib.mcplug_auth_logout, _codec.dumps(dict(server)).encode(), options)
+    return bool(_ffi.checked(status, text)["forgotten"])

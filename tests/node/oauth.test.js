@@ -1,0 +1,95 @@
+'use strict';
+// OAuth through the Node binding, against the fault-injecting authorization server of ours
+// (tests/servers/oauth_server.py): an `auth/authorize` handler that follows the redirect
+// (callback_url), one that lets the library's loopback listener take it ({}), the stored token
+// reused, a declined authorization, and logout.
+
+const h = require('./helpers');
+const { test, describe, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const http = require('node:http');
+const { spawn } = require('node:child_process');
+const { Client, McpError, authLogout } = h.mcplug;
+
+const SERVER = path.join(__dirname, '..', 'servers', 'oauth_server.py');
+
+function startPeer() {
+  return new Promise((resolve, reject) => {
+    const p = spawn('python3', [SERVER], { stdio: ['ignore', 'pipe', 'inherit'] });
+    p.stdout.once('data', (d) => {
+      const m = /PORT (\d+)/.exec(String(d));
+      if (!m) return reject(new Error(`oauth_server said ${d}`));
+      resolve({ proc: p, base: `http://127.0.0.1:${m[1]}`, url: `http://127.0.0.1:${m[1]}/mcp` });
+    });
+    p.once('error', reject);
+  });
+}
+
+function get(url) {
+  return new Promise((resolve, reject) => {
+    http.get(url, (res) => {
+      let body = '';
+      res.on('data', (c) => { body += c; });
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body }));
+    }).on('error', reject);
+  });
+}
+
+const follow = async (params) => ({ callback_url: (await get(params.url)).headers.location });
+
+describe('OAuth', { timeout: 60000 }, () => {
+  let peer;
+  let store;
+  before(async () => {
+    peer = await startPeer();
+    store = fs.mkdtempSync(path.join(os.tmpdir(), 'mcplug-node-oauth-'));
+  });
+  after(() => {
+    peer.proc.kill();
+    fs.rmSync(store, { recursive: true, force: true });
+  });
+  const stats = async () => JSON.parse((await get(`${peer.base}/stats`)).body);
+  const connect = (handlers, extra = {}) => Client.connect({ type: 'http', url: peer.url }, {
+    connectTimeoutMs: 20000, handlers, options: { auth_store: store, ...extra },
+  });
+
+  test('authorizes with callback_url, then the stored token is used without asking', async () => {
+    const c = await connect({ 'auth/authorize': follow });
+    assert.equal((await c.callTool('whoami', {})).content[0].text, 'ok');
+    await c.close();
+    const c2 = await connect({});
+    assert.equal((await c2.callTool('whoami', {})).content[0].text, 'ok');
+    await c2.close();
+    assert.equal((await stats()).counts.authorize, 1);
+  });
+
+  test('logout forgets it: the next connect needs authorization, and the loopback listener takes it', async () => {
+    assert.deepEqual(await authLogout({ type: 'http', url: peer.url }, { authStore: store }), { forgotten: true });
+    const err = await connect({}).then(() => null, (e) => e);
+    assert.ok(err instanceof McpError && err.kind === 'needs_auth', String(err));
+    assert.equal(err.data.reason, 'no_token');
+    const c = await connect({
+      // A browser: the redirect goes to the library's own listener; the handler answers {}.
+      'auth/authorize': async (params) => {
+        const loc = (await get(params.url)).headers.location;
+        assert.ok(loc.startsWith(params.redirect_uri));
+        setTimeout(() => get(loc).catch(() => {}), 50);
+      },
+    }, { auth_cache_ttl_ms: 0 });
+    assert.equal((await c.callTool('whoami', {})).content[0].text, 'ok');
+    await c.close();
+    assert.equal((await stats()).counts.authorize, 2);
+  });
+
+  test('a handler that throws declines: needs_auth, reason declined', async () => {
+    await authLogout({ type: 'http', url: peer.url }, { authStore: store });
+    const err = await connect({ 'auth/authorize': async () => { throw new Error('the user said no'); } })
+      .then(() => null, (e) => e);
+    assert.ok(err instanceof McpError && err.kind === 'needs_auth', String(err));
+    assert.equal(err.data.reason, 'declined');
+    assert.match(err.message, /the user said no/);
+  });
+});
