@@ -162,6 +162,19 @@ enum mcplug_status mcplug_auth_next_event(int32_t timeout_ms, char **out);
 enum mcplug_status mcplug_auth_respond(const char *response_json, char **out);
 
 /**
+ * Logs out of a remote server: forgets every credential the auth store holds for it (tokens,
+ * its client registrations, the needs-auth mark). `server_json` is the server entry (its `url`
+ * names it); `options_json` may give `auth_store` (else the default directory). `out` is
+ * `{"forgotten": true|false}` (false: nothing was stored). A connection still open keeps the
+ * token it holds until it is closed.
+ * Errors: `invalid_argument` (no `url`, a bad option), `config` (the store cannot be read or
+ * written).
+ */
+enum mcplug_status mcplug_auth_logout(const char *server_json,
+                                      const char *options_json,
+                                      char **out);
+
+/**
  * Starts (or reaches) one MCP server and negotiates the protocol.
  *
  * `server_json`: one server entry in the Claude Code format — `{"command", "args", "env", "cwd"}`
