@@ -220,6 +220,27 @@ impl OAuth {
         })
     }
 
+    /// One token request at `endpoint`: the grant's `form` with the RFC 8707 `resource` and the
+    /// scope added, its answer read as a token (or an error in the server's own words).
+    #[allow(clippy::too_many_arguments)]
+    async fn grant(
+        &self,
+        endpoint: &str,
+        mut form: Vec<(&str, &str)>,
+        resource: &str,
+        scope: Option<&str>,
+        auth: &ClientAuth<'_>,
+        dpop: Option<&SigningKey>,
+        what: &str,
+    ) -> Result<Value> {
+        form.push(("resource", resource));
+        if let Some(s) = scope {
+            form.push(("scope", s));
+        }
+        let answer = self.net.token(endpoint, &form, auth, dpop, what).await?;
+        token_of(&answer, what)
+    }
+
     /// The identity of the credentials a grant gives (see `Credentials::identity`).
     fn identity_of(d: &Discovered, client: &str, grant: &str) -> u64 {
         crate::transport::remote::fingerprint([
@@ -400,7 +421,7 @@ impl OAuth {
                 flow::authorize(&self.net, d, &client.client_id, scope, &listener, &asker).await?;
             drop(listener);
             let auth = self.client_auth(&client, d)?;
-            let mut form = vec![
+            let form = vec![
                 ("grant_type", "authorization_code"),
                 ("code", code.code.as_str()),
                 (
@@ -408,22 +429,20 @@ impl OAuth {
                     client.redirect_uri.as_deref().unwrap_or_default(),
                 ),
                 ("code_verifier", code.verifier.as_str()),
-                ("resource", d.resource.as_str()),
             ];
-            if let Some(s) = scope {
-                form.push(("scope", s));
-            }
-            let answer = self
-                .net
-                .token(
+            let what = "the token request (authorization_code)";
+            let token = self
+                .grant(
                     &d.token_endpoint,
-                    &form,
+                    form,
+                    &d.resource,
+                    scope,
                     &auth,
                     dpop,
-                    "the token request (authorization_code)",
+                    what,
                 )
-                .await?;
-            match token_of(&answer, "the token request") {
+                .await;
+            match token {
                 Ok(token) => {
                     let id = Self::identity_of(d, &client.client_id, "authorization_code");
                     return Ok((token, Some(client), id));
@@ -499,24 +518,18 @@ impl OAuth {
     ) -> Result<(Value, Option<ClientReg>, u64)> {
         let client = self.pre_registered(d, "client_credentials")?;
         let auth = self.client_auth(&client, d)?;
-        let mut form = vec![
-            ("grant_type", "client_credentials"),
-            ("resource", d.resource.as_str()),
-        ];
-        if let Some(s) = scope {
-            form.push(("scope", s));
-        }
-        let answer = self
-            .net
-            .token(
+        let form = vec![("grant_type", "client_credentials")];
+        let token = self
+            .grant(
                 &d.token_endpoint,
-                &form,
+                form,
+                &d.resource,
+                scope,
                 &auth,
                 dpop,
                 "the token request (client_credentials)",
             )
             .await?;
-        let token = token_of(&answer, "the token request (client_credentials)")?;
         let id = Self::identity_of(d, &client.client_id, "client_credentials");
         Ok((token, Some(client), id))
     }
@@ -534,29 +547,26 @@ impl OAuth {
             .as_ref()
             .ok_or_else(|| Error::invalid("server field `oauth`: jwt_bearer needs `assertion`"))?
             .read("the workload assertion")?;
-        let mut form = vec![
+        let form = vec![
             ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
             ("assertion", assertion.as_str()),
-            ("resource", d.resource.as_str()),
         ];
-        if let Some(s) = scope {
-            form.push(("scope", s));
-        }
         let auth = match &self.settings.client_id {
             Some(id) => ClientAuth::None(id),
             None => ClientAuth::Nothing,
         };
-        let answer = self
-            .net
-            .token(
+        let what = "the token request (jwt-bearer)";
+        let token = self
+            .grant(
                 &d.token_endpoint,
-                &form,
+                form,
+                &d.resource,
+                scope,
                 &auth,
                 dpop,
-                "the token request (jwt-bearer)",
+                what,
             )
             .await?;
-        let token = token_of(&answer, "the token request (jwt-bearer)")?;
         let id = Self::identity_of(
             d,
             self.settings.client_id.as_deref().unwrap_or(""),
@@ -607,7 +617,7 @@ impl OAuth {
         };
         let id_token = e.id_token.read("the enterprise ID token")?;
         let audience = d.meta_str("issuer").unwrap_or(&d.issuer).to_string();
-        let mut form = vec![
+        let form = vec![
             (
                 "grant_type",
                 "urn:ietf:params:oauth:grant-type:token-exchange",
@@ -617,31 +627,20 @@ impl OAuth {
                 "urn:ietf:params:oauth:token-type:id-jag",
             ),
             ("audience", audience.as_str()),
-            ("resource", d.resource.as_str()),
             ("subject_token", id_token.as_str()),
             (
                 "subject_token_type",
                 "urn:ietf:params:oauth:token-type:id_token",
             ),
         ];
-        if let Some(s) = scope {
-            form.push(("scope", s));
-        }
         let idp_auth = match &e.idp_client_secret {
             Some(secret) => ClientAuth::Basic(&e.idp_client_id, secret),
             None => ClientAuth::None(&e.idp_client_id),
         };
-        let answer = self
-            .net
-            .token(
-                &idp_token,
-                &form,
-                &idp_auth,
-                None,
-                "the token exchange at the IdP",
-            )
+        let what = "the token exchange at the IdP";
+        let exchanged = self
+            .grant(&idp_token, form, &d.resource, scope, &idp_auth, None, what)
             .await?;
-        let exchanged = token_of(&answer, "the token exchange at the IdP")?;
         let jag = exchanged
             .get("access_token")
             .and_then(Value::as_str)
@@ -649,25 +648,21 @@ impl OAuth {
             .to_string();
         let client = self.pre_registered(d, "enterprise")?;
         let auth = self.client_auth(&client, d)?;
-        let mut form = vec![
+        let form = vec![
             ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
             ("assertion", jag.as_str()),
-            ("resource", d.resource.as_str()),
         ];
-        if let Some(s) = scope {
-            form.push(("scope", s));
-        }
-        let answer = self
-            .net
-            .token(
+        let token = self
+            .grant(
                 &d.token_endpoint,
-                &form,
+                form,
+                &d.resource,
+                scope,
                 &auth,
                 dpop,
                 "the token request (jwt-bearer with the ID-JAG)",
             )
             .await?;
-        let token = token_of(&answer, "the token request (jwt-bearer with the ID-JAG)")?;
         let id = Self::identity_of(d, &client.client_id, "enterprise");
         Ok((token, Some(client), id))
     }

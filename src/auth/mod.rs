@@ -565,8 +565,14 @@ impl OAuth {
         notify: Box<dyn Fn(Value) + Send + Sync>,
     ) -> Result<Arc<OAuth>> {
         let settings = Settings::parse(oauth)?;
-        let store = Store::locate(options.store.as_deref())
-            .map_err(|e| Error::invalid(format!("option `auth_store`: {e}")))?;
+        let store = match Store::locate(options.store.as_deref()) {
+            Ok(store) => store,
+            // No home to keep tokens in (a service without HOME or a user entry): the process's
+            // memory, rather than no remote servers at all. A store the host named must work.
+            Err(_) if options.store.is_none() => Store::locate(Some("memory"))
+                .map_err(|e| Error::invalid(format!("option `auth_store`: {e}")))?,
+            Err(e) => return Err(Error::invalid(format!("option `auth_store`: {e}"))),
+        };
         let guard = ssrf::Guard::new(server, options.allow_private);
         let net = Net::new(guard, options.request_timeout)?;
         let me = OAuth {

@@ -79,14 +79,13 @@ impl WsTransport {
                     if super::credentials::is_challenge(resp.status().as_u16())
                         && retries < super::credentials::MAX_RETRIES =>
                 {
+                    let refused = || {
+                        let body = resp.body().as_deref().unwrap_or_default();
+                        let what = "the WebSocket handshake";
+                        super::remote::status_error("GET", &url, what, resp.status(), body)
+                    };
                     let Some(c) = &credentials else {
-                        return Err(super::remote::status_error(
-                            "GET",
-                            &url,
-                            "the WebSocket handshake",
-                            resp.status(),
-                            resp.body().as_deref().unwrap_or_default(),
-                        ));
+                        return Err(refused());
                     };
                     retries += 1;
                     let status = resp.status().as_u16();
@@ -96,15 +95,7 @@ impl WsTransport {
                     {
                         super::credentials::Verdict::Retry => continue,
                         super::credentials::Verdict::Fail(e) => return Err(e),
-                        super::credentials::Verdict::Pass => {
-                            return Err(super::remote::status_error(
-                                "GET",
-                                &url,
-                                "the WebSocket handshake",
-                                resp.status(),
-                                resp.body().as_deref().unwrap_or_default(),
-                            ))
-                        }
+                        super::credentials::Verdict::Pass => return Err(refused()),
                     }
                 }
                 Ok(Err(e)) => {
