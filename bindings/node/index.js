@@ -293,6 +293,9 @@ function callAsync(fn, args, wantsOut = true) {
 const authHandlers = new Map();
 let authNext = 1;
 let authPumping = false;
+// How long one pull waits: also how long a process whose last such connection closed is kept
+// alive by the pull still out (a pending threadpool call holds the event loop).
+const AUTH_PULL_MS = 200;
 
 function authRegister(handler, merged) {
   const channel = `node-${process.pid}-${authNext++}`;
@@ -331,7 +334,7 @@ async function authAnswer(id, handler, params) {
 
 async function authPump() {
   while (authHandlers.size > 0) {
-    const { status, text } = await callAsync(native.auth_next_event, [1000]);
+    const { status, text } = await callAsync(native.auth_next_event, [AUTH_PULL_MS]);
     if (status !== Status.OK || !text) continue;
     const ev = JSON.parse(text);
     if (ev.type !== 'request' || ev.method !== 'auth/authorize') continue;
