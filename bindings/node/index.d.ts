@@ -194,6 +194,16 @@ export interface ChannelPermission {
   [key: string]: unknown;
 }
 
+/** The `auth/authorize` request of an interactive OAuth flow (no token material in it). */
+export interface AuthorizeParams {
+  url: string;
+  redirect_uri: string;
+  issuer: string;
+  scope?: string;
+  server?: string;
+  channel?: string;
+}
+
 export interface Handlers {
   /** Declares the `sampling` capability. */
   'sampling/createMessage'?: Handler<CreateMessageParams, CreateMessageResult>;
@@ -202,6 +212,11 @@ export interface Handlers {
   /** Declares the `roots` capability (`listChanged`); not called while the library holds roots
    *  (the `roots` option, setRoots()). */
   'roots/list'?: Handler<JsonObject, ListRootsResult>;
+  /** OAuth: turns on `auth_interactive`. Called when a remote server needs the user to
+   *  authorize: send them to `params.url` and resolve nothing (the library's listener at
+   *  `redirect_uri` takes the callback), or resolve `{ callback_url }` with the redirect you
+   *  captured; throwing declines (the connect fails with kind `needs_auth`). */
+  'auth/authorize'?: (params: AuthorizeParams) => Promise<void | { callback_url: string }> | void | { callback_url: string };
   /** Any other server request or notification method, e.g. 'notifications/message'. */
   [method: string]: Handler<any, any> | undefined;
 }

@@ -117,6 +117,14 @@ class Client(_Info, Managed):
           the server got an error), ``"warning"`` (``{"reason": "invalid_schema", "tool",
           "schema", "message"}``: a listed tool's schema does not compile, so it is not
           checked), ``"stderr"`` (``{"line"}``), ``"closed"``;
+        - ``"auth/authorize"``: OAuth (turns on ``auth_interactive``). Called with ``{"url",
+          "redirect_uri", "issuer", "scope"?}`` when a remote server needs the user to
+          authorize: send them to ``url`` and return None (the library's listener at
+          ``redirect_uri`` takes the callback), or return ``{"callback_url": ...}`` with the
+          redirect the host captured; raising declines (``NeedsAuthError``, reason
+          ``declined``). Runs on the process's auth thread. Tokens are kept in
+          ``options={"auth_store": dir}`` (default ``~/.local/state/mcplug/auth``);
+          ``mcplug.auth_logout(server)`` forgets them;
         - ``"*"``: every other event. Events no handler takes wait for ``next_event``.
 
         Timeouts are seconds (None: the library default, ``math.inf``: no limit).
