@@ -906,13 +906,8 @@ impl Credentials for OAuth {
                 let mut current = self.current.write();
                 if let Some(c) = current.as_ref() {
                     let stale = Current {
-                        id: c.id,
-                        header: c.header.clone(),
-                        token: c.token.clone(),
-                        dpop: c.dpop,
-                        expires_at: c.expires_at,
                         refreshable: false,
-                        identity: c.identity,
+                        ..(**c).clone()
                     };
                     *current = Some(Arc::new(stale));
                 }

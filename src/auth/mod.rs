@@ -416,6 +416,7 @@ impl Settings {
 }
 
 /// The token in use, ready to be sent.
+#[derive(Clone)]
 struct Current {
     /// Which token this is (`Applied::sent`).
     id: u64,
@@ -470,6 +471,8 @@ pub struct OAuth {
     dpop_der: Mutex<Option<String>>,
     rs_nonce: Mutex<Option<String>>,
     notify: Box<dyn Fn(Value) + Send + Sync>,
+    /// When the store said this server last needed authorization (read once, at connect).
+    needs_auth_at: Option<u64>,
 }
 
 fn now_ms() -> u64 {
@@ -575,7 +578,7 @@ impl OAuth {
         };
         let guard = ssrf::Guard::new(server, options.allow_private);
         let net = Net::new(guard, options.request_timeout)?;
-        let me = OAuth {
+        let mut me = OAuth {
             server: server.to_string(),
             name: name.map(str::to_string),
             key: format!("server {server}"),
@@ -589,9 +592,11 @@ impl OAuth {
             dpop_der: Mutex::new(None),
             rs_nonce: Mutex::new(None),
             notify,
+            needs_auth_at: None,
         };
         if let Ok(Some(record)) = me.store.read(&me.key) {
             me.adopt(&record);
+            me.needs_auth_at = record.get("needs_auth_at").and_then(Value::as_u64);
         }
         Ok(Arc::new(me))
     }
@@ -602,8 +607,7 @@ impl OAuth {
         if self.current.read().is_some() || self.options.interactive {
             return None;
         }
-        let record = self.store.read(&self.key).ok()??;
-        let at = record.get("needs_auth_at")?.as_u64()?;
+        let at = self.needs_auth_at?;
         let ttl = self.options.cache_ttl.as_millis() as u64;
         (now_ms() < at.saturating_add(ttl)).then(|| {
             needs_auth(
@@ -618,15 +622,6 @@ impl OAuth {
                 None,
             )
         })
-    }
-
-    /// Forgets this server's credentials (logout).
-    pub fn forget(&self) -> Result<()> {
-        *self.current.write() = None;
-        self.store
-            .update(&self.key, |_| None)
-            .map(|_| ())
-            .map_err(|e| Error::new(ErrorKind::Config, format!("the auth store: {e}")))
     }
 
     /// Uses the stored token, when the record has one (and its DPoP key).
@@ -746,10 +741,7 @@ impl OAuth {
             t["method"] = json!(c.method);
         }
         let dpop_der = if dpop {
-            self.dpop_key
-                .lock()
-                .as_ref()
-                .and_then(|_| self.dpop_der.lock().clone())
+            self.dpop_der.lock().clone()
         } else {
             None
         };
@@ -780,16 +772,12 @@ impl OAuth {
                 Some(r)
             })
             .await?;
-        match record {
-            Some(r) if self.adopt(&r) => {}
-            _ => {
-                // A store that cannot keep it (memory is fine): use it anyway, this once.
-                let mut r = json!({"tokens": t});
-                if let Some(der) = self.dpop_der.lock().clone() {
-                    r["dpop_key"] = json!(der);
-                }
-                self.adopt(&r);
-            }
+        // The closure always writes a record; one the token cannot be used from (not a valid
+        // header value, a DPoP key missing) is this grant's error, not a silent retry.
+        if !record.is_some_and(|r| self.adopt(&r)) {
+            return Err(auth_error(
+                "the token endpoint's access token cannot be sent (not a valid header value, or its DPoP key is missing)".into(),
+            ));
         }
         Ok(())
     }
