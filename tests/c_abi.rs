@@ -409,6 +409,18 @@ fn c_manager() {
 }
 
 #[test]
+fn c_oauth() {
+    let peer = peers::oauth_http();
+    run_with(
+        "oauth",
+        &[(
+            "MCPLUG_OAUTH_URL",
+            format!("http://127.0.0.1:{}/mcp", peer.port),
+        )],
+    );
+}
+
+#[test]
 fn every_c_test_is_run() {
     // A new tests/c/*.c must get its #[test] above.
     let known = [
@@ -422,6 +434,7 @@ fn every_c_test_is_run() {
         "schemas",
         "remote",
         "manager",
+        "oauth",
     ];
     let dir = manifest_dir().join("tests/c");
     for entry in std::fs::read_dir(&dir).expect("read tests/c") {

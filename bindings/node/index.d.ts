@@ -686,6 +686,10 @@ export interface ServerStatus {
   error?: { kind: ErrorKind; message: string };
   /** The reconnect attempt under way. */
   attempt?: number;
+  /** A `needs-auth` server's details (never a token). */
+  auth?: { reason: string; issuer?: string; scope?: string; resource_metadata?: string };
+  /** While an authorization started by `authenticate` waits for the user. */
+  authorization?: { url: string; redirect_uri: string; issuer: string; scope?: string; server?: string };
   server_info?: ConnectResult['server_info'];
   protocol_version?: string;
   era?: 'modern' | 'legacy';
@@ -827,6 +831,12 @@ export declare class Manager extends EventEmitter {
   reconnect(server: string): Promise<ServerStatus>;
   /** false: its connection closes and its tools leave the pool; true: it connects again (not awaited). */
   setEnabled(server: string, enabled: boolean): Promise<ServerStatus>;
+  /** Authorizes a remote server (OAuth): resolves once the URL for the user is known (status with
+   *  `authorization`), or, with `wait`, once the server is connected. `callbackUrl`: the redirect the
+   *  host captured itself. The manager never starts an authorization on its own. */
+  authenticate(server: string, options?: { wait?: boolean; timeoutMs?: number; callbackUrl?: string }): Promise<ServerStatus & { server: string }>;
+  /** Forgets the server's stored credentials and connects it again without authorizing. */
+  logout(server: string): Promise<ServerStatus & { server: string; forgotten: boolean }>;
   /** Adds (or replaces the tools of) an in-process server answered by the handlers here. */
   addHostServer(name: string, tools: HostTool[]): Promise<ServerStatus>;
   removeHostServer(name: string): Promise<void>;

@@ -259,6 +259,8 @@ const mnative = {
   next_events: lib.func('mcplug_manager_next_events', 'int', [ManagerHandle, 'uint32', 'int32', RawOut]),
   respond: lib.func('mcplug_manager_respond', 'int', [ManagerHandle, 'str', OutString]),
   reconnect: lib.func('mcplug_manager_reconnect', 'int', [ManagerHandle, 'str', OutString]),
+  authenticate: lib.func('mcplug_manager_authenticate', 'int', [ManagerHandle, 'str', 'str', OutString]),
+  logout: lib.func('mcplug_manager_logout', 'int', [ManagerHandle, 'str', OutString]),
   set_enabled: lib.func('mcplug_manager_set_enabled', 'int', [ManagerHandle, 'str', 'int32', OutString]),
   event_fd: lib.func('mcplug_manager_event_fd', 'int', [ManagerHandle, RawOut, RawOut]),
   close: lib.func('mcplug_manager_close', 'int', [ManagerHandle, OutString]),
@@ -2053,6 +2055,39 @@ class Manager extends EventEmitter {
   async reconnect(server) {
     checkString(server, 'server');
     return this._blocking(`reconnect ${server}`, workGate, mnative.reconnect, [server]);
+  }
+
+  /**
+   * Authorizes a remote server (OAuth). The manager never starts an authorization on its own:
+   * a server without a usable token is `needs-auth` (its status has `auth`: `{reason, issuer?,
+   * scope?, resource_metadata?}`) and its only pool tool is `mcp__<server>__authenticate`. This
+   * connects it again, allowed to authorize, and resolves as soon as the authorization's URL is
+   * known: its status entry with `state: 'pending'` and `authorization: {url, redirect_uri,
+   * issuer, scope?}` — send the user to `url`; the library's loopback listener takes the
+   * browser's callback and the server connects, its tools replacing the pseudo-tool (a `state`
+   * event). When no user is needed it resolves with the connected server's status. Options:
+   * `wait` (true: resolve only when the authorization has ended — the connected status, or a
+   * NeedsAuthError), `timeoutMs` (of that wait), `callbackUrl` (the redirect the host captured
+   * itself, completing the authorization under way). A connected server is left as it is.
+   */
+  async authenticate(server, options = {}) {
+    try {
+      checkString(server, 'server');
+      const o = snakeKeys(options ?? {}, 'options');
+      return this._blocking(`authenticate ${server}`, workGate, mnative.authenticate, [server, toJson(o, 'options')]);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * Forgets `server`'s stored credentials (tokens, registrations), closes its connection and
+   * connects it once more without authorizing (a server that needs authorization ends
+   * `needs-auth`); resolves with its status entry and `forgotten: true|false`.
+   */
+  async logout(server) {
+    checkString(server, 'server');
+    return this._blocking(`logout ${server}`, workGate, mnative.logout, [server]);
   }
 
   /** Disables `server` (its connection closes, its tools leave the pool) or enables it again (not awaited); resolves with its status entry. */

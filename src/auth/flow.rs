@@ -104,6 +104,7 @@ pub(crate) struct Asker<'a> {
     pub server: Option<&'a str>,
     pub channel: Option<&'a str>,
     pub timeout: Duration,
+    pub hook: Option<&'a super::host::Hook>,
 }
 
 /// Runs one authorization: the URL, the host, the callback, its checks.
@@ -163,14 +164,27 @@ pub(crate) async fn authorize(
     if let Some(channel) = asker.channel {
         params["channel"] = json!(channel);
     }
+    // The host's answer and the loopback callback race: a browser may come back before the
+    // host answers `{}` (then the request is withdrawn), and a host may hand over the callback
+    // URL it captured itself.
     let wait = async {
-        let answer = super::host::ask("auth/authorize", params, asker.timeout).await?;
-        match answer.get("callback_url") {
-            Some(Value::String(u)) => Ok(u.clone()),
-            Some(_) => Err(Error::invalid(
-                "the answer to auth/authorize: `callback_url` must be a string",
-            )),
-            None => listener.callback().await,
+        let answer = async {
+            match asker.hook {
+                Some(hook) => (hook.0)("auth/authorize", params).await,
+                None => super::host::ask("auth/authorize", params, asker.timeout).await,
+            }
+        };
+        let callback = listener.callback();
+        tokio::pin!(answer, callback);
+        tokio::select! {
+            answer = &mut answer => match answer?.get("callback_url") {
+                Some(Value::String(u)) => Ok(u.clone()),
+                Some(_) => Err(Error::invalid(
+                    "the answer to auth/authorize: `callback_url` must be a string",
+                )),
+                None => callback.await,
+            },
+            got = &mut callback => got,
         }
     };
     let callback = tokio::time::timeout(asker.timeout, wait)

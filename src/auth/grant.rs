@@ -416,6 +416,7 @@ impl OAuth {
                 server: self.name.as_deref(),
                 channel: self.options.channel.as_deref(),
                 timeout: self.options.timeout,
+                hook: self.options.hook.as_ref(),
             };
             let code =
                 flow::authorize(&self.net, d, &client.client_id, scope, &listener, &asker).await?;

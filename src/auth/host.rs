@@ -10,12 +10,31 @@
 //! connections knows whose it is.
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::transport::BoxFuture;
 use once_cell::sync::Lazy;
 use parking_lot::{Condvar, Mutex};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Another place for a connection's `auth/authorize` requests than the process's queue: the
+/// manager's, which hands the URL to the host's `authenticate` (or the pseudo-tool's caller)
+/// and takes a captured callback URL from it. Called with the method and its params; answers
+/// as the host would (`{}`, `{"callback_url"}`, or an error). An answer that never comes leaves
+/// the loopback listener to take the callback.
+#[derive(Clone)]
+pub struct Hook(pub Arc<AskFn>);
+
+/// What a hook is: the method and its params in, the host's answer out.
+pub type AskFn = dyn Fn(&str, Value) -> BoxFuture<'static, Result<Value>> + Send + Sync;
+
+impl std::fmt::Debug for Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hook")
+    }
+}
 
 struct Queue {
     events: Mutex<VecDeque<Value>>,

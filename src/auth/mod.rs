@@ -53,6 +53,9 @@ pub struct AuthOptions {
     pub allow_private: bool,
     /// `auth_channel`: echoed in `auth/authorize` requests, for hosts with many connections.
     pub channel: Option<String>,
+    /// Where `auth/authorize` goes instead of the process's queue (the manager's; not an option
+    /// a host gives).
+    pub hook: Option<host::Hook>,
 }
 
 impl Default for AuthOptions {
@@ -66,6 +69,7 @@ impl Default for AuthOptions {
             refresh_skew: Duration::from_secs(300),
             allow_private: false,
             channel: None,
+            hook: None,
         }
     }
 }

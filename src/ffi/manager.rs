@@ -537,6 +537,59 @@ pub unsafe extern "C" fn mcplug_manager_set_enabled(
     })
 }
 
+/// Authorizes a remote server (OAuth; the manager never starts one on its own, so a server
+/// without a usable token is `needs-auth`, its state event carrying `auth`: `{"reason",
+/// "resource_metadata"?, "issuer"?, "scope"?}`, and its only pool tool
+/// `mcp__<server>__authenticate`). Connects the server again, this time allowed to authorize,
+/// and returns as soon as the authorization's URL is known: `out` is the server's status entry
+/// with `"server"`, `"state": "pending"` and `"authorization": {"url", "redirect_uri",
+/// "issuer", "scope"?}` — send the user to `url`; the library's loopback listener at
+/// `redirect_uri` takes the browser's callback. The same URL also comes as the event
+/// `{"type": "auth", "server", "state": "authorizing", "url", ...}`. When no user is needed
+/// (a client-credentials grant, a token another process stored), it returns once the server is
+/// connected. Once authorized, the server's tools replace the pseudo-tool (event `state`
+/// `connected`). `options_json` (NULL: none): `wait` (true: return only when the authorization
+/// has ended — the status of the connected server, or its error), `timeout_ms` (of that wait),
+/// `callback_url` (the full redirect URL with `code`, `state`, `iss`, when the host captured it
+/// itself: completes the authorization under way and waits for it). A server already
+/// `connected` is left as it is (its status); calling it again while one is under way gives the
+/// same URL. Errors: `not_found`, `invalid_argument` (a local or disabled server, a bad option,
+/// a `callback_url` with no authorization waiting), `needs_auth` (the authorization failed or
+/// timed out, with `data`), `timeout`, `closed`.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_authenticate(
+    manager: *mut mcplug_manager,
+    server: *const c_char,
+    options_json: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        let name = str_arg(server, "server")?;
+        let options = json_arg(options_json, "options_json")?;
+        Ok(runtime::block_on(h.0.manager.authenticate(name, options.as_ref()))?.to_string())
+    })
+}
+
+/// Logs out of a remote server: forgets every credential the auth store holds for it (tokens,
+/// its client registrations, the needs-auth mark), closes its connection (which held the token)
+/// and connects it once more without authorizing — a server that needs authorization ends
+/// `needs-auth`. Waits for that attempt; `out` is the server's status entry with `"forgotten":
+/// true|false` (false: nothing was stored). A disabled server stays disabled. Errors:
+/// `not_found`, `invalid_argument` (a local server), `config` (the store), `closed`.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_manager_logout(
+    manager: *mut mcplug_manager,
+    server: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let h = enter(manager)?;
+        let name = str_arg(server, "server")?;
+        Ok(runtime::block_on(h.0.manager.logout(name))?.to_string())
+    })
+}
+
 /// A new descriptor the host owns (close it), readable while events wait and once the manager
 /// is closed: poll it, then `mcplug_manager_next_event(m, 0, &out)`. `out` is NULL on success.
 #[no_mangle]

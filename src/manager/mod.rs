@@ -18,6 +18,7 @@
 //! `reconnect_attempts` times. Each connection is one *generation* of its server: whatever a task
 //! learns about an older generation (a late connect, a late event) is dropped.
 
+mod authorize;
 pub mod catalog;
 pub mod hygiene;
 pub mod options;
@@ -32,7 +33,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::RawJson;
 use options::ManagerOptions;
 use parking_lot::{Mutex, RwLock};
-use pool::{Pool, PoolLimits};
+use pool::{Pool, PoolLimits, Source};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -131,6 +132,8 @@ struct Server {
     /// Held while one of its connection's events is taken and forwarded, so that the pump and
     /// a call draining the events before its own answer keep them in order.
     forwarding: Mutex<()>,
+    /// Held while `authenticate` or `logout` decides what to do (one at a time).
+    auth_gate: tokio::sync::Mutex<()>,
 }
 
 struct ServerState {
@@ -145,6 +148,15 @@ struct ServerState {
     gen: u64,
     /// The task connecting this server now, and its cancel tag.
     task: Option<(String, tokio::task::JoinHandle<()>)>,
+    /// The authorization the host asked for (`authenticate`), while its connect runs.
+    authorizing: Option<Arc<Authorizing>>,
+}
+
+/// One authorization under way (M10): the request the flow made (the URL for the user), and
+/// where a callback URL the host captured itself goes.
+struct Authorizing {
+    request: watch::Sender<Option<Value>>,
+    callback: Mutex<Option<oneshot::Sender<String>>>,
 }
 
 /// Errors that mean the connection itself is broken (M5), as opposed to a tool failing.
@@ -166,6 +178,8 @@ enum Mode {
     Once,
     /// A lost connection: attempts with backoff.
     Reconnect,
+    /// One attempt that may authorize (the host asked: `authenticate`, or the pseudo-tool).
+    Authorize,
 }
 
 impl Manager {
@@ -325,13 +339,16 @@ impl Manager {
     ) -> Result<RawJson> {
         let inner = &self.inner;
         inner.check_open()?;
-        let (server_name, tool) = {
+        let (server_name, tool, pseudo) = {
             let pool = inner.pool.read();
             match pool.get(pool_name) {
-                Some(t) => (t.server.clone(), t.tool.clone()),
+                Some(t) => (t.server.clone(), t.tool.clone(), t.auth),
                 None => return Err(inner.unknown_tool(pool_name)),
             }
         };
+        if pseudo {
+            return inner.call_authenticate(&server_name).await;
+        }
         let server = inner
             .server(&server_name)
             .ok_or_else(|| inner.unknown_tool(pool_name))?;
@@ -740,9 +757,11 @@ impl Server {
                 attempt: 0,
                 gen: 0,
                 task: None,
+                authorizing: None,
             }),
             errors: AtomicU32::new(0),
             forwarding: Mutex::new(()),
+            auth_gate: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -766,6 +785,16 @@ impl Server {
         });
         if let Some(e) = &st.error {
             v["error"] = e.to_json()["error"].clone();
+            if st.state == State::NeedsAuth {
+                v["auth"] = e.data.clone().unwrap_or_else(|| json!({}));
+            }
+        }
+        if let Some(request) = st
+            .authorizing
+            .as_ref()
+            .and_then(|a| a.request.borrow().clone())
+        {
+            v["authorization"] = request;
         }
         if st.attempt > 0 {
             v["attempt"] = json!(st.attempt);
@@ -898,10 +927,15 @@ impl Inner {
             if pool_name.starts_with(&prefix) {
                 let st = s.st.lock();
                 if st.state != State::Connected {
+                    let hint = if st.state == State::NeedsAuth {
+                        format!(" (call {prefix}authenticate, or the host's authenticate, to authorize it)")
+                    } else {
+                        String::new()
+                    };
                     return Error::new(
                         ErrorKind::NotFound,
                         format!(
-                            "no tool {pool_name:?} in the pool: server {:?} is {}",
+                            "no tool {pool_name:?} in the pool: server {:?} is {}{hint}",
                             s.name,
                             st.state.as_str()
                         ),
@@ -951,14 +985,24 @@ impl Inner {
     }
 
     fn rebuild_into(&self, pool: &mut Arc<Pool>) {
-        let servers: Vec<(String, bool, Vec<Value>)> = self
+        let servers: Vec<(String, Source, Vec<Value>)> = self
             .servers
             .lock()
             .iter()
             .filter_map(|s| {
                 let st = s.st.lock();
-                (st.state == State::Connected)
-                    .then(|| (s.name.clone(), s.is_sdk(), st.tools.clone()))
+                match st.state {
+                    State::Connected if s.is_sdk() => {
+                        Some((s.name.clone(), Source::Host, st.tools.clone()))
+                    }
+                    State::Connected => Some((s.name.clone(), Source::Server, st.tools.clone())),
+                    State::NeedsAuth => Some((
+                        s.name.clone(),
+                        Source::Auth,
+                        pool::authenticate_tools(&s.name),
+                    )),
+                    _ => None,
+                }
             })
             .collect();
         *pool = Arc::new(Pool::build(&servers, &self.limits));
@@ -987,6 +1031,7 @@ impl Inner {
     async fn stop(&self, server: &Arc<Server>, to: Option<State>) {
         let (client, task) = self.change(server, |st| {
             st.gen += 1;
+            st.authorizing = None;
             if let Some(to) = to {
                 st.state = to;
                 st.error = None;
@@ -1095,13 +1140,23 @@ impl Inner {
             if !self.current(&server, gen) {
                 return;
             }
-            let options = match ConnectOptions::parse(self.options.connection.as_ref()) {
+            let mut options = match ConnectOptions::parse(self.options.connection.as_ref()) {
                 Ok(o) => o,
                 Err(e) => {
                     self.settle_failed(&server, gen, e);
                     return;
                 }
             };
+            // The manager never starts an authorization on its own (as Claude Code: the user
+            // asks); a stored token is still used and refreshed.
+            options.auth.interactive = mode == Mode::Authorize;
+            options.auth.hook = None;
+            if mode == Mode::Authorize {
+                let authorizing = server.st.lock().authorizing.clone();
+                if let Some(a) = authorizing {
+                    options.auth.hook = Some(self.authorize_hook(&server, a));
+                }
+            }
             let outcome = Client::connect(&spec, options, Some(&tag)).await;
             drop(permit);
             let outcome = match outcome {
@@ -1117,6 +1172,7 @@ impl Inner {
                             st.state = State::Connected;
                             st.error = None;
                             st.attempt = 0;
+                            st.authorizing = None;
                             st.info = Some(info);
                             st.tools = tools;
                             st.client = Some(client.clone());
@@ -1306,6 +1362,7 @@ impl Inner {
             st.state = state_for(&e);
             st.error = Some(e);
             st.attempt = 0;
+            st.authorizing = None;
             st.client = None;
             st.tools.clear();
             true

@@ -66,6 +66,34 @@ pub struct PoolLimits {
     pub max_description: usize,
 }
 
+/// Where a server's tools in the pool come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The server listed them.
+    Server,
+    /// The host serves them (an in-process server); they sort before server tools.
+    Host,
+    /// The server needs authorization: its one tool is the `authenticate` pseudo-tool (M10),
+    /// which the manager answers itself.
+    Auth,
+}
+
+/// The pseudo-tool of a server in `needs-auth` (M10): calling it starts the authorization.
+pub const AUTHENTICATE: &str = "authenticate";
+
+/// The tool list of a server in `needs-auth`: the pseudo-tool alone.
+pub fn authenticate_tools(server: &str) -> Vec<Value> {
+    vec![json!({
+        "name": AUTHENTICATE,
+        "description": format!(
+            "The MCP server {server:?} needs authorization before its tools can be used. Call this \
+             tool to start it: it returns a URL for the user to open in a browser. Once they have \
+             authorized, this tool is replaced by the server's own tools."
+        ),
+        "inputSchema": {"type": "object", "properties": {}},
+    })]
+}
+
 /// One tool of the pool.
 #[derive(Debug, Clone)]
 pub struct PoolTool {
@@ -74,6 +102,8 @@ pub struct PoolTool {
     pub tool: String,
     /// Host (in-process) tools sort before server tools.
     pub host: bool,
+    /// The `authenticate` pseudo-tool of a server in `needs-auth`.
+    pub auth: bool,
     /// The entry handed to the host (JSON).
     pub entry: Value,
 }
@@ -89,20 +119,25 @@ pub struct Pool {
 impl Pool {
     /// Builds the pool from each server's tools as the server listed them (`(server, host,
     /// tools)`), in any order: the pool's order is its own.
-    pub fn build(servers: &[(String, bool, Vec<Value>)], limits: &PoolLimits) -> Pool {
+    pub fn build(servers: &[(String, Source, Vec<Value>)], limits: &PoolLimits) -> Pool {
         let mut all: Vec<PoolTool> = Vec::new();
-        for (server, host, tools) in servers {
+        for (server, source, tools) in servers {
             for t in tools {
                 let Some(tool) = t.get("name").and_then(Value::as_str) else {
                     continue;
                 };
                 let name = pool_name(server, tool);
+                let mut entry = entry(&name, server, tool, t, limits);
+                if *source == Source::Auth {
+                    entry["authenticate"] = json!(true);
+                }
                 all.push(PoolTool {
-                    entry: entry(&name, server, tool, t, limits),
+                    entry,
                     name,
                     server: server.clone(),
                     tool: tool.to_string(),
-                    host: *host,
+                    host: *source == Source::Host,
+                    auth: *source == Source::Auth,
                 });
             }
         }
@@ -219,7 +254,7 @@ mod tests {
         let servers = vec![
             (
                 "b".to_string(),
-                false,
+                Source::Server,
                 vec![
                     json!({"name": "z", "inputSchema": {"type": "object", "x": [1]}}),
                     json!({"name": "a.b", "annotations": {"readOnlyHint": true}}),
@@ -227,7 +262,7 @@ mod tests {
             ),
             (
                 "a".to_string(),
-                false,
+                Source::Server,
                 vec![
                     json!({"name": "q", "annotations": {"destructiveHint": true},
                     "_meta": {"anthropic/alwaysLoad": true, "anthropic/searchHint": "find\u{200b}er"}}),
@@ -235,10 +270,10 @@ mod tests {
             ),
             (
                 "b".to_string(),
-                false,
+                Source::Server,
                 vec![json!({"name": "a_b", "description": "later"})],
             ),
-            ("h".to_string(), true, vec![json!({"name": "zz"})]),
+            ("h".to_string(), Source::Host, vec![json!({"name": "zz"})]),
         ];
         let pool = Pool::build(&servers, &limits());
         let names: Vec<&str> = pool.tools.iter().map(|t| t.name.as_str()).collect();
@@ -268,7 +303,7 @@ mod tests {
     fn long_descriptions_are_capped() {
         let servers = vec![(
             "s".to_string(),
-            false,
+            Source::Server,
             vec![json!({"name": "t", "description": "d".repeat(5000)})],
         )];
         let pool = Pool::build(

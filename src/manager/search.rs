@@ -151,6 +151,7 @@ fn score(t: &PoolTool, query: &[(String, bool)], whole: &str) -> Option<u32> {
 mod tests {
     use super::*;
     use crate::manager::pool::PoolLimits;
+    use crate::manager::pool::Source;
 
     fn pool() -> Pool {
         let tools = vec![
@@ -161,7 +162,10 @@ mod tests {
         ];
         let files = vec![json!({"name": "read_file", "description": "Read a local file"})];
         Pool::build(
-            &[("github".into(), false, tools), ("fs".into(), false, files)],
+            &[
+                ("github".into(), Source::Server, tools),
+                ("fs".into(), Source::Server, files),
+            ],
             &PoolLimits {
                 max_description: 2048,
             },

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "mcplug.h"
+#include "../c/http_get.h"
 
 static const char *scenario = "";
 
@@ -450,68 +451,6 @@ static void skills(const char *url, int load) {
 }
 
 /* ---- auth scenarios: OAuth through the library, with a headless follower ---- */
-
-/* GETs an http:// URL without following redirects: the Location of its answer, or NULL. This is
- * what a browser does at the authorization server, for a suite whose /authorize redirects at
- * once (no login page). */
-static char *location_of(const char *url) {
-    if (strncmp(url, "http://", 7) != 0) return NULL;
-    const char *hp = url + 7;
-    const char *slash = strchr(hp, '/');
-    char host[256];
-    size_t hl = slash ? (size_t)(slash - hp) : strlen(hp);
-    if (hl >= sizeof host) return NULL;
-    memcpy(host, hp, hl);
-    host[hl] = '\0';
-    char *colon = strrchr(host, ':');
-    const char *port = "80";
-    if (colon) {
-        *colon = '\0';
-        port = colon + 1;
-    }
-    struct addrinfo hints = {0}, *res = NULL;
-    hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(host, port, &hints, &res) != 0) return NULL;
-    int fd = -1;
-    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-        if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) break;
-        if (fd >= 0) close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    if (fd < 0) return NULL;
-    size_t n = strlen(url) + 512;
-    char *req = malloc(n);
-    if (req == NULL) abort();
-    int len = snprintf(req, n, "GET %s HTTP/1.1\r\nHost: %.*s\r\nConnection: close\r\n\r\n",
-                       slash ? slash : "/", (int)hl, hp);
-    if (write(fd, req, (size_t)len) != len) {
-        free(req);
-        close(fd);
-        return NULL;
-    }
-    free(req);
-    char buf[16384];
-    size_t got = 0;
-    ssize_t r;
-    while (got < sizeof buf - 1 && (r = read(fd, buf + got, sizeof buf - 1 - got)) > 0) {
-        got += (size_t)r;
-        buf[got] = '\0';
-        if (strstr(buf, "\r\n\r\n")) break;
-    }
-    close(fd);
-    buf[got] = '\0';
-    for (char *line = strstr(buf, "\r\n"); line && line[2] != '\r'; line = strstr(line + 2, "\r\n")) {
-        if (strncasecmp(line + 2, "location:", 9) == 0) {
-            char *v = line + 11;
-            while (*v == ' ') v++;
-            char *end = strstr(v, "\r\n");
-            return dup_span((span){v, end ? (size_t)(end - v) : strlen(v)});
-        }
-    }
-    return NULL;
-}
 
 /* The follower: answers every auth/authorize with the redirect's URL as callback_url. */
 static void *follow(void *arg) {

@@ -12,7 +12,7 @@ const os = require('node:os');
 const path = require('node:path');
 const http = require('node:http');
 const { spawn } = require('node:child_process');
-const { Client, McpError, authLogout } = h.mcplug;
+const { Client, Manager, McpError, authLogout } = h.mcplug;
 
 const SERVER = path.join(__dirname, '..', 'servers', 'oauth_server.py');
 
@@ -91,5 +91,52 @@ describe('OAuth', { timeout: 60000 }, () => {
     assert.ok(err instanceof McpError && err.kind === 'needs_auth', String(err));
     assert.equal(err.data.reason, 'declined');
     assert.match(err.message, /the user said no/);
+  });
+});
+
+describe('OAuth in the manager', { timeout: 60000 }, () => {
+  let peer;
+  let store;
+  let m;
+  before(async () => {
+    peer = await startPeer();
+    store = fs.mkdtempSync(path.join(os.tmpdir(), 'mcplug-node-oauth-m-'));
+  });
+  after(async () => {
+    if (m) await m.close();
+    peer.proc.kill();
+    fs.rmSync(store, { recursive: true, force: true });
+  });
+  const stats = async () => JSON.parse((await get(`${peer.base}/stats`)).body);
+  const pool = async () => (await m.listTools()).map((t) => t.name);
+
+  test('needs-auth with the pseudo-tool; authenticate, the browser, then the real tools; logout', async () => {
+    m = new Manager({ connection: { auth_store: store, connectTimeoutMs: 20000 } });
+    await m.connect({ mcpServers: { srv: { type: 'http', url: peer.url } } });
+    const st = (await m.wait(20000)).servers.srv;
+    assert.equal(st.state, 'needs-auth');
+    assert.equal(st.auth.reason, 'no_token');
+    assert.deepEqual(await pool(), ['mcp__srv__authenticate']);
+    assert.equal((await stats()).counts.authorize, 0, 'the manager never authorizes on its own');
+    const started = await m.authenticate('srv');
+    assert.equal(started.state, 'pending');
+    const { url, redirect_uri: redirect } = started.authorization;
+    const loc = (await get(url)).headers.location;
+    assert.ok(loc.startsWith(redirect), loc);
+    const [done] = await Promise.all([m.authenticate('srv', { wait: true, timeoutMs: 20000 }), get(loc)]);
+    assert.equal(done.state, 'connected');
+    assert.deepEqual(await pool(), ['mcp__srv__whoami']);
+    assert.equal((await m.callTool('mcp__srv__whoami', {})).content[0].text, 'ok');
+    // The pseudo-tool, and a host-captured callback.
+    const out = await m.logout('srv');
+    assert.equal(out.forgotten, true);
+    assert.equal(out.state, 'needs-auth');
+    const text = (await m.callTool('mcp__srv__authenticate', {})).content[0].text;
+    const url2 = text.split(/\s+/).find((w) => w.startsWith('http://') && w.includes('/authorize'));
+    const loc2 = (await get(url2)).headers.location;
+    const done2 = await m.authenticate('srv', { callbackUrl: loc2 });
+    assert.equal(done2.state, 'connected');
+    assert.equal((await stats()).counts.authorize, 2);
+    await assert.rejects(m.authenticate('srv', { wait: 'yes' }), (e) => e instanceof McpError && e.kind === 'invalid_argument');
   });
 });

@@ -287,3 +287,115 @@ def test_a_declined_authorization_is_needs_auth(peers: Any, tmp_path: Path) -> N
         connect(peer, tmp_path / "auth", decline)
     assert e.value.data["reason"] == "declined"
     assert "closed the browser" in str(e.value)
+
+
+def browse(url: str, redirect_uri: str) -> str:
+    """A browser at the authorize URL: returns where the server redirects it (the callback)."""
+    loc = follow({"url": url})["callback_url"]
+    assert loc.startswith(redirect_uri), loc
+    return loc
+
+
+def pool(m: Any) -> List[str]:
+    return [t["name"] for t in m.list_tools()["tools"]]
+
+
+def test_manager_needs_auth_pseudo_tool_then_the_real_tools(peers: Any, tmp_path: Path) -> None:
+    peer = peers()
+    store = str(tmp_path / "auth")
+    with mcplug.Manager({"connection": {"auth_store": store, "connect_timeout_ms": 20000}}) as m:
+        m.connect({"mcpServers": {"srv": {"type": "http", "url": peer.url}}})
+        st = m.wait(20)["servers"]["srv"]
+        # The manager never authorizes on its own: needs-auth, with the details, and one tool.
+        assert st["state"] == "needs-auth", st
+        assert st["auth"]["reason"] == "no_token" and st["auth"]["issuer"] == peer.base
+        assert pool(m) == ["mcp__srv__authenticate"]
+        assert m.list_tools()["tools"][0]["authenticate"] is True
+        assert peer.stats()["counts"]["authorize"] == 0
+        with pytest.raises(mcplug.NotFoundError, match="needs-auth"):
+            m.call_tool("mcp__srv__whoami", {})
+        # The pseudo-tool starts the flow and answers with the URL for the user.
+        text = m.call_tool("mcp__srv__authenticate", {})["content"][0]["text"]
+        url = next(w for w in text.split() if w.startswith("http://") and "/authorize" in w)
+        status = m.status()["servers"]["srv"]
+        assert status["state"] == "pending" and status["authorization"]["url"] == url
+        # The same URL again while it is under way.
+        assert m.authenticate("srv")["authorization"]["url"] == url
+        urllib.request.urlopen(browse(url, status["authorization"]["redirect_uri"]), timeout=10).read()
+        deadline = time.monotonic() + 20
+        while m.status()["servers"]["srv"]["state"] != "connected" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert m.status()["servers"]["srv"]["state"] == "connected"
+        assert pool(m) == ["mcp__srv__whoami"], "the real tools replaced the pseudo-tool"
+        assert m.call_tool("mcp__srv__whoami", {})["content"][0]["text"] == "ok"
+        assert peer.stats()["counts"]["authorize"] == 1
+        # A connected server is left as it is.
+        assert m.authenticate("srv")["state"] == "connected"
+        assert peer.stats()["counts"]["authorize"] == 1
+        # Logged out: the token is gone, the server is needs-auth again with its pseudo-tool.
+        out = m.logout("srv")
+        assert out["forgotten"] is True and out["state"] == "needs-auth", out
+        assert pool(m) == ["mcp__srv__authenticate"]
+        # The host's own authenticate, with the callback it captured itself.
+        started = m.authenticate("srv")
+        loc = browse(started["authorization"]["url"], started["authorization"]["redirect_uri"])
+        done = m.authenticate("srv", callback_url=loc)
+        assert done["state"] == "connected" and done["tools"] == ["mcp__srv__whoami"]
+        assert peer.stats()["counts"]["authorize"] == 2
+        events = []
+        while True:
+            e = m.next_event(0)
+            if e is None:
+                break
+            events.append(e)
+        authorizing = [e for e in events if e.get("type") == "auth" and e.get("state") == "authorizing"]
+        assert len(authorizing) == 2 and authorizing[0]["server"] == "srv" and authorizing[0]["url"] == url
+        needs = [e for e in events if e.get("type") == "state" and e.get("state") == "needs-auth"]
+        assert needs and all(e["auth"]["reason"] in ("no_token", "cached") for e in needs)
+    # A stored token is used by a new manager without asking.
+    with mcplug.Manager({"connection": {"auth_store": store}}) as m:
+        m.connect({"mcpServers": {"srv": {"type": "http", "url": peer.url}}})
+        assert m.wait(20)["servers"]["srv"]["state"] == "connected"
+    assert peer.stats()["counts"]["authorize"] == 2
+
+
+def test_manager_authenticate_refuses_what_it_cannot_authorize(peers: Any, tmp_path: Path) -> None:
+    peer = peers()
+    with mcplug.Manager({"connection": {"auth_store": str(tmp_path / "auth")}}) as m:
+        m.connect({"mcpServers": {"srv": {"type": "http", "url": peer.url},
+                                  "off": {"type": "http", "url": peer.url, "disabled": True},
+                                  "local": {"command": sys.executable, "args": ["-c", "pass"]}}})
+        m.wait(20)
+        with pytest.raises(mcplug.InvalidArgumentError, match="only remote servers"):
+            m.authenticate("local")
+        with pytest.raises(mcplug.InvalidArgumentError, match="disabled"):
+            m.authenticate("off")
+        with pytest.raises(mcplug.NotFoundError):
+            m.authenticate("nope")
+        with pytest.raises(mcplug.InvalidArgumentError, match="no authorization of server"):
+            m.authenticate("srv", callback_url="http://localhost:1/callback?code=x&state=y")
+        with pytest.raises(mcplug.InvalidArgumentError, match="wait"):
+            m.authenticate("srv", wait=1)  # type: ignore[arg-type]
+
+
+def test_asyncio_manager_authenticate_waits_for_the_browser(peers: Any, tmp_path: Path) -> None:
+    peer = peers()
+
+    async def main() -> None:
+        async with mcplug.aio.Manager({"connection": {"auth_store": str(tmp_path / "auth")}}) as m:
+            await m.connect({"mcpServers": {"srv": {"type": "http", "url": peer.url}}})
+            assert (await m.wait(20))["servers"]["srv"]["state"] == "needs-auth"
+            started = await m.authenticate("srv")
+            a = started["authorization"]
+            loop = asyncio.get_running_loop()
+            # The browser comes back to the loopback listener while authenticate(wait=True) waits.
+            browser = loop.run_in_executor(None, lambda: urllib.request.urlopen(browse(a["url"], a["redirect_uri"]), timeout=10).read())
+            done = await m.authenticate("srv", wait=True, timeout=20)
+            await browser
+            assert done["state"] == "connected"
+            r = await m.call_tool("mcp__srv__whoami", {})
+            assert r["content"][0]["text"] == "ok"
+            out = await m.logout("srv")
+            assert out["forgotten"] is True and out["state"] == "needs-auth"
+
+    asyncio.run(main())

@@ -130,3 +130,23 @@ pub fn everything_ws() -> Peer {
         &["node", js.to_str().unwrap(), "stdio"],
     )
 }
+
+/// tests/servers/oauth_server.py: a protected MCP server and its authorization server in one.
+pub fn oauth_http() -> Peer {
+    let mut child = Command::new("python3")
+        .arg(repo().join("tests/servers/oauth_server.py"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .strip_prefix("PORT ")
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("oauth_server.py said {line:?}"));
+    Peer { child, port }
+}

@@ -426,6 +426,20 @@ class ManagerCore(HandleCore):
         result: Dict[str, Any] = self._checked(_lib.mcplug_manager_reconnect, encode(server, "server"))
         return result
 
+    def authenticate(self, server: str, wait: bool, timeout: Timeout, callback_url: Optional[str]) -> Dict[str, Any]:
+        if not isinstance(wait, bool):
+            raise InvalidArgumentError(f"`wait` must be True or False (got {wait!r})")
+        opts: Dict[str, Any] = {"wait": wait}
+        put_timeout(opts, "timeout_ms", timeout, "timeout")
+        if callback_url is not None:
+            opts["callback_url"] = callback_url
+        result: Dict[str, Any] = self._checked(_lib.mcplug_manager_authenticate, encode(server, "server"), dumps(opts, "options"))
+        return result
+
+    def logout(self, server: str) -> Dict[str, Any]:
+        result: Dict[str, Any] = self._checked(_lib.mcplug_manager_logout, encode(server, "server"))
+        return result
+
     def set_enabled(self, server: str, enabled: bool) -> Dict[str, Any]:
         if not isinstance(enabled, bool):
             raise InvalidArgumentError(f"`enabled` must be True or False (got {enabled!r})")
@@ -577,6 +591,29 @@ class Manager(Managed):
         """Closes the server's connection and connects it again (one attempt, waited for);
         returns its status entry. NotFoundError for an unknown server."""
         return self._core.reconnect(server)
+
+    def authenticate(self, server: str, *, wait: bool = False, timeout: Timeout = None, callback_url: Optional[str] = None) -> Dict[str, Any]:
+        """Authorizes a remote server (OAuth). The manager never starts an authorization on its
+        own: a server without a usable token is ``needs-auth`` (its status has ``auth``:
+        ``{"reason", "issuer"?, "scope"?, "resource_metadata"?}``) and its only pool tool is
+        ``mcp__<server>__authenticate``. This connects it again, allowed to authorize, and
+        returns as soon as the authorization's URL is known: its status entry with
+        ``"state": "pending"`` and ``"authorization": {"url", "redirect_uri", "issuer",
+        "scope"?}`` — send the user to ``url``; the library's loopback listener takes the
+        browser's callback and the server connects, its tools replacing the pseudo-tool (a
+        ``state`` event). When no user is needed it returns the connected server's status.
+        ``wait=True``: returns only when the authorization has ended (the connected server's
+        status; NeedsAuthError when it failed), ``timeout`` seconds at most.
+        ``callback_url``: the redirect the host captured itself (with ``code``, ``state``,
+        ``iss``), completing the authorization under way. A server already connected is left as
+        it is. InvalidArgumentError for a local or disabled server."""
+        return self._core.authenticate(server, wait, timeout, callback_url)
+
+    def logout(self, server: str) -> Dict[str, Any]:
+        """Forgets the server's stored credentials (tokens, registrations), closes its connection
+        and connects it once more without authorizing (a server that needs authorization ends
+        ``needs-auth``). Returns its status entry with ``"forgotten": True|False``."""
+        return self._core.logout(server)
 
     def set_enabled(self, server: str, enabled: bool) -> Dict[str, Any]:
         """Disables a server (its connection closes, its tools leave the pool) or enables it

@@ -548,6 +548,16 @@ class Manager(AsyncManaged):
         """See ``mcplug.Manager.reconnect``."""
         return await _run(lambda: self._core.reconnect(server), None)
 
+    async def authenticate(
+        self, server: str, *, wait: bool = False, timeout: Optional[float] = None, callback_url: Optional[str] = None
+    ) -> Dict[str, Any]:
+        """See ``mcplug.Manager.authenticate``."""
+        return await _run(lambda: self._core.authenticate(server, wait, timeout, callback_url), None)
+
+    async def logout(self, server: str) -> Dict[str, Any]:
+        """See ``mcplug.Manager.logout``."""
+        return await _run(lambda: self._core.logout(server), None)
+
     async def set_enabled(self, server: str, enabled: bool) -> Dict[str, Any]:
         """See ``mcplug.Manager.set_enabled``."""
         return await _run(lambda: self._core.set_enabled(server, enabled), None)

@@ -1,0 +1,157 @@
+/* OAuth in the manager through the C ABI, against tests/servers/oauth_server.py (a protected MCP
+ * server and its authorization server in one, MCPLUG_OAUTH_URL). Shown: the manager never
+ * authorizes on its own — the server is needs-auth with its `auth` details and its only pool
+ * tool is mcp__srv__authenticate; calling that tool starts the flow and answers with the URL;
+ * a headless browser follows it to the library's loopback listener and the server connects,
+ * its real tools replacing the pseudo-tool; mcplug_manager_logout forgets the token and the
+ * server is needs-auth again; mcplug_manager_authenticate with the callback the host captured
+ * itself (`callback_url`); the errors of bad calls; the stored token reused by a new manager. */
+#include "check.h"
+
+#include "http_get.h"
+
+static mcplug_manager *M;
+
+/* The string value of the first `"key":"` in `json` (malloc'd), or NULL. */
+static char *string_after(const char *json, const char *key) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    const char *at = json ? strstr(json, pat) : NULL;
+    if (at == NULL) return NULL;
+    at += strlen(pat);
+    const char *end = strchr(at, '"');
+    return end ? strndup(at, (size_t)(end - at)) : NULL;
+}
+
+static char *status_now(void) {
+    char *out = NULL;
+    mcplug_status st = mcplug_manager_status(M, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "status -> OK");
+    return out;
+}
+
+/* Polls the status until it holds `needle` (the server's state); returns whether it did. */
+static int wait_status(const char *needle, double wait_s) {
+    double until = now_s() + wait_s;
+    while (now_s() < until) {
+        char *s = NULL;
+        int ok = mcplug_manager_status(M, &s) == MCPLUG_OK && contains(s, needle);
+        mcplug_string_free(s);
+        if (ok) return 1;
+        sleep_ms(20);
+    }
+    return 0;
+}
+
+static char *tools_now(void) {
+    char *out = NULL;
+    mcplug_status st = mcplug_manager_list_tools(M, NULL, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "list_tools -> OK");
+    return out;
+}
+
+int main(void) {
+    const char *url = getenv("MCPLUG_OAUTH_URL");
+    const char *tmp = getenv("MCPLUG_TEST_TMPDIR");
+    CHECK(url != NULL && tmp != NULL, "MCPLUG_OAUTH_URL and MCPLUG_TEST_TMPDIR are set");
+    char store[512], options[1024], config[1024];
+    snprintf(store, sizeof store, "%s/oauth-store-%d", tmp, (int)getpid());
+    snprintf(options, sizeof options,
+             "{\"connection\":{\"auth_store\":\"%s\",\"connect_timeout_ms\":20000}}", store);
+    snprintf(config, sizeof config, "{\"mcpServers\":{\"srv\":{\"type\":\"http\",\"url\":\"%s\"}}}", url);
+
+    char *out = NULL;
+    mcplug_status st = mcplug_manager_new(options, &M, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "manager_new -> OK");
+    mcplug_string_free(out);
+    st = mcplug_manager_connect(M, config, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "connect -> OK");
+    mcplug_string_free(out);
+    st = mcplug_manager_wait(M, "{\"timeout_ms\":20000}", &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "wait -> OK");
+    CHECK_OUT(contains(out, "\"state\":\"needs-auth\"") && contains(out, "\"reason\":\"no_token\""), out,
+              "the server is needs-auth with its auth details (the manager never authorizes on its own)");
+    mcplug_string_free(out);
+    out = tools_now();
+    CHECK_OUT(contains(out, "\"mcp__srv__authenticate\"") && !contains(out, "whoami"), out,
+              "its only pool tool is the authenticate pseudo-tool");
+    mcplug_string_free(out);
+
+    /* The pseudo-tool: the URL for the user, as text; a browser to the loopback listener. */
+    st = mcplug_manager_call_tool(M, "mcp__srv__authenticate", "{}", NULL, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "calling mcp__srv__authenticate -> OK");
+    CHECK_OUT(contains(out, "/authorize?") && contains(out, "open this URL"), out, "its result is the URL for the user");
+    mcplug_string_free(out);
+    char *status = status_now();
+    char *auth_url = string_after(status, "url");
+    CHECK_OUT(auth_url != NULL && contains(status, "\"state\":\"pending\""), status,
+              "the status has the authorization under way");
+    mcplug_string_free(status);
+    char *loc = location_of(auth_url);
+    CHECK(loc != NULL && contains(loc, "code="), "the authorization server redirects with a code: %s", loc ? loc : "(none)");
+    CHECK(http_get(loc) == 0, "the browser comes back to the loopback listener");
+    free(loc);
+    free(auth_url);
+    CHECK(wait_status("\"srv\":{\"state\":\"connected\"", 20), "the server connects once authorized");
+    out = tools_now();
+    CHECK_OUT(contains(out, "\"mcp__srv__whoami\"") && !contains(out, "mcp__srv__authenticate"), out,
+              "its real tools replaced the pseudo-tool");
+    mcplug_string_free(out);
+    st = mcplug_manager_call_tool(M, "mcp__srv__whoami", "{}", NULL, &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"ok\""), out, "a real tool answers");
+    mcplug_string_free(out);
+
+    /* Logout: needs-auth again. */
+    st = mcplug_manager_logout(M, "srv", &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "logout -> OK");
+    CHECK_OUT(contains(out, "\"forgotten\":true") && contains(out, "\"state\":\"needs-auth\""), out,
+              "logout forgot the token; the server is needs-auth");
+    mcplug_string_free(out);
+
+    /* The host's authenticate, with the callback it captured itself. */
+    st = mcplug_manager_authenticate(M, "srv", NULL, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "authenticate -> OK");
+    auth_url = string_after(out, "url");
+    CHECK_OUT(auth_url != NULL && contains(out, "\"authorization\""), out, "authenticate gives the URL");
+    mcplug_string_free(out);
+    loc = location_of(auth_url);
+    CHECK(loc != NULL, "redirected");
+    char cb[4096];
+    snprintf(cb, sizeof cb, "{\"callback_url\":\"%s\"}", loc);
+    st = mcplug_manager_authenticate(M, "srv", cb, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "authenticate with callback_url -> OK");
+    CHECK_OUT(contains(out, "\"state\":\"connected\"") && contains(out, "mcp__srv__whoami"), out,
+              "the callback the host captured completes it");
+    mcplug_string_free(out);
+    free(loc);
+    free(auth_url);
+
+    /* Bad calls are clear errors. */
+    st = mcplug_manager_authenticate(M, "nope", NULL, &out);
+    CHECK_STATUS(st, MCPLUG_NOT_FOUND, out, "an unknown server -> NOT_FOUND");
+    mcplug_string_free(out);
+    st = mcplug_manager_authenticate(M, "srv", "{\"wait\":\"yes\"}", &out);
+    CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && contains(out, "wait"), out, "a bad option -> INVALID_ARGUMENT naming it");
+    mcplug_string_free(out);
+    st = mcplug_manager_authenticate(M, "srv", "{\"callback_url\":\"http://localhost:1/callback?code=x\"}", &out);
+    CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && contains(out, "no authorization"), out,
+              "a callback_url with nothing waiting -> INVALID_ARGUMENT");
+    mcplug_string_free(out);
+    st = mcplug_manager_logout(M, NULL, &out);
+    CHECK_STATUS(st, MCPLUG_INVALID_ARGUMENT, out, "logout(NULL) -> INVALID_ARGUMENT");
+    mcplug_string_free(out);
+    mcplug_manager_free(M);
+
+    /* The stored token, by a new manager, without asking. */
+    st = mcplug_manager_new(options, &M, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "a second manager");
+    mcplug_string_free(out);
+    st = mcplug_manager_connect(M, config, &out);
+    mcplug_string_free(out);
+    st = mcplug_manager_wait(M, "{\"timeout_ms\":20000}", &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"state\":\"connected\""), out, "the stored token is used");
+    mcplug_string_free(out);
+    mcplug_manager_free(M);
+    printf("# %d checks passed\n", check_count);
+    return 0;
+}
