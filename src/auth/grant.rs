@@ -884,6 +884,7 @@ impl Credentials for OAuth {
         Some(Applied {
             headers,
             sent: c.id,
+            ..Default::default()
         })
     }
 

@@ -13,6 +13,7 @@ pub mod challenge;
 pub mod discovery;
 pub(crate) mod flow;
 mod grant;
+pub(crate) mod helper;
 pub mod host;
 pub mod jws;
 pub(crate) mod net;
@@ -53,6 +54,8 @@ pub struct AuthOptions {
     pub allow_private: bool,
     /// `auth_channel`: echoed in `auth/authorize` requests, for hosts with many connections.
     pub channel: Option<String>,
+    /// `headers_helper_timeout_ms`: how long the entry's `headersHelper` may run.
+    pub helper_timeout: Duration,
     /// Where `auth/authorize` goes instead of the process's queue (the manager's; not an option
     /// a host gives).
     pub hook: Option<host::Hook>,
@@ -69,6 +72,7 @@ impl Default for AuthOptions {
             refresh_skew: Duration::from_secs(300),
             allow_private: false,
             channel: None,
+            helper_timeout: Duration::from_secs(10),
             hook: None,
         }
     }
@@ -133,6 +137,9 @@ impl AuthOptions {
         }
         if let Some(d) = opt_ms(obj, "refresh_skew_ms")? {
             o.refresh_skew = d;
+        }
+        if let Some(d) = opt_ms(obj, "headers_helper_timeout_ms")? {
+            o.helper_timeout = d;
         }
         Ok(o)
     }

@@ -124,7 +124,8 @@ struct EraState {
 /// A remote spec with its credentials (OAuth, lazy: nothing happens before a 401), unless the
 /// entry sends its own `Authorization` (a token the server refuses then fails the connect: no
 /// OAuth behind the host's back). A server found to need authorization within the cache's time
-/// fails at once when the connection cannot authorize (no probe).
+/// fails at once when the connection cannot authorize (no probe). An entry with a
+/// `headersHelper` has its headers supplied by it (see `auth::helper`), with OAuth behind it.
 fn with_credentials(spec: &ServerSpec, shared: &Arc<Shared>) -> Result<ServerSpec> {
     let mut spec = spec.clone();
     let config = match &mut spec {
@@ -133,30 +134,53 @@ fn with_credentials(spec: &ServerSpec, shared: &Arc<Shared>) -> Result<ServerSpe
         | ServerSpec::Ws { config, .. } => config,
         ServerSpec::Stdio { .. } => return Ok(spec),
     };
-    if config
+    let static_authorization = config
         .headers
         .iter()
-        .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
-    {
-        return Ok(spec);
-    }
-    let weak = Arc::downgrade(shared);
-    let notify = Box::new(move |event: Value| {
-        if let Some(shared) = weak.upgrade() {
-            shared.events.push(&event, true);
-        }
-    });
-    let oauth = crate::auth::OAuth::new(
-        &config.url,
-        shared.name.as_deref(),
-        config.oauth.as_ref(),
-        &shared.options.auth,
-        notify,
-    )?;
-    if let Some(e) = oauth.cached_needs_auth() {
-        return Err(e);
-    }
-    config.credentials = Some(crate::transport::credentials::Shared(oauth));
+        .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+    let oauth = if static_authorization {
+        None
+    } else {
+        let weak = Arc::downgrade(shared);
+        let notify = Box::new(move |event: Value| {
+            if let Some(shared) = weak.upgrade() {
+                shared.events.push(&event, true);
+            }
+        });
+        Some(crate::auth::OAuth::new(
+            &config.url,
+            shared.name.as_deref(),
+            config.oauth.as_ref(),
+            &shared.options.auth,
+            notify,
+        )?)
+    };
+    let credentials: Option<Arc<dyn crate::transport::credentials::Credentials>> =
+        match &config.headers_helper {
+            Some(command) => {
+                let helper = crate::auth::helper::HeadersHelper::new(
+                    command,
+                    shared.name.as_deref(),
+                    &config.url,
+                    shared.options.auth.helper_timeout,
+                    &config.headers,
+                    oauth.map(|o| o as Arc<dyn crate::transport::credentials::Credentials>),
+                )?;
+                // Sent by the helper, which replaces those of the same name.
+                config.headers.clear();
+                Some(Arc::new(helper))
+            }
+            None => match oauth {
+                Some(oauth) => {
+                    if let Some(e) = oauth.cached_needs_auth() {
+                        return Err(e);
+                    }
+                    Some(oauth)
+                }
+                None => None,
+            },
+        };
+    config.credentials = credentials.map(crate::transport::credentials::Shared);
     Ok(spec)
 }
 

@@ -785,10 +785,20 @@ fn parse_remote(obj: &Map<String, Value>, kind: &str) -> Result<RemoteConfig> {
             )))
         }
     };
+    let headers_helper = match obj.get("headersHelper") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
+        Some(v) => {
+            return Err(Error::invalid(format!(
+                "server field `headersHelper` must be a non-empty string, a shell command (got {v})"
+            )))
+        }
+    };
     Ok(RemoteConfig {
         url,
         headers,
         oauth: obj.get("oauth").filter(|o| !o.is_null()).cloned(),
+        headers_helper,
         credentials: None,
     })
 }

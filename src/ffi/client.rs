@@ -49,6 +49,14 @@ fn enter<'a>(c: *mut mcplug_client) -> Result<Active<'a>, Error> {
 /// HTTP+SSE transport), `"ws"` (WebSocket, subprotocol `mcp`); `"sse-ide"`/`"ws-ide"` are taken
 /// as `"sse"`/`"ws"`. `headers` (strings) go with every HTTP request and the WebSocket handshake.
 /// A remote failure is a `transport` error naming the HTTP status (or the connect error) and URL.
+/// Authorization (README "Authorizing a server"): the entry's `oauth` object and `headersHelper`
+/// (a shell command printing a JSON object of headers, run before the first request and again
+/// on a 401/403); options `auth_store` (a directory, or `"memory"`), `auth_interactive` (the
+/// host answers `auth/authorize`, see `mcplug_auth_next_event`), `auth_timeout_ms` (300000),
+/// `auth_request_timeout_ms` (30000), `auth_cache_ttl_ms` (900000), `refresh_skew_ms` (300000),
+/// `allow_private_auth_urls` (false), `auth_channel`, `headers_helper_timeout_ms` (10000). A
+/// server that needs authorization the connection cannot give is `needs_auth`, with `data`
+/// `{"reason", "issuer"?, "scope"?, "resource_metadata"?}`.
 /// `options_json` (NULL for defaults): `connect_timeout_ms` (30000), `request_timeout_ms` (60000),
 /// `tool_timeout_ms` (null: no limit), `host_request_timeout_ms` (60000: how long a server's
 /// request — or an input request of a modern call — waits for `mcplug_client_respond`),

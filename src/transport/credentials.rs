@@ -28,6 +28,8 @@ pub struct Applied {
     pub headers: Vec<(HeaderName, HeaderValue)>,
     /// Which token was sent (0: none): an answer's challenge is judged against it.
     pub sent: u64,
+    /// Which run of the entry's `headersHelper` the headers came from (0: none).
+    pub generation: u64,
 }
 
 /// What a transport does with a request that was answered 401 or 403.

@@ -24,6 +24,8 @@ pub struct RemoteConfig {
     pub headers: Vec<(String, String)>,
     /// The entry's `oauth` object, as given (read by `crate::auth`).
     pub oauth: Option<serde_json::Value>,
+    /// The entry's `headersHelper` command (run by `crate::auth::helper`).
+    pub headers_helper: Option<String>,
     /// What supplies each request's credentials (set by the client at connect, from `oauth`
     /// and the connection's options), when anything does.
     pub credentials: Option<super::credentials::Shared>,

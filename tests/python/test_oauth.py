@@ -399,3 +399,54 @@ def test_asyncio_manager_authenticate_waits_for_the_browser(peers: Any, tmp_path
             assert out["forgotten"] is True and out["state"] == "needs-auth"
 
     asyncio.run(main())
+
+
+def helper_script(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "helper.sh"
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(0o700)
+    return str(script)
+
+
+def test_headers_helper_gives_the_token_and_runs_again_on_a_401(peers: Any, tmp_path: Path) -> None:
+    peer = peers("--static-token", "good-token")
+    runs = tmp_path / "runs"
+    # The first run's token is stale (the server answers 401); the next ones are good.
+    cmd = helper_script(tmp_path, f"""echo "$MCPLUG_SERVER_NAME $CLAUDE_CODE_MCP_SERVER_URL" >> {runs}
+if [ "$(wc -l < {runs})" -eq 1 ]; then t=stale; else t=good-token; fi
+printf '{{"Authorization": "Bearer %s", "X-Both": "helper"}}' "$t"
+""")
+    entry = {"type": "http", "url": peer.url, "name": "srv", "headersHelper": cmd, "headers": {"X-Both": "static", "X-Static": "s"}}
+    with mcplug.Client.connect(entry, connect_timeout=20, options={"auth_store": str(tmp_path / "auth")}) as c:
+        call(c)
+    s = peer.stats()
+    assert runs.read_text().splitlines() == [f"srv {peer.url}"] * 2, "run once, then again on the 401"
+    assert s["seen_auth"]["/mcp"][0] == "Bearer stale"
+    assert s["seen_auth"]["/mcp"][-1] == "Bearer good-token"
+    assert s["counts"]["authorize"] == 0 and s["counts"]["prm"] == 0, "the helper authorizes: no OAuth"
+
+
+def test_headers_helper_beside_oauth(peers: Any, tmp_path: Path) -> None:
+    peer = peers("--require-key", "k1")
+    cmd = helper_script(tmp_path, """printf '{"X-Api-Key": "k1"}'\n""")
+    entry = {"type": "http", "url": peer.url, "name": "srv", "headersHelper": cmd}
+    with mcplug.Client.connect(entry, handlers={"auth/authorize": follow}, connect_timeout=20,
+                               options={"auth_store": str(tmp_path / "auth")}) as c:
+        call(c)
+    s = peer.stats()
+    assert s["counts"]["authorize"] == 1, "no Authorization from the helper: OAuth behind it"
+    assert set(s["seen_key"]) == {"k1"}
+    assert s["seen_auth"]["/mcp"][-1] == "Bearer " + s["issued"]["access"][-1]
+
+
+def test_a_failing_headers_helper_is_a_config_error(peers: Any, tmp_path: Path) -> None:
+    peer = peers()
+    for body, want in [("echo 'no token today' >&2; exit 2\n", "no token today"),
+                       ("echo '{\"X-Secret\": 42}'\n", "is not a string"),
+                       ("sleep 30\n", "did not finish within 300 ms")]:
+        entry = {"type": "http", "url": peer.url, "name": "srv", "headersHelper": helper_script(tmp_path, body)}
+        started = time.monotonic()
+        with pytest.raises(mcplug.ConfigError, match=want):
+            mcplug.Client.connect(entry, connect_timeout=20, options={"headers_helper_timeout_ms": 300})
+        assert time.monotonic() - started < 10
+    assert peer.stats()["counts"]["mcp_posts"] == 0, "nothing sent without the helper's headers"

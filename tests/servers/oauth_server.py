@@ -5,6 +5,7 @@ refresh before expiry and after a 401, rotating refresh tokens raced by two proc
 dynamic registration, Slack-style errors sent with HTTP 200, cross-origin redirects.
 
     python oauth_server.py [--expires-in S] [--stale-client] [--slack] [--redirect-to URL]
+                           [--static-token T] [--require-key K]
 
 Prints `PORT <n>` once listening. Everything it issued and saw is at `GET /stats` (JSON):
 tokens, refresh tokens, codes and client secrets issued (so a test can grep the client's output
@@ -25,6 +26,7 @@ state = {
     "refresh": set(),
     "issued": {"access": [], "refresh": [], "codes": [], "secrets": []},
     "seen_auth": {},
+    "seen_key": [],
     "counts": {"authorize": 0, "register": 0, "token": 0, "refresh": 0, "refresh_failed": 0, "mcp_posts": 0, "prm": 0},
     "clients": {},
     "stale": set(),
@@ -74,6 +76,7 @@ class Handler(BaseHTTPRequestHandler):
                 out = {
                     "issued": state["issued"],
                     "seen_auth": state["seen_auth"],
+                    "seen_key": state["seen_key"],
                     "counts": state["counts"],
                     "valid_access": sorted(state["access"]),
                     "valid_refresh": sorted(state["refresh"]),
@@ -181,10 +184,14 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
+            with lock:
+                state["seen_key"].append(self.headers.get("X-Api-Key"))
+            if args.require_key and self.headers.get("X-Api-Key") != args.require_key:
+                return self.send_json(403, {"error": "forbidden", "error_description": "a wrong X-Api-Key"})
             auth = self.headers.get("Authorization") or ""
             token = auth[7:] if auth.startswith("Bearer ") else None
             with lock:
-                valid = token in state["access"]
+                valid = token in state["access"] or (args.static_token is not None and token == args.static_token)
             if not valid:
                 challenge = f'Bearer error="invalid_token", resource_metadata="{self.base()}/.well-known/oauth-protected-resource/mcp"'
                 return self.send_json(401, {"error": "invalid_token"}, {"WWW-Authenticate": challenge})
@@ -215,6 +222,8 @@ def main():
     p.add_argument("--stale-client", action="store_true")
     p.add_argument("--slack", action="store_true")
     p.add_argument("--redirect-to")
+    p.add_argument("--static-token", help="an access token valid besides those it issues")
+    p.add_argument("--require-key", help="MCP requests without this X-Api-Key get 403")
     args = p.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     PORT = server.server_address[1]

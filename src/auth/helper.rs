@@ -1,0 +1,443 @@
+//! `headersHelper` (Claude Code's field): a command whose JSON output — an object of header
+//! names to string values — is sent with every request of a remote connection. Run once per
+//! connection, before its first request, within a time limit (`headers_helper_timeout_ms`,
+//! 10 s); run again when a request is answered 401 or 403 (its output may be a short-lived
+//! token) — an output that was itself such a re-run is not re-run again within [`RERUN_GAP`],
+//! so a server that refuses every output is not answered with a process per request. Its headers replace the entry's `headers` of the same
+//! name; when they carry no `Authorization`, OAuth (lazy, as without a helper) supplies it.
+//!
+//! The command runs with `sh -c`, stdin closed, in its own process group (killed whole when
+//! it overruns), with `MCPLUG_SERVER_NAME` and `MCPLUG_SERVER_URL` set, and Claude Code's
+//! `CLAUDE_CODE_MCP_SERVER_NAME` and `CLAUDE_CODE_MCP_SERVER_URL` for scripts written for it.
+//! Its output is a credential: it never appears in an error, and its values are marked
+//! sensitive; its stderr (the script's own diagnostics) is quoted, cut short, when it fails.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::transport::credentials::{Applied, Credentials, Request, Verdict};
+use crate::transport::BoxFuture;
+use parking_lot::RwLock;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The least time between two runs a 401/403 asks for.
+pub const RERUN_GAP: Duration = Duration::from_secs(5);
+
+/// The most output read from the command (stdout; stderr is quoted from its first KiB).
+const MAX_OUTPUT: u64 = 256 << 10;
+
+/// One connection's helper, with the entry's static headers and the OAuth behind it.
+pub struct HeadersHelper {
+    command: String,
+    name: Option<String>,
+    url: String,
+    timeout: Duration,
+    statics: Vec<(HeaderName, HeaderValue)>,
+    output: RwLock<Option<Arc<Output>>>,
+    run: tokio::sync::Mutex<()>,
+    /// OAuth, used when the helper's headers carry no `Authorization`.
+    inner: Option<Arc<dyn Credentials>>,
+}
+
+/// One run's headers (merged with the static ones).
+struct Output {
+    headers: Vec<(HeaderName, HeaderValue)>,
+    generation: u64,
+    authorizes: bool,
+    identity: u64,
+    at: Instant,
+    /// Run because a request was refused (not the connection's first run).
+    challenged: bool,
+}
+
+impl HeadersHelper {
+    pub fn new(
+        command: &str,
+        name: Option<&str>,
+        url: &str,
+        timeout: Duration,
+        statics: &[(String, String)],
+        inner: Option<Arc<dyn Credentials>>,
+    ) -> Result<HeadersHelper> {
+        let statics = statics
+            .iter()
+            .map(|(k, v)| {
+                crate::transport::remote::check_header(k, v)?;
+                let mut value = HeaderValue::from_str(v).expect("checked");
+                value.set_sensitive(true);
+                Ok((
+                    HeaderName::from_bytes(k.as_bytes()).expect("checked"),
+                    value,
+                ))
+            })
+            .collect::<Result<_>>()?;
+        Ok(HeadersHelper {
+            command: command.to_string(),
+            name: name.map(str::to_string),
+            url: url.to_string(),
+            timeout,
+            statics,
+            output: RwLock::new(None),
+            run: tokio::sync::Mutex::new(()),
+            inner,
+        })
+    }
+
+    fn who(&self) -> String {
+        match &self.name {
+            Some(n) => format!("the headersHelper of server {n:?}"),
+            None => format!("the headersHelper of {}", self.url),
+        }
+    }
+
+    /// Runs the command again unless another request did since `seen` (the generation it
+    /// judged; 0: none yet).
+    async fn rerun(&self, seen: u64, challenged: bool) -> Result<()> {
+        let _one = self.run.lock().await;
+        let current = self.output.read().as_ref().map_or(0, |o| o.generation);
+        if current != seen {
+            return Ok(());
+        }
+        let got = self.run_command().await?;
+        let mut headers: Vec<(HeaderName, HeaderValue)> = self
+            .statics
+            .iter()
+            .filter(|(k, _)| !got.iter().any(|(g, _)| g == k))
+            .cloned()
+            .collect();
+        headers.extend(got);
+        let authorizes = headers.iter().any(|(k, _)| *k == AUTHORIZATION);
+        let identity = crate::transport::remote::fingerprint(
+            headers
+                .iter()
+                .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes())),
+        );
+        *self.output.write() = Some(Arc::new(Output {
+            headers,
+            generation: current + 1,
+            authorizes,
+            identity,
+            at: Instant::now(),
+            challenged,
+        }));
+        Ok(())
+    }
+
+    async fn run_command(&self) -> Result<Vec<(HeaderName, HeaderValue)>> {
+        use std::io::Read;
+        use std::os::unix::process::CommandExt;
+        let who = self.who();
+        let fail = |why: String| Error::new(ErrorKind::Config, format!("{who}: {why}"));
+        // std's process, not tokio's: tokio's would install a SIGCHLD handler in the host's
+        // process. Its pipes are read on blocking threads; the wait for them is bounded here.
+        let mut cmd = std::process::Command::new("sh");
+        cmd.arg("-c")
+            .arg(&self.command)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .env("MCPLUG_SERVER_URL", &self.url)
+            .env("CLAUDE_CODE_MCP_SERVER_URL", &self.url)
+            .process_group(0);
+        if let Some(n) = &self.name {
+            cmd.env("MCPLUG_SERVER_NAME", n)
+                .env("CLAUDE_CODE_MCP_SERVER_NAME", n);
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| fail(format!("cannot start `sh -c {:?}`: {e}", self.command)))?;
+        let pid = child.id() as i32;
+        let mut stdout = child.stdout.take().expect("piped");
+        let mut stderr = child.stderr.take().expect("piped");
+        let work = tokio::task::spawn_blocking(move || {
+            // Each pipe read to its end (what is past the limit is drained, so the command
+            // never blocks on a full pipe), stderr on a thread of its own.
+            let err = std::thread::spawn(move || {
+                let mut err = Vec::new();
+                let _ = (&mut stderr).take(1024).read_to_end(&mut err);
+                let _ = std::io::copy(&mut stderr, &mut std::io::sink());
+                err
+            });
+            let mut out = Vec::new();
+            let read = (&mut stdout).take(MAX_OUTPUT + 1).read_to_end(&mut out);
+            let _ = std::io::copy(&mut stdout, &mut std::io::sink());
+            let status = child.wait();
+            (read.map(|_| out), err.join().unwrap_or_default(), status)
+        });
+        let (out, err, status) = match tokio::time::timeout(self.timeout, work).await {
+            Ok(Ok(done)) => done,
+            Ok(Err(e)) => return Err(fail(format!("its reader failed: {e}"))),
+            Err(_) => {
+                // SAFETY: kill(2) on the process group the child leads (process_group(0));
+                // the blocking reader then sees its pipes close and reaps it.
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                return Err(fail(format!(
+                    "did not finish within {} ms (headers_helper_timeout_ms); it was killed",
+                    self.timeout.as_millis()
+                )));
+            }
+        };
+        let err = String::from_utf8_lossy(&err).trim().to_string();
+        let said = if err.is_empty() {
+            String::new()
+        } else {
+            format!("; it said: {err}")
+        };
+        let status = status.map_err(|e| fail(format!("cannot wait for it: {e}")))?;
+        if !status.success() {
+            return Err(fail(format!("exited with {status}{said}")));
+        }
+        let out = out.map_err(|e| fail(format!("cannot read its output: {e}")))?;
+        if out.len() as u64 > MAX_OUTPUT {
+            return Err(fail(format!(
+                "its output is larger than {MAX_OUTPUT} bytes"
+            )));
+        }
+        parse_output(&out).map_err(fail)
+    }
+}
+
+/// The command's output: a JSON object of header names to strings. The errors never quote a
+/// value (it is a credential).
+fn parse_output(out: &[u8]) -> std::result::Result<Vec<(HeaderName, HeaderValue)>, String> {
+    let value: Value = serde_json::from_slice(out).map_err(|e| {
+        format!("its output is not JSON ({e}); it must print an object of header names to strings")
+    })?;
+    let Value::Object(map) = value else {
+        return Err("its output must be a JSON object of header names to strings".into());
+    };
+    let mut headers = Vec::with_capacity(map.len());
+    for (k, v) in map {
+        let Value::String(v) = v else {
+            return Err(format!("header {k:?} of its output is not a string"));
+        };
+        let name = HeaderName::from_bytes(k.as_bytes())
+            .map_err(|_| format!("{k:?} of its output is not a valid HTTP header name"))?;
+        let mut value = HeaderValue::from_str(&v).map_err(|_| {
+            format!("the value of header {k:?} of its output is not a valid HTTP header value (visible ASCII, space and tab only)")
+        })?;
+        value.set_sensitive(true);
+        headers.push((name, value));
+    }
+    Ok(headers)
+}
+
+impl Credentials for HeadersHelper {
+    fn apply(&self, request: &Request<'_>) -> Option<Applied> {
+        let out = self.output.read().clone()?;
+        let mut headers = out.headers.clone();
+        let mut sent = 0;
+        if !out.authorizes {
+            if let Some(inner) = &self.inner {
+                let a = inner.apply(request)?;
+                headers.extend(a.headers);
+                sent = a.sent;
+            }
+        }
+        Some(Applied {
+            headers,
+            sent,
+            generation: out.generation,
+        })
+    }
+
+    fn prepare(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            if self.output.read().is_none() {
+                self.rerun(0, false).await?;
+            }
+            let authorizes = self.output.read().as_ref().is_some_and(|o| o.authorizes);
+            match &self.inner {
+                Some(inner) if !authorizes => inner.prepare().await,
+                _ => Ok(()),
+            }
+        })
+    }
+
+    fn identity(&self) -> u64 {
+        let out = self.output.read().as_ref().map_or(0, |o| o.identity);
+        let inner = self.inner.as_ref().map_or(0, |i| i.identity());
+        out ^ inner.rotate_left(29)
+    }
+
+    fn challenge<'a>(
+        &'a self,
+        sent: &'a Applied,
+        status: u16,
+        headers: &'a HeaderMap,
+        request: &'a Request<'a>,
+    ) -> BoxFuture<'a, Verdict> {
+        Box::pin(async move {
+            let current = self.output.read().clone();
+            if let Some(o) = &current {
+                if o.generation != sent.generation {
+                    // Run again since this request was sent: send it with the new output.
+                    return Verdict::Retry;
+                }
+                if !o.challenged || o.at.elapsed() >= RERUN_GAP {
+                    return match self.rerun(o.generation, true).await {
+                        Ok(()) => Verdict::Retry,
+                        Err(e) => Verdict::Fail(e),
+                    };
+                }
+                if o.authorizes {
+                    return Verdict::Pass;
+                }
+            }
+            match &self.inner {
+                Some(inner) => inner.challenge(sent, status, headers, request).await,
+                None => Verdict::Pass,
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn helper(command: &str, timeout_ms: u64) -> HeadersHelper {
+        HeadersHelper::new(
+            command,
+            Some("srv"),
+            "http://127.0.0.1:1/mcp",
+            Duration::from_millis(timeout_ms),
+            &[
+                ("X-Static".into(), "s".into()),
+                ("X-Both".into(), "static".into()),
+            ],
+            None,
+        )
+        .unwrap()
+    }
+
+    fn request() -> Request<'static> {
+        Request {
+            method: "POST",
+            url: "http://127.0.0.1:1/mcp",
+            body: None,
+        }
+    }
+
+    fn names(a: &Applied) -> Vec<(String, String)> {
+        a.headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap().to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn its_headers_replace_the_static_ones_of_the_same_name() {
+        crate::runtime::block_on(async {
+            let h = helper(
+                r#"printf '{"X-Both": "%s", "Authorization": "Bearer t"}' "$MCPLUG_SERVER_NAME""#,
+                5000,
+            );
+            assert!(h.apply(&request()).is_none(), "not run yet: prepare first");
+            h.prepare().await.unwrap();
+            let a = h.apply(&request()).unwrap();
+            assert_eq!(
+                names(&a),
+                [
+                    ("x-static".into(), "s".into()),
+                    ("x-both".into(), "srv".into()),
+                    ("authorization".into(), "Bearer t".into())
+                ]
+            );
+            assert!(a.headers.iter().all(|(_, v)| v.is_sensitive()));
+            assert_eq!(a.generation, 1);
+            assert_ne!(h.identity(), 0);
+        });
+    }
+
+    #[test]
+    fn bad_output_and_failures_are_config_errors_that_never_quote_the_output() {
+        crate::runtime::block_on(async {
+            for (cmd, want) in [
+                ("echo not-json-secret", "not JSON"),
+                (r#"echo '["a"]'"#, "JSON object"),
+                (r#"echo '{"X": 1}'"#, "not a string"),
+                (
+                    r#"printf '%s' '{"X": "a\nb"}'"#,
+                    "not a valid HTTP header value",
+                ),
+                ("echo oops >&2; exit 3", "oops"),
+            ] {
+                let e = helper(cmd, 5000).prepare().await.unwrap_err();
+                assert_eq!(e.kind, ErrorKind::Config, "{cmd}: {}", e.message);
+                assert!(e.message.contains(want), "{cmd}: {}", e.message);
+                assert!(e.message.contains("headersHelper of server \"srv\""));
+                assert!(!e.message.contains("secret"), "{}", e.message);
+            }
+        });
+    }
+
+    #[test]
+    fn an_overrun_is_killed_with_its_children() {
+        crate::runtime::block_on(async {
+            let marker = std::env::temp_dir().join(format!("mcplug-helper-{}", std::process::id()));
+            let cmd = format!("(sleep 1; touch {}) & sleep 30", marker.display());
+            let started = Instant::now();
+            let e = helper(&cmd, 200).prepare().await.unwrap_err();
+            assert!(
+                e.message.contains("did not finish within 200 ms"),
+                "{}",
+                e.message
+            );
+            assert!(started.elapsed() < Duration::from_secs(5));
+            tokio::time::sleep(Duration::from_millis(1300)).await;
+            assert!(!marker.exists(), "the background child was killed too");
+        });
+    }
+
+    #[test]
+    fn a_challenge_runs_it_again_at_most_once_per_gap() {
+        crate::runtime::block_on(async {
+            let count =
+                std::env::temp_dir().join(format!("mcplug-helper-n-{}", std::process::id()));
+            let _ = std::fs::remove_file(&count);
+            let cmd = format!(
+                r#"echo x >> {0}; printf '{{"Authorization": "Bearer %s"}}' "$(wc -l < {0} | tr -d ' ')""#,
+                count.display()
+            );
+            let h = helper(&cmd, 5000);
+            h.prepare().await.unwrap();
+            let first = h.apply(&request()).unwrap();
+            assert_eq!(names(&first)[2].1, "Bearer 1");
+            let no = HeaderMap::new();
+            // The first output refused: run again, the request is retried with the new one.
+            assert!(matches!(
+                h.challenge(&first, 401, &no, &request()).await,
+                Verdict::Retry
+            ));
+            let second = h.apply(&request()).unwrap();
+            assert_eq!(names(&second)[2].1, "Bearer 2");
+            // A request that carried the first output is simply retried with the second.
+            assert!(matches!(
+                h.challenge(&first, 401, &no, &request()).await,
+                Verdict::Retry
+            ));
+            // The re-run's output refused within the gap: the refusal goes on as it came.
+            assert!(matches!(
+                h.challenge(&second, 401, &no, &request()).await,
+                Verdict::Pass
+            ));
+            // Past the gap: run again.
+            if let Some(o) = h.output.write().as_mut() {
+                let older = Output {
+                    headers: o.headers.clone(),
+                    at: Instant::now() - RERUN_GAP,
+                    ..**o
+                };
+                *o = Arc::new(older);
+            }
+            assert!(matches!(
+                h.challenge(&second, 401, &no, &request()).await,
+                Verdict::Retry
+            ));
+            assert_eq!(names(&h.apply(&request()).unwrap())[2].1, "Bearer 3");
+            let _ = std::fs::remove_file(&count);
+        });
+    }
+}
