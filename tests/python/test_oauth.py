@@ -450,3 +450,17 @@ def test_a_failing_headers_helper_is_a_config_error(peers: Any, tmp_path: Path) 
             mcplug.Client.connect(entry, connect_timeout=20, options={"headers_helper_timeout_ms": 300})
         assert time.monotonic() - started < 10
     assert peer.stats()["counts"]["mcp_posts"] == 0, "nothing sent without the helper's headers"
+
+
+@pytest.mark.parametrize("flag,url,what", [
+    ("--auth-server", "https://169.254.169.254/", "169.254.169.254 is"),
+    ("--auth-server", "https://10.0.0.7/tenant", "10.0.0.7 is a private"),
+    ("--resource-metadata", "https://[fd00::1]/.well-known/oauth-protected-resource", "fd00::1 is"),
+    ("--resource-metadata", "http://192.0.2.1/prm", "https is required"),
+])
+def test_discovered_urls_on_private_or_link_local_addresses_are_refused(peers: Any, tmp_path: Path, flag: str, url: str, what: str) -> None:
+    peer = peers(flag, url)
+    with pytest.raises(mcplug.McpError) as e:
+        connect(peer, tmp_path / "auth")
+    assert what in str(e.value), str(e.value)
+    assert peer.stats()["counts"]["authorize"] == 0 and peer.stats()["counts"]["register"] == 0

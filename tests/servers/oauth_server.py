@@ -5,7 +5,8 @@ refresh before expiry and after a 401, rotating refresh tokens raced by two proc
 dynamic registration, Slack-style errors sent with HTTP 200, cross-origin redirects.
 
     python oauth_server.py [--expires-in S] [--stale-client] [--slack] [--redirect-to URL]
-                           [--static-token T] [--require-key K]
+                           [--static-token T] [--require-key K] [--auth-server URL]
+                           [--resource-metadata URL]
 
 Prints `PORT <n>` once listening. Everything it issued and saw is at `GET /stats` (JSON):
 tokens, refresh tokens, codes and client secrets issued (so a test can grep the client's output
@@ -85,7 +86,7 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/.well-known/oauth-protected-resource/mcp":
             with lock:
                 state["counts"]["prm"] += 1
-            return self.send_json(200, {"resource": self.base() + "/mcp", "authorization_servers": [self.base()]})
+            return self.send_json(200, {"resource": self.base() + "/mcp", "authorization_servers": [args.auth_server or self.base()]})
         if path == "/.well-known/oauth-authorization-server":
             return self.send_json(200, {
                 "issuer": self.base(),
@@ -193,7 +194,8 @@ class Handler(BaseHTTPRequestHandler):
             with lock:
                 valid = token in state["access"] or (args.static_token is not None and token == args.static_token)
             if not valid:
-                challenge = f'Bearer error="invalid_token", resource_metadata="{self.base()}/.well-known/oauth-protected-resource/mcp"'
+                prm = args.resource_metadata or f"{self.base()}/.well-known/oauth-protected-resource/mcp"
+                challenge = f'Bearer error="invalid_token", resource_metadata="{prm}"'
                 return self.send_json(401, {"error": "invalid_token"}, {"WWW-Authenticate": challenge})
             msg = json.loads(raw)
             if "id" not in msg:
@@ -224,6 +226,8 @@ def main():
     p.add_argument("--redirect-to")
     p.add_argument("--static-token", help="an access token valid besides those it issues")
     p.add_argument("--require-key", help="MCP requests without this X-Api-Key get 403")
+    p.add_argument("--auth-server", help="the authorization server its metadata names (an SSRF probe)")
+    p.add_argument("--resource-metadata", help="the resource_metadata URL of its challenge (an SSRF probe)")
     args = p.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     PORT = server.server_address[1]
