@@ -184,6 +184,35 @@ fn with_credentials(spec: &ServerSpec, shared: &Arc<Shared>) -> Result<ServerSpe
     Ok(spec)
 }
 
+/// The spec's backwards compatibility: an `http` entry whose server refused `initialize` the way
+/// an HTTP+SSE server does (400, 404, 405 without an MCP error) is tried as `sse` at the same
+/// URL, a connection of its own.
+fn connect_as_sse<'a>(
+    spec: &'a ServerSpec,
+    options: ConnectOptions,
+    tag: Option<&'a str>,
+    refusal: String,
+) -> crate::transport::BoxFuture<'a, Result<(Client, Value)>> {
+    Box::pin(async move {
+        let ServerSpec::Http { name, config } = spec else {
+            unreachable!("only an http entry falls back")
+        };
+        let sse = ServerSpec::Sse {
+            name: name.clone(),
+            config: config.clone(),
+        };
+        Client::connect_started(&sse, options, tag, None)
+            .await
+            .map_err(|mut e| {
+                e.message = format!(
+                    "{refusal}; as an HTTP+SSE server it failed too: {}",
+                    e.message
+                );
+                e
+            })
+    })
+}
+
 /// The stdio transport of a connect: attaches the server `started` started, or starts one. Not
 /// inlined: its temporaries would widen the frame of every poll of the connect future, which a
 /// host thread with a small stack runs (tests/c/remote.c's 192 KiB thread, in the debug build).
@@ -233,6 +262,9 @@ impl Client {
         started: Option<Started>,
     ) -> Result<(Client, Value)> {
         let cache_enabled = options.cache;
+        // An http entry refused as an HTTP+SSE server would be is connected again as one.
+        let fallback_options = matches!(spec, ServerSpec::Http { .. }).then(|| options.clone());
+        let original = spec;
         let shared = Arc::new(Shared {
             events: EventQueue::new(options.max_events),
             host: host::HostState::new(&options),
@@ -266,15 +298,19 @@ impl Client {
                 &authorized
             }
         };
+        let mut http = None;
         let transport: Arc<dyn Transport> = match spec {
             ServerSpec::Stdio { config, .. } => stdio_transport(&shared, config, started, sink)?,
-            ServerSpec::Http { config, .. } => crate::transport::http::HttpTransport::new(
-                config,
-                shared.remote_limits(),
-                true,
-                shared.param_headers.clone(),
-                sink,
-            )?,
+            ServerSpec::Http { config, .. } => {
+                let t = crate::transport::http::HttpTransport::new(
+                    config,
+                    shared.remote_limits(),
+                    shared.param_headers.clone(),
+                    sink,
+                )?;
+                http = Some(t.clone());
+                t
+            }
             // The HTTP and WebSocket stacks connect on a runtime thread (see
             // `runtime::on_worker`).
             ServerSpec::Sse { config, .. } => {
@@ -331,7 +367,13 @@ impl Client {
             }
             Err(e) => {
                 client.close().await;
-                Err(e)
+                let refused = http.and_then(|h| h.refused_initialize());
+                match (refused, fallback_options) {
+                    (Some(refusal), Some(options)) => {
+                        connect_as_sse(original, options, tag, refusal).await
+                    }
+                    _ => Err(e),
+                }
             }
         }
     }

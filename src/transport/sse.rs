@@ -36,17 +36,6 @@ impl SseTransport {
         let headers = remote::header_map(&config.headers)?;
         let http = remote::http_client(&limits)?;
         let credentials = config.credentials.as_ref().map(|c| c.0.clone());
-        Self::connect_with(http, url, headers, credentials, limits, sink).await
-    }
-
-    pub(crate) async fn connect_with(
-        http: reqwest::Client,
-        url: reqwest::Url,
-        headers: HeaderMap,
-        credentials: Option<Arc<dyn Credentials>>,
-        limits: RemoteLimits,
-        sink: Weak<dyn Inbound>,
-    ) -> Result<Arc<Self>, Error> {
         let open = async {
             let what = "GET (the SSE stream)";
             let resp = credentials::send(

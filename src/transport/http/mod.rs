@@ -30,12 +30,10 @@ use super::param_headers::ParamHeaders;
 use super::remote::{
     self, parse_url, status_error, Event, Events, Kind, Outgoing, RemoteConfig, RemoteLimits,
 };
-use super::sse::SseTransport;
 use super::{BoxFuture, Inbound, Transport};
 use crate::error::Error;
 use direct::Direct;
 use headers::{Era, SESSION};
-use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::StatusCode;
@@ -68,8 +66,6 @@ pub struct HttpTransport {
     headers: HeaderMap,
     sink: Weak<dyn Inbound>,
     limits: RemoteLimits,
-    /// Whether a failed `initialize` POST may fall back to HTTP+SSE at the same URL.
-    sse_fallback: bool,
     state: Mutex<State>,
     /// One re-initialization at a time.
     reinit: tokio::sync::Mutex<()>,
@@ -77,8 +73,10 @@ pub struct HttpTransport {
     inflight: Mutex<HashMap<String, AbortHandle>>,
     /// The GET stream and other background work, aborted on close.
     background: Mutex<Vec<AbortHandle>>,
-    /// Set when the server turned out to speak HTTP+SSE: everything goes there.
-    fallback: OnceCell<Arc<SseTransport>>,
+    /// How the server refused `initialize` when the refusal says it may speak HTTP+SSE (400,
+    /// 404 or 405 with no MCP error): the connect then tries that transport (the client's
+    /// choice, not this transport's).
+    refused_initialize: Mutex<Option<String>>,
     closed: AtomicBool,
     /// Sessions started (the first initialize, and each re-initialization).
     sessions: AtomicU64,
@@ -117,7 +115,6 @@ impl HttpTransport {
     pub fn new(
         config: &RemoteConfig,
         limits: RemoteLimits,
-        sse_fallback: bool,
         param_headers: Option<Arc<ParamHeaders>>,
         sink: Weak<dyn Inbound>,
     ) -> Result<Arc<Self>, Error> {
@@ -137,12 +134,11 @@ impl HttpTransport {
             headers,
             sink,
             limits,
-            sse_fallback,
             state: Mutex::new(State::default()),
             reinit: tokio::sync::Mutex::new(()),
             inflight: Mutex::new(HashMap::new()),
             background: Mutex::new(Vec::new()),
-            fallback: OnceCell::new(),
+            refused_initialize: Mutex::new(None),
             closed: AtomicBool::new(false),
             sessions: AtomicU64::new(0),
             param_headers,
@@ -150,6 +146,12 @@ impl HttpTransport {
             credentials: config.credentials.as_ref().map(|c| c.0.clone()),
             direct,
         }))
+    }
+
+    /// The refusal of `initialize` that says the server may be an HTTP+SSE one (the spec's
+    /// backwards compatibility: try that transport at the same URL), if there was one.
+    pub fn refused_initialize(&self) -> Option<String> {
+        self.refused_initialize.lock().clone()
     }
 
     /// How many sessions were started (1 after connect; more after a server lost one).
@@ -315,10 +317,14 @@ impl HttpTransport {
             let body = remote::error_body(resp).await;
             if out.method() == "initialize"
                 && matches!(status.as_u16(), 400 | 404 | 405)
-                && self.sse_fallback
                 && remote::rpc_error_of(&body).is_none()
             {
-                return self.fall_back_to_sse(line, status, &body).await;
+                *self.refused_initialize.lock() = Some(format!(
+                    "HTTP {} from POST {} (initialize){}",
+                    status.as_u16(),
+                    self.url,
+                    remote::snippet(&body)
+                ));
             }
             return self.status_answer(status, &body, out, id);
         }
@@ -652,40 +658,6 @@ impl HttpTransport {
         }
     }
 
-    /// The server is an HTTP+SSE one: open its SSE stream at the same URL and send the
-    /// initialize there; everything else follows it.
-    async fn fall_back_to_sse(
-        &self,
-        init: &[u8],
-        status: StatusCode,
-        body: &[u8],
-    ) -> Result<(), Error> {
-        let sse = SseTransport::connect_with(
-            self.http.clone(),
-            self.url.clone(),
-            self.headers.clone(),
-            self.credentials.clone(),
-            self.limits.clone(),
-            self.sink.clone(),
-        )
-        .await
-        .map_err(|e| {
-            Error::transport(format!(
-                "HTTP {} from POST {} (initialize){}; as an HTTP+SSE server it failed too: {}",
-                status.as_u16(),
-                self.url,
-                remote::snippet(body),
-                e.message
-            ))
-        })?;
-        let sse = self.fallback.get_or_init(|| sse).clone();
-        if self.closed.load(Ordering::SeqCst) {
-            sse.close().await;
-            return Ok(());
-        }
-        sse.send(init.to_vec()).await
-    }
-
     /// Opens the GET stream of server-initiated messages (legacy era), once per session. The
     /// receiver (when a stream starts) resolves once the server answered the first GET.
     fn start_listening(&self) -> Option<tokio::sync::oneshot::Receiver<()>> {
@@ -868,9 +840,6 @@ impl HttpTransport {
             if self.closed.load(Ordering::SeqCst) {
                 return Err(Error::closed("the connection is closed"));
             }
-            if let Some(sse) = self.fallback.get() {
-                return sse.clone().send(message).await;
-            }
             let mut lines = remote::lines(&message).peekable();
             while let Some(line) = lines.next() {
                 // The caller's own request (the last line) as the caller described it, if it
@@ -1005,10 +974,6 @@ impl Transport for HttpTransport {
             }
             if let Some(direct) = &self.direct {
                 direct.close();
-            }
-            if let Some(sse) = self.fallback.get() {
-                sse.close().await;
-                return;
             }
             let session = self.state.lock().session.clone();
             if session.is_some() {
