@@ -57,6 +57,7 @@ fn call(c: &Client, name: &str, args: Value) -> Value {
     block_on(c.call_tool(name, Some(&args), &opts(json!({}))))
         .unwrap()
         .value()
+        .unwrap()
 }
 
 fn tool_names(c: &Client, options: Value) -> Vec<String> {
@@ -156,7 +157,10 @@ fn cache_and_listen(server: Value) {
     assert!(tool_names(&c, json!({})).contains(&"quiet_one".to_string()));
     // The list_tools call and all_pages share the same cached pages.
     call(&c, "add_tool", json!({"name": "quiet_two"}));
-    let listed = block_on(c.list_tools(&opts(json!({})))).unwrap().value();
+    let listed = block_on(c.list_tools(&opts(json!({}))))
+        .unwrap()
+        .value()
+        .unwrap();
     assert!(!listed.to_string().contains("quiet_two"), "{listed}");
 
     // A change the server tells of reaches the host as an event, and the cache forgets.

@@ -35,7 +35,7 @@ fn text_of(result: &Value) -> String {
 
 fn call(c: &Client, name: &str, args: Value, options: Value) -> mcplug::Result<Value> {
     let args = serde_json::value::to_raw_value(&args).unwrap();
-    block_on(c.call_tool(name, Some(&args), &opts(options))).map(|r| r.value())
+    block_on(c.call_tool(name, Some(&args), &opts(options))).and_then(|r| r.value())
 }
 
 #[test]
@@ -432,12 +432,18 @@ fn a_server_that_stops_reading_cannot_hold_a_caller_or_the_close() {
 #[test]
 fn pagination_is_followed_to_the_end() {
     let (c, _) = connect("normal", json!({})).unwrap();
-    let all = block_on(c.list_tools(&opts(json!({})))).unwrap().value();
+    let all = block_on(c.list_tools(&opts(json!({}))))
+        .unwrap()
+        .value()
+        .unwrap();
     let n = all["tools"].as_array().unwrap().len();
     block_on(c.close());
 
     let (c, _) = connect("paged", json!({})).unwrap();
-    let paged = block_on(c.list_tools(&opts(json!({})))).unwrap().value();
+    let paged = block_on(c.list_tools(&opts(json!({}))))
+        .unwrap()
+        .value()
+        .unwrap();
     assert_eq!(
         paged["tools"], all["tools"],
         "every page, in order, \"\" being a valid cursor"
@@ -446,17 +452,20 @@ fn pagination_is_followed_to_the_end() {
     // One page on request, as the server sent it.
     let first = block_on(c.list_tools(&opts(json!({"cursor": ""}))))
         .unwrap()
-        .value();
+        .value()
+        .unwrap();
     assert_eq!(first["tools"].as_array().unwrap().len(), 2);
     assert!(first["nextCursor"].is_string());
     // The generic request follows pages only when asked.
     let one = block_on(c.request("tools/list", None, &opts(json!({}))))
         .unwrap()
-        .value();
+        .value()
+        .unwrap();
     assert_eq!(one["nextCursor"], "");
     let every = block_on(c.request("tools/list", None, &opts(json!({"all_pages": true}))))
         .unwrap()
-        .value();
+        .value()
+        .unwrap();
     assert_eq!(every["tools"].as_array().unwrap().len(), n);
     block_on(c.close());
 
@@ -678,8 +687,67 @@ fn a_modern_log_level_rides_every_request() {
         &CallOptions::default(),
     ))
     .unwrap()
-    .value();
+    .value()
+    .unwrap();
     let m: Value = serde_json::from_str(&text_of(&raw)).unwrap();
     assert_eq!(m["io.modelcontextprotocol/logLevel"], "warning");
+    block_on(c.close());
+}
+
+#[test]
+fn an_answer_that_cannot_be_read_fails_its_call_at_once() {
+    use base64::Engine;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let cases: Vec<(Vec<u8>, &str, ErrorKind)> = vec![
+        (
+            b"{\"jsonrpc\":\"2.0\",\"id\":@ID@,\"result\":{\"t\":\"\xff\"}}".to_vec(),
+            "the server's answer could not be read",
+            ErrorKind::Protocol,
+        ),
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":@ID@,"error":{{"code":-32000,"message":"boom","data":{deep}}}}}"#)
+                .into_bytes(),
+            "boom (the rest of the error object could not be read",
+            ErrorKind::Rpc,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":@ID@}"#.to_vec(),
+            "a response needs `result` or `error`",
+            ErrorKind::Protocol,
+        ),
+    ];
+    let (c, _) = connect("normal", json!({})).unwrap();
+    for (line, want, kind) in cases {
+        let t = Instant::now();
+        let e = call(
+            &c,
+            "raw",
+            json!({"b64": b64(&line)}),
+            json!({"timeout_ms": 20000}),
+        )
+        .unwrap_err();
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "{want}: waited {:?}",
+            t.elapsed()
+        );
+        assert!(e.message.contains(want), "{want}: {}", e.message);
+        assert_eq!(e.kind, kind, "{want}: {}", e.message);
+    }
+    // A deep result is no error: it reaches the host as the text the server sent.
+    let deep_result = format!(r#"{{"jsonrpc":"2.0","id":@ID@,"result":{{"d":{deep}}}}}"#);
+    let args =
+        serde_json::value::to_raw_value(&json!({"b64": b64(deep_result.as_bytes())})).unwrap();
+    let raw = block_on(c.call_tool("raw", Some(&args), &opts(json!({})))).unwrap();
+    assert!(raw.as_str().starts_with(r#"{"d":[[[["#));
+    assert!(
+        raw.value().is_err(),
+        "and reading it into a tree says why, not null"
+    );
+    assert_eq!(
+        text_of(&call(&c, "echo", json!({"message": "still"}), json!({})).unwrap()),
+        "Echo: still"
+    );
     block_on(c.close());
 }

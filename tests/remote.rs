@@ -29,7 +29,7 @@ fn opts(v: Value) -> CallOptions {
 
 fn call(c: &Client, name: &str, args: Value, options: Value) -> mcplug::Result<Value> {
     let args = serde_json::value::to_raw_value(&args).unwrap();
-    block_on(c.call_tool(name, Some(&args), &opts(options))).map(|r| r.value())
+    block_on(c.call_tool(name, Some(&args), &opts(options))).and_then(|r| r.value())
 }
 
 fn text_of(result: &Value) -> String {
@@ -40,7 +40,10 @@ fn text_of(result: &Value) -> String {
 }
 
 fn tool_names(c: &Client) -> Vec<String> {
-    let tools = block_on(c.list_tools(&opts(json!({})))).unwrap().value();
+    let tools = block_on(c.list_tools(&opts(json!({}))))
+        .unwrap()
+        .value()
+        .unwrap();
     tools["tools"]
         .as_array()
         .unwrap()
@@ -452,9 +455,15 @@ fn an_answer_comes_at_once_and_its_stream_is_read_to_the_end_keeping_the_connect
 
 #[test]
 fn a_lost_session_is_renewed_and_the_call_succeeds() {
-    let peer = fault_http();
+    // 404 (the spec's answer), and 400 "No valid session ID" (the reference SDKs' servers).
+    for path in ["/mcp", "/mcp400"] {
+        lost_session_renewed(&fault_http(), path);
+    }
+}
+
+fn lost_session_renewed(peer: &Peer, path: &str) {
     let (c, _) = connect(
-        json!({"type": "http", "url": fault_url(&peer, "/mcp")}),
+        json!({"type": "http", "url": fault_url(peer, path)}),
         json!({}),
     )
     .unwrap();
@@ -717,4 +726,73 @@ fn the_modern_era_direct_path_keeps_every_fault_clear() {
         "Echo: r"
     );
     block_on(c.close());
+}
+
+fn b64(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Bodies that answer a call's POST but cannot be read as its answer, in both eras.
+fn unreadable_answers() -> Vec<(Vec<u8>, &'static str)> {
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    vec![
+        (b"not json".to_vec(), "not JSON"),
+        (Vec::new(), "an empty body"),
+        (
+            br#"{"jsonrpc":"2.0","id":987654,"result":{}}"#.to_vec(),
+            "another request",
+        ),
+        (
+            b"{\"jsonrpc\":\"2.0\",\"id\":@ID@,\"result\":{\"t\":\"\xff\"}}".to_vec(),
+            "could not be read",
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":@ID@,"error":{{"code":-32000,"message":"boom","data":{deep}}}}}"#
+            )
+            .into_bytes(),
+            "boom (the rest of the error object could not be read",
+        ),
+    ]
+}
+
+#[test]
+fn an_answer_that_cannot_be_read_fails_its_call_at_once() {
+    let peer = fault_http();
+    for path in ["/mcp", "/modern"] {
+        let (c, _) = connect(
+            json!({"type": "http", "url": fault_url(&peer, path)}),
+            json!({}),
+        )
+        .unwrap();
+        for (body, want) in unreadable_answers() {
+            let t = Instant::now();
+            let e = call(
+                &c,
+                "raw",
+                json!({"b64": b64(&body)}),
+                json!({"timeout_ms": 20000}),
+            )
+            .unwrap_err();
+            assert!(
+                t.elapsed() < Duration::from_secs(5),
+                "{path} {want}: waited {:?}",
+                t.elapsed()
+            );
+            assert!(e.message.contains(want), "{path} {want}: {}", e.message);
+            let kind = if want.starts_with("boom") {
+                ErrorKind::Rpc
+            } else {
+                ErrorKind::Protocol
+            };
+            assert_eq!(e.kind, kind, "{path} {want}: {}", e.message);
+        }
+        assert_eq!(
+            text_of(&call(&c, "echo", json!({"message": "still"}), json!({})).unwrap()),
+            "Echo: still",
+            "{path}: the connection goes on"
+        );
+        block_on(c.close());
+    }
 }

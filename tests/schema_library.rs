@@ -50,7 +50,8 @@ fn a_missing_validator_library_is_named_and_nothing_else_fails() {
     let args = serde_json::value::to_raw_value(&json!({"mode": "bad"})).unwrap();
     let result = block_on(c.call_tool("weather", Some(&args), &CallOptions::default()))
         .expect("no check without the library")
-        .value();
+        .value()
+        .unwrap();
     assert_eq!(result["structuredContent"]["temperature"], "hot");
     block_on(c.close());
 }

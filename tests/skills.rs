@@ -35,7 +35,8 @@ fn reads(c: &Client) -> Vec<String> {
     let args = serde_json::value::to_raw_value(&json!({})).unwrap();
     let r = block_on(c.call_tool("skill_reads", Some(&args), &none()))
         .unwrap()
-        .value();
+        .value()
+        .unwrap();
     serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap()
 }
 

@@ -324,18 +324,55 @@ impl Shared {
                 self.delivered(delivered, id);
                 return is;
             }
-            Incoming::Request { id, method, params } => self.on_server_request(id, method, params),
-            Incoming::Notification { method, params } => self.on_notification(method, params),
-            Incoming::Invalid { reason } => {
-                let text = String::from_utf8_lossy(&line[..line.len().min(4096)]).into_owned();
-                *self.last_invalid.lock() = Some(text.chars().take(200).collect());
-                self.events.push(
-                    &json!({"type": "invalid_message", "error": reason, "line": text}),
-                    true,
-                );
+            Incoming::Request {
+                id,
+                method,
+                params: Ok(params),
+            } => self.on_server_request(id, method, params),
+            Incoming::Request {
+                id,
+                method,
+                params: Err(why),
+            } => self.reply(
+                id,
+                Err(json!({"code": codes::INVALID_PARAMS,
+                           "message": format!("the client could not read the {method} request: {why}")})),
+            ),
+            Incoming::Notification {
+                method,
+                params: Ok(params),
+            } => self.on_notification(method, params),
+            Incoming::Notification {
+                method,
+                params: Err(why),
+            } => self.invalid(line, format!("the notification {method}: {why}")),
+            Incoming::Invalid { reason, answers } => {
+                self.invalid(line, reason.clone());
+                if let Some(id) = answers {
+                    // It answers a request of ours: that request fails now, not at its timeout.
+                    let is = answer_to.is_some_and(|a| id.get().trim() == a);
+                    let delivered = self.pending.complete(
+                        &id,
+                        Err(Error::protocol(format!(
+                            "the server's answer could not be read: {reason}"
+                        ))),
+                    );
+                    self.delivered(delivered, &id);
+                    return is;
+                }
             }
         }
         false
+    }
+
+    /// A message the client cannot act on: an `invalid_message` event (its first 4 KiB).
+    fn invalid(&self, line: &[u8], reason: String) {
+        let text = String::from_utf8_lossy(&line[..line.len().min(4096)]).into_owned();
+        *self.last_invalid.lock() = Some(text.chars().take(200).collect());
+        self.events.push(
+            &json!({"type": "invalid_message", "error": reason, "line": text}),
+            true,
+        );
     }
 }
 

@@ -513,7 +513,7 @@ impl Client {
                 .fetch_page(key, "tools/list", params, timeout, options)
                 .await?;
             if self.shared.wants_tool_tasks() {
-                if let Some(Value::Array(tools)) = page.value().get("tools") {
+                if let Some(Value::Array(tools)) = page.value()?.get("tools") {
                     self.shared.host.remember_tools(tools, false);
                 }
             }
@@ -555,7 +555,7 @@ impl Client {
                 .shared
                 .fetch_page(key, method, params, timeout, options)
                 .await?
-                .value();
+                .value()?;
             match page.get_mut(field).map(Value::take) {
                 Some(Value::Array(list)) => items.extend(list),
                 None | Some(Value::Null) => {}

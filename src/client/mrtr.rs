@@ -392,7 +392,7 @@ impl Shared {
                     if options.task == TaskMode::Handle {
                         return Ok(result);
                     }
-                    let created = result.value();
+                    let created = result.value()?;
                     return Box::pin(self.await_task(
                         method,
                         created,

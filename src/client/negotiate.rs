@@ -38,7 +38,7 @@ impl Shared {
                         options: None,
                     })
                     .await;
-                match probe.map(|r| r.value()) {
+                match probe.and_then(|r| r.value()) {
                     Ok(result) => {
                         let supported = string_list(result.get("supportedVersions"));
                         if let Some(v) = opts.modern_versions.iter().find(|v| supported.contains(v))
@@ -119,7 +119,7 @@ impl Shared {
                 options: None,
             })
             .await?
-            .value();
+            .value()?;
         let version = result
             .get("protocolVersion")
             .and_then(Value::as_str)

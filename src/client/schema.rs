@@ -360,7 +360,7 @@ impl ToolSchemas {
         }
         let invalid = |message: String, errors: Vec<Value>| {
             let mut e = Error::new(ErrorKind::InvalidResult, message);
-            e.data = Some(json!({"tool": tool, "errors": errors, "result": result.value()}));
+            e.data = Some(json!({"tool": tool, "errors": errors, "result": result.value().ok()}));
             e
         };
         let Some(structured) = parsed.structured else {

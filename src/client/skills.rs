@@ -513,7 +513,7 @@ impl Client {
         let result = self
             .request("skills/get", Some(json!({"uri": uri})), options)
             .await?
-            .value();
+            .value()?;
         let entry = result
             .get("skill")
             .filter(|s| s.is_object())
@@ -560,7 +560,7 @@ impl Client {
         let read = self
             .request("resources/read", Some(json!({"uri": uri})), options)
             .await?
-            .value();
+            .value()?;
         let (bytes, _) = content_of(&read, uri)?;
         let verified = entry.verify(uri, &bytes)?;
         let text = String::from_utf8(bytes).map_err(|_| {
@@ -630,7 +630,7 @@ impl Client {
         let read = self
             .request("resources/read", Some(json!({"uri": uri})), options)
             .await?
-            .value();
+            .value()?;
         let (bytes, mut shown) = content_of(&read, &uri)?;
         let verified = entry.verify(&uri, &bytes)?;
         shown["verified"] = json!(verified);

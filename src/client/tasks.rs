@@ -20,7 +20,7 @@ const MAX_POLL: Duration = Duration::from_secs(30);
 pub(super) fn legacy_created_task(result: &RawJson) -> Option<Value> {
     let text = result.as_str();
     memchr::memmem::find(text.as_bytes(), b"\"task\"")?;
-    let mut value = result.value();
+    let mut value = result.value().ok()?;
     let task = value.get_mut("task")?.take();
     task.get("taskId").and_then(Value::as_str)?;
     Some(task)
@@ -114,7 +114,7 @@ impl Shared {
                     options: Some(&list_options),
                 })
                 .await?
-                .value();
+                .value()?;
             if let Some(Value::Array(list)) = page.get_mut("tools").map(Value::take) {
                 tools.extend(list);
             }
@@ -288,7 +288,7 @@ impl Shared {
             let raw = self
                 .task_request("tasks/get", task_id, deadline, None, options)
                 .await?;
-            task = raw.value();
+            task = raw.value()?;
             last = Some(raw);
         }
     }

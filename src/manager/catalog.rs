@@ -25,7 +25,7 @@ async fn list_of(
 ) -> Result<Vec<Value>> {
     let mut o = options.clone();
     o.all_pages = true;
-    let mut v = t.client.request(method, None, &o).await?.value();
+    let mut v = t.client.request(method, None, &o).await?.value()?;
     let Some(Value::Array(items)) = v.get_mut(field).map(Value::take) else {
         return Err(Error::protocol(format!(
             "server {:?} answered {method} without a `{field}` array",

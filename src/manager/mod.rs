@@ -354,7 +354,7 @@ impl Manager {
             .ok_or_else(|| inner.unknown_tool(pool_name))?;
         if server.is_sdk() {
             let result = inner.host_call(&server, &tool, arguments, options).await?;
-            return Ok(inner.clean(RawJson::from_value(&result)));
+            return inner.clean(RawJson::from_value(&result));
         }
         let (client, gen) = {
             let st = server.st.lock();
@@ -375,7 +375,7 @@ impl Manager {
         match outcome {
             Ok(result) => {
                 server.errors.store(0, Ordering::Relaxed);
-                Ok(inner.clean(result))
+                inner.clean(result)
             }
             Err(e) if e.kind == ErrorKind::Closed && inner.closed.load(Ordering::SeqCst) => {
                 Err(Error::closed(format!(
@@ -433,7 +433,7 @@ impl Manager {
             .client
             .request("resources/read", Some(json!({ "uri": uri })), options)
             .await?;
-        Ok(self.inner.clean(result))
+        self.inner.clean(result)
     }
 
     /// Every prompt of the connected servers that have prompts (or of one), with qualified names.
@@ -481,7 +481,7 @@ impl Manager {
             .client
             .request("prompts/get", Some(params), options)
             .await?;
-        Ok(inner.clean(result))
+        inner.clean(result)
     }
 
     /// Any request to one connected server, its result untouched.
@@ -1008,18 +1008,20 @@ impl Inner {
         *pool = Arc::new(Pool::build(&servers, &self.limits));
     }
 
-    fn clean(&self, result: RawJson) -> RawJson {
+    /// A result as the host gets it (see `hygiene.rs`); one that must be cleaned but cannot be
+    /// read is a `protocol` error, never a `null`.
+    fn clean(&self, result: RawJson) -> Result<RawJson> {
         let text = result.as_str();
         // Byte length bounds character count; an escaped character may be a dangerous one.
         let risky = text.len() > self.options.max_output_chars.unwrap_or(usize::MAX)
             || text.contains("\\u")
             || text.chars().any(hygiene::is_dangerous);
         if !risky {
-            return result;
+            return Ok(result);
         }
-        let mut v = result.value();
+        let mut v = result.value()?;
         hygiene::clean_result(&mut v, self.options.max_output_chars);
-        RawJson::from_value(&v)
+        Ok(RawJson::from_value(&v))
     }
 
     fn cancel_tag(&self, server: &str, gen: u64) -> String {
@@ -1224,11 +1226,12 @@ impl Inner {
         if !has_tools {
             return Ok((client, info, Vec::new()));
         }
-        match client.list_tools(&CallOptions::default()).await {
-            Ok(list) => {
-                let tools = tools_of(list);
-                Ok((client, info, tools))
-            }
+        match client
+            .list_tools(&CallOptions::default())
+            .await
+            .and_then(tools_of)
+        {
+            Ok(tools) => Ok((client, info, tools)),
             Err(e) => {
                 client.close().await;
                 Err(Error::new(
@@ -1503,8 +1506,8 @@ impl Inner {
         };
         let Some(client) = client else { return };
         let listed = client.list_tools(&CallOptions::default()).await;
-        let tools = match listed {
-            Ok(list) => tools_of(list),
+        let tools = match listed.and_then(tools_of) {
+            Ok(tools) => tools,
             Err(e) => {
                 self.push(
                     json!({"type": "warning", "server": server.name, "reason": "relist_failed",
@@ -1538,10 +1541,10 @@ impl Inner {
     }
 }
 
-fn tools_of(list: RawJson) -> Vec<Value> {
-    match list.value().get_mut("tools").map(Value::take) {
-        Some(Value::Array(tools)) => tools,
-        _ => Vec::new(),
+fn tools_of(list: RawJson) -> Result<Vec<Value>> {
+    match list.value()?.get_mut("tools").map(Value::take) {
+        Some(Value::Array(tools)) => Ok(tools),
+        _ => Ok(Vec::new()),
     }
 }
 

@@ -36,9 +36,14 @@ impl RawJson {
     pub fn into_string(self) -> String {
         self.0
     }
-    /// Parses into a tree, for callers that need to look inside.
-    pub fn value(&self) -> Value {
-        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    /// Parses into a tree, for callers that need to look inside. A value it cannot build
+    /// (nesting deeper than serde_json's limit of 128) is a `protocol` error, never a `null`.
+    pub fn value(&self) -> crate::error::Result<Value> {
+        serde_json::from_str(&self.0).map_err(|e| {
+            crate::error::Error::protocol(format!(
+                "a result of the server's could not be read into a tree: {e}"
+            ))
+        })
     }
 }
 
@@ -50,19 +55,25 @@ pub enum Incoming<'a> {
         id: &'a RawValue,
         outcome: Result<&'a RawValue, Value>,
     },
-    /// A request from the server that needs an answer.
+    /// A request from the server that needs an answer. `params` it could not read (nested
+    /// too deep) are the reason, for a -32602 answer.
     Request {
         id: Value,
         method: String,
-        params: Option<Value>,
+        params: Result<Option<Value>, String>,
     },
     /// A notification from the server.
     Notification {
         method: String,
-        params: Option<Value>,
+        params: Result<Option<Value>, String>,
     },
     /// Not a JSON-RPC message we can act on (not JSON, a batch, a response without id, ...).
-    Invalid { reason: String },
+    /// `answers`: the id of the request it answers, when that could still be read (a response
+    /// with invalid UTF-8 or too deep a nesting somewhere): that request fails with `reason`.
+    Invalid {
+        reason: String,
+        answers: Option<Box<RawValue>>,
+    },
 }
 
 /// The fields of a JSON-RPC message, borrowed from the line (unknown fields are skipped).
@@ -76,7 +87,16 @@ struct Envelope<'a> {
     params: Option<&'a RawValue>,
     #[serde(borrow)]
     result: Option<&'a RawValue>,
-    error: Option<Value>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+}
+
+/// An error object's fields, for one whose whole cannot be built into a tree.
+#[derive(Deserialize)]
+struct ShallowError<'a> {
+    code: Option<i64>,
+    #[serde(borrow)]
+    message: Option<Cow<'a, str>>,
 }
 
 /// Parses one line. Responses are the hot path: their `result` is only validated and sliced,
@@ -90,15 +110,16 @@ pub fn parse(line: &[u8]) -> Incoming<'_> {
     };
     let env: Envelope = match parsed {
         Ok(e) => e,
-        Err(e) if e.is_data() => {
-            return Incoming::Invalid {
-                reason: format!("not a JSON-RPC message object: {e}"),
-            }
-        }
         Err(e) => {
+            let reason = if e.is_data() {
+                format!("not a JSON-RPC message object: {e}")
+            } else {
+                format!("not valid JSON: {e}")
+            };
             return Incoming::Invalid {
-                reason: format!("not valid JSON: {e}"),
-            }
+                reason,
+                answers: salvage_response_id(line),
+            };
         }
     };
     let id = env.id.filter(|id| id.get() != "null");
@@ -109,6 +130,7 @@ pub fn parse(line: &[u8]) -> Incoming<'_> {
                 _ => {
                     return Incoming::Invalid {
                         reason: "a request id must be a string or a number".into(),
+                        answers: None,
                     }
                 }
             };
@@ -129,26 +151,155 @@ pub fn parse(line: &[u8]) -> Incoming<'_> {
             },
             (None, Some(error)) => Incoming::Response {
                 id,
-                outcome: Err(error),
+                outcome: Err(error_value(error)),
             },
             (None, None) => Incoming::Invalid {
                 reason: "a response needs `result` or `error`".into(),
+                answers: RawValue::from_string(id.get().to_string()).ok(),
             },
         },
         (None, None) => match env.error {
             // An error about a message the server could not read (id null): worth showing the host.
             Some(error) => Incoming::Invalid {
-                reason: format!("the server reported an error without an id: {error}"),
+                reason: format!(
+                    "the server reported an error without an id: {}",
+                    error_value(error)
+                ),
+                answers: None,
             },
             None => Incoming::Invalid {
                 reason: "neither a request, a notification nor a response".into(),
+                answers: None,
             },
         },
     }
 }
 
-fn params_value(raw: Option<&RawValue>) -> Option<Value> {
-    raw.and_then(|r| serde_json::from_str(r.get()).ok())
+fn params_value(raw: Option<&RawValue>) -> Result<Option<Value>, String> {
+    match raw {
+        None => Ok(None),
+        Some(r) => serde_json::from_str(r.get())
+            .map(Some)
+            .map_err(|e| format!("its params could not be read: {e}")),
+    }
+}
+
+/// An error object as a tree; one that cannot be built (its `data` nested too deep) keeps its
+/// `code` and `message`, and says why its `data` is gone.
+fn error_value(raw: &RawValue) -> Value {
+    match serde_json::from_str(raw.get()) {
+        Ok(v) => v,
+        Err(e) => {
+            let shallow: Option<ShallowError> = serde_json::from_str(raw.get()).ok();
+            let (code, message) = shallow
+                .map(|s| (s.code, s.message.map(Cow::into_owned)))
+                .unwrap_or((None, None));
+            serde_json::json!({
+                "code": code.unwrap_or(-32603),
+                "message": format!(
+                    "{} (the rest of the error object could not be read: {e})",
+                    message.unwrap_or_else(|| "(no message)".into())
+                ),
+            })
+        }
+    }
+}
+
+/// The `id` of a response that could not be parsed — invalid UTF-8 somewhere, nesting deeper
+/// than the parser goes, a bad value after the id — when its top-level `id` is still readable
+/// (and it has no `method`: a request's id is not ours). A scan of the top level, not a parse:
+/// no recursion, whatever the nesting.
+pub fn salvage_response_id(line: &[u8]) -> Option<Box<RawValue>> {
+    let mut i = 0;
+    let ws = |i: &mut usize| {
+        while *i < line.len() && line[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+    };
+    // The end of the string starting at `i` (its opening quote): the index after its close.
+    let string_end = |mut i: usize| -> Option<usize> {
+        i += 1;
+        while i < line.len() {
+            match line[i] {
+                b'\\' => i += 2,
+                b'"' => return Some(i + 1),
+                _ => i += 1,
+            }
+        }
+        None
+    };
+    ws(&mut i);
+    if line.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    let mut id: Option<Box<RawValue>> = None;
+    loop {
+        ws(&mut i);
+        if line.get(i) != Some(&b'"') {
+            break;
+        }
+        let key_end = string_end(i)?;
+        let key = &line[i + 1..key_end - 1];
+        i = key_end;
+        ws(&mut i);
+        if line.get(i) != Some(&b':') {
+            break;
+        }
+        i += 1;
+        ws(&mut i);
+        let start = i;
+        // Skip the value: a string, a scalar, or a nested value counted by its brackets.
+        match line.get(i) {
+            Some(b'"') => i = string_end(i)?,
+            Some(b'{' | b'[') => {
+                let mut depth = 0usize;
+                while i < line.len() {
+                    match line[i] {
+                        b'"' => {
+                            i = string_end(i).unwrap_or(line.len());
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                i += 1;
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+            }
+            Some(_) => {
+                while i < line.len() && !matches!(line[i], b',' | b'}') {
+                    i += 1;
+                }
+            }
+            None => break,
+        }
+        match key {
+            b"method" => return None,
+            b"id" => {
+                let text = std::str::from_utf8(&line[start..i]).ok()?.trim();
+                match serde_json::from_str::<Value>(text) {
+                    Ok(Value::String(_) | Value::Number(_)) => {
+                        id = RawValue::from_string(text.to_string()).ok();
+                    }
+                    _ => return None,
+                }
+            }
+            _ => {}
+        }
+        ws(&mut i);
+        if line.get(i) != Some(&b',') {
+            break;
+        }
+        i += 1;
+    }
+    id
 }
 
 /// An outgoing message built straight into its buffer.
@@ -311,6 +462,80 @@ mod tests {
         ));
         match parse(br#"{"method":"a\u0062c","id":2}"#) {
             Incoming::Request { method, .. } => assert_eq!(method, "abc"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_unreadable_answer_still_names_its_request() {
+        let deep = format!("{}{}", "[".repeat(300), "]".repeat(300));
+        let cases: Vec<(Vec<u8>, Option<&str>)> = vec![
+            (
+                format!(r#"{{"jsonrpc":"2.0","id":7,"result":{deep}}}"#).into_bytes(),
+                Some("7"),
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{\"t\":\"\xff\"}}".to_vec(),
+                Some(r#""a""#),
+            ),
+            (
+                br#"{"id": 12 , "result": {"x": [1, 2, }"#.to_vec(),
+                Some("12"),
+            ),
+            (
+                br#"{"result": {"s": "}\"{"}, "id": 3, "x": tru}"#.to_vec(),
+                Some("3"),
+            ),
+            (
+                br#"{"method": "x", "id": 4, "params": nope}"#.to_vec(),
+                None,
+            ),
+            (br#"{"id": {"a": 1}, "result": nope}"#.to_vec(), None),
+            (b"not json".to_vec(), None),
+        ];
+        for (line, want) in &cases {
+            let got = salvage_response_id(line);
+            assert_eq!(
+                got.as_deref().map(RawValue::get),
+                *want,
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
+        // A deep result is no parse error at all: it stays raw text.
+        assert!(matches!(parse(&cases[0].0), Incoming::Response { .. }));
+        match parse(&cases[1].0) {
+            Incoming::Invalid {
+                answers: Some(id), ..
+            } => assert_eq!(id.get(), r#""a""#),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_deep_error_keeps_its_code_and_message() {
+        let deep = format!("{}{}", "[".repeat(300), "]".repeat(300));
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":-32000,"message":"boom","data":{deep}}}}}"#
+        );
+        match parse(line.as_bytes()) {
+            Incoming::Response {
+                outcome: Err(e), ..
+            } => {
+                assert_eq!(e["code"], -32000);
+                let m = e["message"].as_str().unwrap();
+                assert!(
+                    m.starts_with("boom (the rest of the error object could not be read"),
+                    "{m}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{deep}}}"#);
+        match parse(line.as_bytes()) {
+            Incoming::Request {
+                params: Err(why), ..
+            } => assert!(why.contains("recursion limit"), "{why}"),
             other => panic!("{other:?}"),
         }
     }

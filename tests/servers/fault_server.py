@@ -27,12 +27,14 @@ ask {method, params, wait_ms} (sends that request to the client and answers with
 response as JSON text, or "no answer" after wait_ms), stop_reading {} (never reads stdin again),
 weather {mode} (declares an outputSchema {temperature: number}; mode "ok" matches it, "bad" breaks
 it, "missing" has no structuredContent, "error" is an isError result that breaks it),
+raw {b64} (not listed: answers with those bytes, base64, "@ID@" replaced by the request's id),
 list_changed {what?} (sends notifications/<what: tools (default), resources, prompts>/list_changed,
   then answers).
 In modern-listen mode also: listens {} (the ids of the subscriptions/listen requests so far, and
 the request ids named by notifications/cancelled, as JSON text), end_listen {} (ends the newest
 listen stream the stdio way: notifications/cancelled naming its request).
 """
+import base64
 import json
 import os
 import signal
@@ -118,6 +120,13 @@ def call_tool(rid, params):
         return
     if name == "big":
         return send({"jsonrpc": "2.0", "id": rid, "result": text("x" * int(args.get("bytes", 1024)))})
+    if name == "raw":
+        # The answer is these bytes (base64), @ID@ replaced by the request's id.
+        data = base64.b64decode(args["b64"]).replace(b"@ID@", json.dumps(rid).encode())
+        with out_lock:
+            sys.stdout.buffer.write(data + b"\n")
+            sys.stdout.buffer.flush()
+        return
     if name == "stderr":
         sys.stderr.write(str(args.get("line")) + "\n")
         sys.stderr.flush()

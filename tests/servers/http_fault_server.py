@@ -14,6 +14,8 @@ Prints "listening <port>" once it accepts connections. Endpoints:
   POST /modern      the same tools in the 2026-07-28 era: server/discover offers only that
                     version, no sessions (a cut stream is not resumable there)
   POST /redirect    307 to /modern
+  POST /mcp400      /mcp, but an unknown session gets 400 "No valid session ID provided" (as
+                    the reference SDKs' servers answer after a restart), not 404
 Tools (tools/call):
   echo {message}          SSE answer with event ids: "Echo: <message>"
   echo_kept {message}     the same, on a connection kept alive (chunked), the stream's end
@@ -32,6 +34,7 @@ Tools (tools/call):
                           "endless_closed", "headers": {...}}
                           (headers: the last request's MCP headers and X-Test)
 """
+import base64
 import json
 import sys
 import threading
@@ -146,7 +149,7 @@ class Handler(BaseHTTPRequestHandler):
             self.json_reply(401, {"error": "invalid_token"}, {
                 "WWW-Authenticate": 'Bearer resource_metadata="http://127.0.0.1:%d/.well-known/oauth-protected-resource"' % PORT})
             return
-        if self.path not in ("/mcp", "/modern"):
+        if self.path not in ("/mcp", "/modern", "/mcp400"):
             self.plain(404, "not here")
             return
         msg = json.loads(body)
@@ -185,6 +188,11 @@ class Handler(BaseHTTPRequestHandler):
             self.json_reply(400, {"jsonrpc": "2.0", "id": None,
                                   "error": {"code": -32000, "message": "Bad Request: no session"}})
             return
+        if not known and self.path == "/mcp400":
+            # What the reference SDKs' servers answer an old session after a restart.
+            self.json_reply(400, {"jsonrpc": "2.0", "id": None,
+                                  "error": {"code": -32000, "message": "Bad Request: No valid session ID provided"}})
+            return
         if not known:
             self.json_reply(404, {"jsonrpc": "2.0", "id": None,
                                   "error": {"code": -32001, "message": "Session not found"}})
@@ -201,7 +209,15 @@ class Handler(BaseHTTPRequestHandler):
         name = msg["params"]["name"]
         args = msg["params"].get("arguments") or {}
         token = (msg["params"].get("_meta") or {}).get("progressToken")
-        if name == "echo":
+        if name == "raw":
+            # A 200 application/json answer of these bytes (base64), @ID@ replaced by the id.
+            data = base64.b64decode(args["b64"]).replace(b"@ID@", json.dumps(rid).encode())
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        elif name == "echo":
             self.sse_start()
             self.sse(None, eid="e1")
             self.sse(text(rid, "Echo: " + args.get("message", "")), eid="e2")

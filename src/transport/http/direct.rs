@@ -1224,7 +1224,13 @@ impl Exchange {
             Payload::Json(body) => {
                 self.answered = true;
                 self.finished = true;
-                t.direct_deliver(&body);
+                if self.status == 202 && body.iter().all(u8::is_ascii_whitespace) {
+                    return; // the answer comes on another stream
+                }
+                if !t.direct_answer(&body, &self.id) {
+                    let e = t.unanswered(&body, &self.out, &self.id);
+                    t.direct_failed(&self.id, e);
+                }
             }
             _ => {
                 let e = Error::transport(format!(

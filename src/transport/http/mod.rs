@@ -107,8 +107,18 @@ struct State {
 /// How one POST went, before its body is read.
 enum Posted {
     Answer(reqwest::Response),
-    /// 404 on a session: the session is gone.
+    /// 404 on a session, or a 400 that says the session is not known: the session is gone.
     SessionLost(HeaderValue),
+    /// An HTTP error whose body was read to judge it (a 400 about something else).
+    Refused(StatusCode, Vec<u8>),
+}
+
+/// Whether a 400's body says the session is the problem: servers restarted with the reference
+/// SDKs answer an old session with 400 "Bad Request: No valid session ID provided" (or "Server
+/// not initialized"), not the spec's 404.
+fn refuses_the_session(body: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(&body[..body.len().min(4096)]).to_ascii_lowercase();
+    text.contains("session") || text.contains("not initialized")
 }
 
 impl HttpTransport {
@@ -120,7 +130,10 @@ impl HttpTransport {
     ) -> Result<Arc<Self>, Error> {
         let url = parse_url(&config.url)?;
         let headers = remote::header_map(&config.headers)?;
-        let http = remote::http_client(&limits)?;
+        let http = remote::http_client(
+            &limits,
+            !config.headers.is_empty() || config.headers_helper.is_some(),
+        )?;
         let credential = remote::fingerprint(
             headers
                 .iter()
@@ -245,9 +258,19 @@ impl HttpTransport {
                 .body(line.to_vec())
             })
             .await?;
-        if resp.status() == StatusCode::NOT_FOUND && modern.is_none() {
+        if modern.is_none() {
             if let Some(session) = session {
-                return Ok(Posted::SessionLost(session));
+                match resp.status() {
+                    StatusCode::NOT_FOUND => return Ok(Posted::SessionLost(session)),
+                    StatusCode::BAD_REQUEST => {
+                        let body = remote::error_body(resp).await;
+                        if refuses_the_session(&body) {
+                            return Ok(Posted::SessionLost(session));
+                        }
+                        return Ok(Posted::Refused(StatusCode::BAD_REQUEST, body));
+                    }
+                    _ => {}
+                }
             }
         }
         Ok(Posted::Answer(resp))
@@ -261,9 +284,12 @@ impl HttpTransport {
                 Posted::Answer(resp) => resp,
                 Posted::SessionLost(_) => {
                     return Err(Error::transport(format!(
-                        "HTTP 404 from POST {} ({what}): the server no longer knows the session",
+                        "POST {} ({what}): the server no longer knows the session",
                         self.url
                     )))
+                }
+                Posted::Refused(status, body) => {
+                    return Err(status_error("POST", self.url.as_str(), what, status, &body))
                 }
             };
             let status = resp.status();
@@ -292,18 +318,21 @@ impl HttpTransport {
         loop {
             let resp = match self.post(line, out).await? {
                 Posted::Answer(resp) => resp,
-                Posted::SessionLost(session) if !retried && out.method.as_deref() != Some("initialize") => {
+                Posted::SessionLost(session)
+                    if !retried && out.method.as_deref() != Some("initialize") =>
+                {
                     retried = true;
                     self.renew_session(session).await?;
                     continue;
                 }
                 Posted::SessionLost(_) => {
                     return Err(Error::transport(format!(
-                        "HTTP 404 from POST {} ({}): the server lost the session again after a new one was started",
-                        self.url,
-                        out.method()
-                    )))
+                    "POST {} ({}): the server lost the session again after a new one was started",
+                    self.url,
+                    out.method()
+                )))
                 }
+                Posted::Refused(status, body) => return self.status_answer(status, &body, out, id),
             };
             let status = resp.status();
             if status.is_success() {
@@ -387,11 +416,6 @@ impl HttpTransport {
         self.closed.load(Ordering::SeqCst)
     }
 
-    /// A message read by a direct exchange, for the connection.
-    fn direct_deliver(&self, message: &[u8]) {
-        self.deliver(message);
-    }
-
     /// A message of a direct exchange's response stream, for the connection: whether it was
     /// the answer to `id`.
     fn direct_answer(&self, message: &[u8], id: &str) -> bool {
@@ -402,6 +426,25 @@ impl HttpTransport {
             Some(sink) => sink.answer(message, id),
             None => false,
         }
+    }
+
+    /// Why a JSON body was not the answer to request `id` (read only on this, the failing path).
+    fn unanswered(&self, body: &[u8], out: &Outgoing, id: &str) -> Error {
+        let why = if body.iter().all(u8::is_ascii_whitespace) {
+            "an empty body".to_string()
+        } else if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(body) {
+            format!("a body that is not JSON ({e})")
+        } else {
+            match remote::response_id(body) {
+                Some(other) => format!("the answer to another request (id {other})"),
+                None => "a message that is not an answer".to_string(),
+            }
+        };
+        Error::protocol(format!(
+            "POST {} ({}) answered application/json with {why}, not the answer to its request (id {id})",
+            self.url,
+            out.method()
+        ))
     }
 
     /// A direct exchange's request gets no answer: it fails with `error`.
@@ -455,10 +498,21 @@ impl HttpTransport {
     ) -> Result<Option<Vec<u8>>, Error> {
         let what = format!("the answer to {} from {}", out.method(), self.url);
         if remote::is_content_type(&resp, "application/json") {
+            let accepted = resp.status() == StatusCode::ACCEPTED;
             let body = remote::read_body(resp, self.limits.max_message_bytes, &what).await?;
+            if accepted && body.iter().all(u8::is_ascii_whitespace) {
+                return Ok(None); // 202: the answer comes on another stream
+            }
             self.note_answer(out, &body);
-            if deliver_answer {
-                self.deliver(&body);
+            // A JSON body answers this POST's request and nothing else: anything else fails
+            // the request now, rather than leaving it to its timeout.
+            let answered = if deliver_answer {
+                self.direct_answer(&body, id)
+            } else {
+                remote::response_id(&body).as_deref() == Some(id)
+            };
+            if !answered {
+                return Err(self.unanswered(&body, out, id));
             }
             return Ok(Some(body));
         }
@@ -610,6 +664,15 @@ impl HttpTransport {
             let resp = match self.post(&init, &out).await? {
                 Posted::Answer(resp) => resp,
                 Posted::SessionLost(_) => unreachable!("no session was sent"),
+                Posted::Refused(status, body) => {
+                    return Err(status_error(
+                        "POST",
+                        self.url.as_str(),
+                        "initialize",
+                        status,
+                        &body,
+                    ))
+                }
             };
             let status = resp.status();
             if !status.is_success() {
