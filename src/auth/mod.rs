@@ -117,6 +117,19 @@ fn opt_str(obj: &Map<String, Value>, key: &str, what: &str) -> Result<Option<Str
     }
 }
 
+/// The keys of the authorization options (part of a connection's options).
+pub const AUTH_KEYS: &[&str] = &[
+    "auth_store",
+    "auth_interactive",
+    "auth_timeout_ms",
+    "auth_request_timeout_ms",
+    "auth_cache_ttl_ms",
+    "refresh_skew_ms",
+    "allow_private_auth_urls",
+    "auth_channel",
+    "headers_helper_timeout_ms",
+];
+
 impl AuthOptions {
     pub fn parse(obj: &Map<String, Value>) -> Result<AuthOptions> {
         let mut o = AuthOptions {

@@ -313,6 +313,40 @@ impl Default for ConnectOptions {
     }
 }
 
+/// The keys of a connection's options (`tag` is read by the C ABI); any other is refused.
+pub const CONNECT_KEYS: &[&str] = &[
+    "connect_timeout_ms",
+    "request_timeout_ms",
+    "tool_timeout_ms",
+    "host_request_timeout_ms",
+    "client_info",
+    "capabilities",
+    "roots",
+    "log_level",
+    "protocol_versions",
+    "tasks",
+    "max_input_rounds",
+    "elicitation_defaults",
+    "max_message_bytes",
+    "max_events",
+    "shutdown_grace_ms",
+    "validate_arguments",
+    "cache",
+    "listen",
+    "tag",
+];
+
+/// An unknown option: the key, and the ones that would be understood (a misspelt option
+/// silently ignored would leave, say, a call without its limit).
+pub fn unknown_option(key: &str, known: &[&[&str]]) -> Error {
+    let mut all: Vec<&str> = known.iter().flat_map(|k| k.iter().copied()).collect();
+    all.sort_unstable();
+    Error::invalid(format!(
+        "unknown option `{key}` (the options here: {})",
+        all.join(", ")
+    ))
+}
+
 impl ConnectOptions {
     pub fn parse(value: Option<&Value>) -> Result<Self> {
         let mut o = ConnectOptions::default();
@@ -321,6 +355,11 @@ impl ConnectOptions {
             return Ok(o);
         }
         let obj = as_object(value, "options_json")?;
+        if let Some(k) = obj.keys().find(|k| {
+            !CONNECT_KEYS.contains(&k.as_str()) && !crate::auth::AUTH_KEYS.contains(&k.as_str())
+        }) {
+            return Err(unknown_option(k, &[CONNECT_KEYS, crate::auth::AUTH_KEYS]));
+        }
         o.connect_timeout = parse_limit(obj, "connect_timeout_ms")?.or(o.connect_timeout);
         o.request_timeout = parse_limit(obj, "request_timeout_ms")?.or(o.request_timeout);
         o.tool_timeout = parse_limit(obj, "tool_timeout_ms")?.or(o.tool_timeout);
@@ -543,10 +582,32 @@ pub enum TaskMode {
     Never,
 }
 
+/// The keys of a call's options; any other is refused.
+pub const CALL_KEYS: &[&str] = &[
+    "timeout_ms",
+    "tag",
+    "progress",
+    "reset_timeout_on_progress",
+    "max_total_timeout_ms",
+    "cursor",
+    "all_pages",
+    "defer",
+    "task",
+    "task_ttl_ms",
+    "validate_arguments",
+    "cache",
+];
+
 impl CallOptions {
     /// One pass over the given keys (a call's options are parsed on every call: looking up each
-    /// known key in the map cost more than the call's own encoding). Unknown keys are ignored.
+    /// known key in the map cost more than the call's own encoding). An unknown key is
+    /// `invalid_argument`.
     pub fn parse(value: Option<&Value>) -> Result<Self> {
+        Self::parse_with(value, &[])
+    }
+
+    /// The same, for a function that reads the keys `extra` itself (a listing's `server`).
+    pub fn parse_with(value: Option<&Value>, extra: &[&str]) -> Result<Self> {
         let mut o = CallOptions::default();
         let Some(value) = value else { return Ok(o) };
         if value.is_null() {
@@ -554,7 +615,9 @@ impl CallOptions {
         }
         let obj = as_object(value, "options_json")?;
         for (key, v) in obj {
-            o.apply(key, v)?;
+            if !o.apply(key, v)? && !extra.contains(&key.as_str()) {
+                return Err(unknown_option(key, &[CALL_KEYS, extra]));
+            }
         }
         Ok(o)
     }
@@ -594,7 +657,8 @@ impl CallOptions {
         Some(Ok(o))
     }
 
-    fn apply(&mut self, key: &str, v: &Value) -> Result<()> {
+    /// Applies one option; whether `key` is one.
+    fn apply(&mut self, key: &str, v: &Value) -> Result<bool> {
         let o = self;
         match key {
             "timeout_ms" => o.timeout = limit_of(key, v)?,
@@ -640,14 +704,16 @@ impl CallOptions {
             "task_ttl_ms" => o.task_ttl = usize_of(key, v)?.map(|n| n as u64),
             "validate_arguments" => o.validate_arguments = bool_of(key, v)?,
             "cache" => o.cache = bool_of(key, v)?,
-            _ => {}
+            _ => return Ok(false),
         }
-        Ok(())
+        Ok(true)
     }
 }
 
-/// The keys of a call's options, each kept as raw text (`null` included) if present.
+/// The keys of a call's options, each kept as raw text (`null` included) if present. Another
+/// key fails this parse, and the general one then names it.
 #[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Wire<'a> {
     #[serde(borrow, default, deserialize_with = "raw")]
     timeout_ms: Option<&'a RawValue>,
@@ -1096,7 +1162,7 @@ mod fast_parse_tests {
             r#"{"defer":true}"#,
             r#"{"timeout_ms":null,"tag":"t","progress":true,"reset_timeout_on_progress":false}"#,
             r#"{"timeout_ms":250,"max_total_timeout_ms":1000,"cursor":"c\u00e9","all_pages":true}"#,
-            r#"{"task":"handle","task_ttl_ms":5000,"validate_arguments":false,"unknown":[1,{"x":2}]}"#,
+            r#"{"task":"handle","task_ttl_ms":5000,"validate_arguments":false}"#,
             r#"{"task":true}"#,
             r#"{"task":null}"#,
             r#"{"tag":""}"#,
@@ -1118,9 +1184,42 @@ mod fast_parse_tests {
                 _ => panic!("{text}: {slow:?} vs {fast:?}"),
             }
         }
-        // Not a plain object: the tree path reports it.
-        for text in [r#"5"#, r#"[1]"#, r#"{"tag":"a","tag":"b"}"#, r#"{"#] {
+        // Not a plain object of known options: the tree path reports it.
+        for text in [
+            r#"5"#,
+            r#"[1]"#,
+            r#"{"tag":"a","tag":"b"}"#,
+            r#"{"#,
+            r#"{"timeout":1000}"#,
+        ] {
             assert!(CallOptions::parse_fast(text).is_none(), "{text}");
         }
+    }
+
+    #[test]
+    fn unknown_options_are_refused_by_name() {
+        let e = CallOptions::parse(Some(&json!({"timeout": 1000}))).unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::InvalidArgument);
+        assert!(
+            e.message.contains("unknown option `timeout`") && e.message.contains("timeout_ms"),
+            "{}",
+            e.message
+        );
+        assert!(CallOptions::parse_with(
+            Some(&json!({"server": "a", "timeout_ms": 5})),
+            &["server"]
+        )
+        .is_ok());
+        let e = ConnectOptions::parse(Some(&json!({"conect_timeout_ms": 5}))).unwrap_err();
+        assert!(
+            e.message.contains("unknown option `conect_timeout_ms`")
+                && e.message.contains("auth_store"),
+            "{}",
+            e.message
+        );
+        assert!(ConnectOptions::parse(Some(
+            &json!({"tag": "t", "auth_store": "memory", "headers_helper_timeout_ms": 5})
+        ))
+        .is_ok());
     }
 }

@@ -57,7 +57,7 @@ fn listing_options(
 ) -> Result<(Option<String>, crate::client::options::CallOptions), Error> {
     let opts = json_arg(options_json, "options_json")?;
     let server = server_option(opts.as_ref())?;
-    let call = crate::client::options::CallOptions::parse(opts.as_ref())?;
+    let call = crate::client::options::CallOptions::parse_with(opts.as_ref(), &["server"])?;
     Ok((server, call))
 }
 
@@ -246,6 +246,17 @@ pub unsafe extern "C" fn mcplug_manager_search_tools(
         let h = enter(manager)?;
         let query = str_arg(query, "query")?;
         let opts = json_arg(options_json, "options_json")?;
+        if let Some(Value::Object(o)) = &opts {
+            if let Some(k) = o
+                .keys()
+                .find(|k| !matches!(k.as_str(), "server" | "max_results"))
+            {
+                return Err(crate::client::options::unknown_option(
+                    k,
+                    &[&["max_results", "server"]],
+                ));
+            }
+        }
         let server = server_option(opts.as_ref())?;
         let max = match opts.as_ref().and_then(|o| o.get("max_results")) {
             None | Some(Value::Null) => 5,
