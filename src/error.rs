@@ -99,10 +99,11 @@ pub struct Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// An error; a URL in `message` has its secrets masked (see `redact`).
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error {
             kind,
-            message: message.into(),
+            message: redacted(message.into()),
             code: None,
             data: None,
         }
@@ -142,7 +143,7 @@ impl Error {
             .to_string();
         Error {
             kind: ErrorKind::Rpc,
-            message,
+            message: redacted(message),
             code,
             data: error.get("data").cloned(),
         }
@@ -152,7 +153,8 @@ impl Error {
     pub fn to_json(&self) -> Value {
         let mut e = Map::new();
         e.insert("kind".into(), json!(self.kind.as_str()));
-        e.insert("message".into(), json!(self.message));
+        // Again: a message may have been extended since the error was made.
+        e.insert("message".into(), json!(crate::redact::urls(&self.message)));
         if let Some(code) = self.code {
             e.insert("code".into(), json!(code));
         }
@@ -165,7 +167,12 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.kind.as_str(), self.message)?;
+        write!(
+            f,
+            "{}: {}",
+            self.kind.as_str(),
+            crate::redact::urls(&self.message)
+        )?;
         if let Some(code) = self.code {
             write!(f, " (code {code})")?;
         }
@@ -174,6 +181,13 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+fn redacted(message: String) -> String {
+    match crate::redact::urls(&message) {
+        std::borrow::Cow::Owned(r) => r,
+        std::borrow::Cow::Borrowed(_) => message,
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -14,8 +14,10 @@ pub mod client;
 pub mod config;
 pub mod error;
 pub mod ffi;
+pub(crate) mod fsx;
 pub mod manager;
 pub mod protocol;
+pub(crate) mod redact;
 pub mod runtime;
 pub mod transport;
 

@@ -20,14 +20,12 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
@@ -37,9 +35,6 @@ use serde_json::{Map, Value};
 /// runs the caller's closure and writes one small file, so 10 s means it is stuck or gone
 /// astray; failing beats hanging a CLI forever.
 const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The longest pause between two tries of the lock: short, since holders keep it briefly.
-const LOCK_POLL_MAX: Duration = Duration::from_millis(20);
 
 /// The process-wide memory store, so that every connection of a process that asked for
 /// `"memory"` sees the tokens another one obtained.
@@ -142,13 +137,13 @@ impl Store {
                 prepare_dir(dir)?;
                 let stem = file_stem(key);
                 // Dropping the file closes it, which releases the lock, also when `f` panics.
-                let _lock = lock(&dir.join(format!("{stem}.lock")), timeout)?;
+                let _lock = crate::fsx::lock(&dir.join(format!("{stem}.lock")), timeout)?;
                 let path = dir.join(format!("{stem}.json"));
                 let current = read_file(&path, Some(key))?.map(|(_, v)| v);
                 let new = f(current.clone());
                 if new != current {
                     match &new {
-                        Some(record) => write_file(dir, &path, key, record)?,
+                        Some(record) => write_file(&path, key, record)?,
                         None => remove_file(dir, &path)?,
                     }
                 }
@@ -169,7 +164,7 @@ impl Store {
             Store::Dir(dir) => {
                 prepare_dir(dir)?;
                 let path = dir.join(format!("{}.{name}.lock", file_stem(key)));
-                lock(&path, LOCK_TIMEOUT).map(|f| Exclusive(Some(f)))
+                crate::fsx::lock(&path, LOCK_TIMEOUT).map(|f| Exclusive(Some(f)))
             }
         }
     }
@@ -361,53 +356,6 @@ fn record_path(dir: &Path, key: &str) -> PathBuf {
     dir.join(format!("{}.json", file_stem(key)))
 }
 
-/// Opens (creating it if need be) and locks a lock file, polling `flock(LOCK_EX|LOCK_NB)`: a
-/// blocking flock could not be given up after `timeout`.
-fn lock(path: &Path, timeout: Duration) -> Result<File, String> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .mode(0o600)
-        // O_NONBLOCK: a FIFO planted under the name must not hang the open.
-        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| format!("cannot open the lock file {}: {e}", path.display()))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot inspect the lock file {}: {e}", path.display()))?;
-    if !meta.is_file() {
-        return Err(format!(
-            "the lock file {} is not a regular file",
-            path.display()
-        ));
-    }
-    let deadline = Instant::now() + timeout;
-    let mut pause = Duration::from_millis(1);
-    loop {
-        // SAFETY: the descriptor belongs to `file`, open for the whole call.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(file);
-        }
-        let err = io::Error::last_os_error();
-        match err.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::EWOULDBLOCK) => {}
-            _ => return Err(format!("cannot lock {}: {err}", path.display())),
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return Err(format!(
-                "timed out after {:.1} s waiting for the lock {} (another process holds it)",
-                timeout.as_secs_f64(),
-                path.display()
-            ));
-        }
-        std::thread::sleep(pause.min(deadline - now));
-        pause = (pause * 2).min(LOCK_POLL_MAX);
-    }
-}
-
 /// Reads a record file: `Ok(None)` when it does not exist, else its key and record. With
 /// `expect` the stored key must be that one. The checks run on the open descriptor (fstat), so
 /// the file cannot be swapped between check and read.
@@ -490,77 +438,22 @@ fn read_file(path: &Path, expect: Option<&str>) -> Result<Option<(String, Value)
     Ok(Some((key, record)))
 }
 
-/// Removes a temporary file unless the rename went through: a failed write leaves nothing.
-struct TmpGuard<'a>(Option<&'a Path>);
-
-impl Drop for TmpGuard<'_> {
-    fn drop(&mut self) {
-        if let Some(path) = self.0 {
-            let _ = fs::remove_file(path);
-        }
-    }
-}
-
-/// A name for a temporary file that no other process or thread picks: the pid tells processes
-/// apart, the clock and a counter the writes of one process (O_EXCL catches the rest).
-fn tmp_name(target: &Path, attempt: u32) -> PathBuf {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let random = nanos ^ count.rotate_left(40) ^ u64::from(attempt).rotate_left(20);
-    let mut name = target.as_os_str().to_os_string();
-    name.push(format!(".tmp.{}.{random:016x}", std::process::id()));
-    PathBuf::from(name)
-}
-
-/// Writes the record atomically: a fsync'd temporary file renamed over the target, then the
-/// directory fsync'd, so a crash leaves the old record or the new one, never a torn file or a
-/// rename the disk forgot.
-fn write_file(dir: &Path, path: &Path, key: &str, record: &Value) -> Result<(), String> {
+/// Writes the record atomically (see `fsx::write_atomic`): a crash leaves the old record or
+/// the new one, never a torn file or a rename the disk forgot.
+fn write_file(path: &Path, key: &str, record: &Value) -> Result<(), String> {
     let mut object = Map::new();
     object.insert("key".to_string(), Value::String(key.to_string()));
     object.insert("record".to_string(), record.clone());
     let mut bytes = serde_json::to_vec(&Value::Object(object))
         .map_err(|e| format!("cannot encode the auth record for {}: {e}", path.display()))?;
     bytes.push(b'\n');
-
-    let mut attempt = 0;
-    let (tmp, mut file) = loop {
-        let tmp = tmp_name(path, attempt);
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
-            .open(&tmp)
-        {
-            Ok(file) => break (tmp, file),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 16 => attempt += 1,
-            Err(e) => return Err(format!("cannot create {}: {e}", tmp.display())),
-        }
-    };
-    let mut guard = TmpGuard(Some(&tmp));
-    let shown = tmp.display();
-    // The umask may have narrowed the mode further; 0600 exactly keeps files predictable.
-    file.set_permissions(fs::Permissions::from_mode(0o600))
-        .map_err(|e| format!("cannot set the mode of {shown}: {e}"))?;
-    file.write_all(&bytes)
-        .map_err(|e| format!("cannot write {shown}: {e}"))?;
-    file.sync_all()
-        .map_err(|e| format!("cannot sync {shown}: {e}"))?;
-    drop(file);
-    fs::rename(&tmp, path)
-        .map_err(|e| format!("cannot rename {shown} to {}: {e}", path.display()))?;
-    guard.0 = None;
-    sync_dir(dir)
+    crate::fsx::write_atomic(path, &bytes, 0o600)
 }
 
 /// Deletes a record; one already gone is fine (the outcome asked for).
 fn remove_file(dir: &Path, path: &Path) -> Result<(), String> {
     match fs::remove_file(path) {
-        Ok(()) => sync_dir(dir),
+        Ok(()) => crate::fsx::sync_dir(dir),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(format!(
             "cannot remove the auth record {}: {e}",
@@ -569,26 +462,13 @@ fn remove_file(dir: &Path, path: &Path) -> Result<(), String> {
     }
 }
 
-/// Makes a rename or an unlink durable: they live in the directory, not in the file.
-fn sync_dir(dir: &Path) -> Result<(), String> {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_CLOEXEC | libc::O_DIRECTORY)
-        .open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| {
-            format!(
-                "cannot sync the auth store directory {}: {e}",
-                dir.display()
-            )
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Barrier;
+    use std::time::Instant;
 
     /// A directory under the system's temporary directory, removed when dropped.
     struct TempDir(PathBuf);
@@ -810,7 +690,7 @@ mod tests {
         let tmp = TempDir::new("timeout");
         let store = tmp.store();
         let lock_path = tmp.0.join(format!("{}.lock", file_stem("k")));
-        let holder = lock(&lock_path, Duration::from_secs(1)).unwrap();
+        let holder = crate::fsx::lock(&lock_path, Duration::from_secs(1)).unwrap();
         let start = Instant::now();
         let err = store
             .update_within("k", Duration::from_millis(150), |_| Some(json!(1)))

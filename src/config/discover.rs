@@ -106,41 +106,38 @@ fn parse_options(o: &Value) -> Result<Options, Error> {
 
 type Read = Option<Result<(Value, String), ParseError>>;
 
-/// A file's content: `None` when it does not exist.
+/// A file's content: `None` when it does not exist. Regular files only (a FIFO or a device
+/// under a config file's name is an error naming it, never a wait or an endless read), at most
+/// `MAX_CONFIG_BYTES`.
 fn read(path: &Path, comments: bool) -> Read {
     let label = path.display().to_string();
-    match std::fs::read(path) {
-        Ok(bytes) => Some(match String::from_utf8(bytes) {
+    let failed = |message: String| ParseError {
+        file: label.clone(),
+        line: 0,
+        column: 0,
+        message,
+    };
+    match crate::fsx::read_regular(path, super::edit::MAX_CONFIG_BYTES) {
+        Ok(None) => None,
+        Ok(Some(bytes)) => Some(match String::from_utf8(bytes) {
             Ok(t) => text::parse(&label, &t, comments),
-            Err(e) => Err(ParseError {
-                file: label,
-                line: 0,
-                column: 0,
-                message: format!(
-                    "not UTF-8 text (bad byte at offset {})",
-                    e.utf8_error().valid_up_to()
-                ),
-            }),
+            Err(e) => Err(failed(format!(
+                "not UTF-8 text (bad byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ))),
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) if path.is_dir() => Some(Err(ParseError {
-            file: label,
-            line: 0,
-            column: 0,
-            message: format!("is a directory, not a file ({e})"),
-        })),
-        Err(e) => Some(Err(ParseError {
-            file: label,
-            line: 0,
-            column: 0,
-            message: format!("cannot be read: {e}"),
-        })),
+        // The message names the path; the error's `file` does too.
+        Err(e) => Some(Err(failed(
+            e.strip_prefix(&format!("{label} "))
+                .unwrap_or(&e)
+                .to_string(),
+        ))),
     }
 }
 
 /// The closest ancestor of `cwd` (itself included) holding `rel`.
 fn find_up(cwd: &Path, rel: &str) -> Option<PathBuf> {
-    cwd.ancestors().map(|d| d.join(rel)).find(|p| p.is_file())
+    cwd.ancestors().map(|d| d.join(rel)).find(|p| p.exists())
 }
 
 struct Collector {

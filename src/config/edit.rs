@@ -2,15 +2,18 @@
 //!
 //! The file is read as a `serde_json::Value` with the crate's `preserve_order` feature, so keys
 //! keep their order and unknown content stays as it was; it is written back pretty-printed (two
-//! spaces, as Claude Code writes these files) through a temporary file renamed over the original,
-//! with the original's permissions (`~/.claude.json` holds tokens; it is often 0600). A file that
-//! is not valid JSON is never overwritten: the edit fails with its line and column.
+//! spaces, as Claude Code writes these files) atomically (`fsx::write_atomic`: a unique temporary
+//! file renamed over the original) with the original's permissions, 0600 for a new file
+//! (`~/.claude.json` holds tokens). Each read-modify-write holds a lock shared by every edit of
+//! that file, from any thread or process, so none is lost; a symlinked file is edited at its
+//! target. A file that is not valid JSON, not a regular file, or larger than
+//! [`MAX_CONFIG_BYTES`] is never overwritten: the edit fails saying why.
 
 use super::entry;
 use super::text;
 use crate::error::{Error, ErrorKind};
 use serde_json::{json, Map, Value};
-use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 struct Target {
@@ -72,68 +75,77 @@ fn name_of(o: &Value) -> Result<String, Error> {
     Ok(name.to_string())
 }
 
+/// The most bytes read from a configuration file (`~/.claude.json` also holds Claude Code's
+/// history, so it may be large; not without end).
+pub(crate) const MAX_CONFIG_BYTES: u64 = 64 << 20;
+
+/// How long an edit waits for another one (of this process or another) to finish.
+const EDIT_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The file's content (an empty object when it does not exist yet) and whether it existed.
 fn load(file: &Path) -> Result<(Value, bool), Error> {
-    match std::fs::read_to_string(file) {
-        Ok(t) => {
-            let (v, _) = text::parse(&file.display().to_string(), &t, false).map_err(|e| {
-                Error::new(
-                    ErrorKind::Config,
-                    format!("{e}; the file was left untouched"),
-                )
-            })?;
-            if !v.is_object() {
-                return Err(Error::new(
-                    ErrorKind::Config,
-                    format!(
-                        "{} does not hold a JSON object; the file was left untouched",
-                        file.display()
-                    ),
-                ));
-            }
-            Ok((v, true))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((json!({}), false)),
-        Err(e) => Err(Error::new(
-            ErrorKind::Config,
-            format!("cannot read {}: {e}", file.display()),
-        )),
+    let config = |m: String| Error::new(ErrorKind::Config, m);
+    let Some(bytes) = crate::fsx::read_regular(file, MAX_CONFIG_BYTES).map_err(config)? else {
+        return Ok((json!({}), false));
+    };
+    let t = String::from_utf8(bytes).map_err(|e| {
+        config(format!(
+            "{} is not UTF-8 text (a bad byte at offset {}); the file was left untouched",
+            file.display(),
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
+    let (v, _) = text::parse(&file.display().to_string(), &t, false)
+        .map_err(|e| config(format!("{e}; the file was left untouched")))?;
+    if !v.is_object() {
+        return Err(config(format!(
+            "{} does not hold a JSON object; the file was left untouched",
+            file.display()
+        )));
     }
+    Ok((v, true))
 }
 
 fn store(file: &Path, v: &Value) -> Result<(), Error> {
-    let fail = |what: &str, e: std::io::Error| {
-        Error::new(
-            ErrorKind::Config,
-            format!("cannot {what} {}: {e}", file.display()),
-        )
-    };
-    let dir = file.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| fail("create the directory of", e))?;
     let mut text = serde_json::to_string_pretty(v)
         .map_err(|e| Error::new(ErrorKind::Config, e.to_string()))?;
     text.push('\n');
-    let tmp = dir.join(format!(
-        ".{}.mcplug-{}.tmp",
-        file.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        std::process::id()
-    ));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        if let Ok(meta) = std::fs::metadata(file) {
-            f.set_permissions(meta.permissions())?;
-        }
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, file)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail("write", e));
+    // The original's permissions; a new file is private (entries hold tokens).
+    let mode = std::fs::metadata(file)
+        .map(|m| m.permissions().mode() & 0o7777)
+        .unwrap_or(0o600);
+    crate::fsx::write_atomic(file, text.as_bytes(), mode)
+        .map_err(|e| Error::new(ErrorKind::Config, e))
+}
+
+/// One read-modify-write of a scope's file, under a lock shared with every other edit (threads
+/// and processes): `f` gets the content and whether the file existed, and says what to return
+/// and whether to write. A symlinked file is edited at its target (the link stays a link).
+fn edit<R>(
+    t: &Target,
+    f: impl FnOnce(&mut Value, bool) -> Result<(R, bool), Error>,
+) -> Result<R, Error> {
+    let config = |m: String| Error::new(ErrorKind::Config, m);
+    let file = crate::fsx::resolve(&t.file).map_err(config)?;
+    let dir = file.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| {
+        config(format!(
+            "cannot create the directory of {}: {e}",
+            file.display()
+        ))
+    })?;
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let _lock = crate::fsx::lock(&dir.join(format!(".{name}.mcplug-lock")), EDIT_LOCK_TIMEOUT)
+        .map_err(config)?;
+    let (mut root, existed) = load(&file)?;
+    let (r, write) = f(&mut root, existed)?;
+    if write {
+        store(&file, &root)?;
     }
-    Ok(())
+    Ok(r)
 }
 
 /// The servers object along `path`, created (as objects) where missing when `create`.
@@ -201,20 +213,21 @@ pub fn add_server(o: &Value) -> Result<Value, Error> {
             )))
         }
     };
-    let (mut root, existed) = load(&t.file)?;
-    let servers = servers_mut(&mut root, &t.path, &t.file, true)?.expect("created");
-    let replaced = servers.contains_key(&name);
-    if replaced && !replace {
-        return Err(Error::new(
-            ErrorKind::Config,
-            format!("{} already has a server named {name:?} in the {} scope; pass \"replace\": true to overwrite it", t.file.display(), t.scope),
-        ));
-    }
-    servers.insert(name.clone(), config.clone());
-    store(&t.file, &root)?;
-    Ok(
-        json!({"file": t.file.display().to_string(), "scope": t.scope, "name": name, "created": !existed, "replaced": replaced}),
-    )
+    edit(&t, |root, existed| {
+        let servers = servers_mut(root, &t.path, &t.file, true)?.expect("created");
+        let replaced = servers.contains_key(&name);
+        if replaced && !replace {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("{} already has a server named {name:?} in the {} scope; pass \"replace\": true to overwrite it", t.file.display(), t.scope),
+            ));
+        }
+        servers.insert(name.clone(), config.clone());
+        Ok((
+            json!({"file": t.file.display().to_string(), "scope": t.scope, "name": name, "created": !existed, "replaced": replaced}),
+            true,
+        ))
+    })
 }
 
 /// Removes a server from a scope's file. Options: `scope`, `name`, `home`, `cwd`. Returns
@@ -225,7 +238,6 @@ pub fn remove_server(o: &Value) -> Result<Value, Error> {
         Some(n) => n.to_string(),
         None => return Err(Error::invalid("option `name` (a string) is required")),
     };
-    let (mut root, existed) = load(&t.file)?;
     let not_found = || {
         Error::new(
             ErrorKind::NotFound,
@@ -236,18 +248,20 @@ pub fn remove_server(o: &Value) -> Result<Value, Error> {
             ),
         )
     };
-    if !existed {
-        return Err(not_found());
-    }
-    let Some(servers) = servers_mut(&mut root, &t.path, &t.file, false)? else {
-        return Err(not_found());
-    };
-    // shift_remove keeps the order of the other keys (IndexMap's plain remove would swap).
-    let Some(removed) = servers.shift_remove(&name) else {
-        return Err(not_found());
-    };
-    store(&t.file, &root)?;
-    Ok(
-        json!({"file": t.file.display().to_string(), "scope": t.scope, "name": name, "removed": removed}),
-    )
+    edit(&t, |root, existed| {
+        if !existed {
+            return Err(not_found());
+        }
+        let Some(servers) = servers_mut(root, &t.path, &t.file, false)? else {
+            return Err(not_found());
+        };
+        // shift_remove keeps the order of the other keys (IndexMap's plain remove would swap).
+        let Some(removed) = servers.shift_remove(&name) else {
+            return Err(not_found());
+        };
+        Ok((
+            json!({"file": t.file.display().to_string(), "scope": t.scope, "name": name, "removed": removed}),
+            true,
+        ))
+    })
 }

@@ -85,8 +85,38 @@ pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, Erro
 /// given up after `IDLE_CONNECTION`, before the servers' own keep-alive timeouts (5 s in Node's
 /// http and in uvicorn): a request sent on a connection the server is closing at that moment
 /// fails with "connection closed before message completed".
-pub(crate) fn http_client(limits: &RemoteLimits) -> Result<reqwest::Client, Error> {
+/// The HTTP client of one remote connection. Redirects are followed (10 at most) within the
+/// origin; to another origin only when the entry sends no headers of its own (`headers`, a
+/// `headersHelper`'s): reqwest drops `Authorization` and `Cookie` on such a hop (OAuth's token
+/// with them; a DPoP proof is bound to the original URL), but would carry an `X-Api-Key` to
+/// whoever the server names. Refused, it is an error naming where it went.
+pub(crate) fn http_client(
+    limits: &RemoteLimits,
+    sends_headers: bool,
+) -> Result<reqwest::Client, Error> {
+    let policy = if sends_headers {
+        reqwest::redirect::Policy::custom(|attempt| {
+            if attempt.previous().len() >= 10 {
+                return attempt.error("more than 10 redirects");
+            }
+            let same = attempt
+                .previous()
+                .last()
+                .is_some_and(|from| from.origin() == attempt.url().origin());
+            if same {
+                attempt.follow()
+            } else {
+                let to = crate::redact::urls(attempt.url().as_str()).into_owned();
+                attempt.error(format!(
+                    "the server redirected to another origin ({to}); not followed, since the connection's own headers would go there too"
+                ))
+            }
+        })
+    } else {
+        reqwest::redirect::Policy::limited(10)
+    };
     reqwest::Client::builder()
+        .redirect(policy)
         .tcp_nodelay(true)
         .connect_timeout(limits.connect_timeout)
         .pool_idle_timeout(IDLE_CONNECTION)

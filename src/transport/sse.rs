@@ -34,7 +34,10 @@ impl SseTransport {
     ) -> Result<Arc<Self>, Error> {
         let url = parse_url(&config.url)?;
         let headers = remote::header_map(&config.headers)?;
-        let http = remote::http_client(&limits)?;
+        let http = remote::http_client(
+            &limits,
+            !config.headers.is_empty() || config.headers_helper.is_some(),
+        )?;
         let credentials = config.credentials.as_ref().map(|c| c.0.clone());
         let open = async {
             let what = "GET (the SSE stream)";
