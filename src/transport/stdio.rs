@@ -129,7 +129,7 @@ impl Started {
         if let Some(cwd) = &config.cwd {
             cmd.current_dir(cwd);
         }
-        let mut child = cmd.spawn().map_err(|e| {
+        let mut child = spawn_bound_to_us(cmd).map_err(|e| {
             let mut msg = format!(
                 "could not start the server command {:?}: {e}",
                 config.command
@@ -139,9 +139,6 @@ impl Started {
             }
             Error::transport(msg)
         })?;
-        // The server's ends of the pipes are in `cmd`: closed here, so that the end of its
-        // stdout is seen when the server's last copy goes.
-        drop(cmd);
         let stderr = OwnedFd::from(child.stderr.take().expect("stderr was piped"));
         Ok(Started {
             pid: child.id() as i32,
@@ -153,6 +150,75 @@ impl Started {
             }),
             command: config.command.clone(),
         })
+    }
+}
+
+/// Spawns a server that the kernel ends when this process dies (Linux: `PR_SET_PDEATHSIG`
+/// SIGKILL, set in the child before it runs the command; a child whose parent died before that
+/// exits at once), so a host that is killed leaves no server behind, not even one that ignores
+/// the end of its stdin. What remains possible: a server that moves its own children to a new
+/// session (`setsid`) and leaves them behind when it dies.
+///
+/// The signal follows the *thread* that forked, not the process: so every server is forked by
+/// one thread of the library's that lives as long as the process (a host thread that connected
+/// and then ended would otherwise take its servers with it).
+fn spawn_bound_to_us(mut cmd: std::process::Command) -> std::io::Result<std::process::Child> {
+    #[cfg(target_os = "linux")]
+    {
+        use once_cell::sync::Lazy;
+        use std::os::unix::process::CommandExt;
+        type Job = (
+            std::process::Command,
+            std::sync::mpsc::SyncSender<std::io::Result<std::process::Child>>,
+        );
+        static SPAWNER: Lazy<std::io::Result<Mutex<std::sync::mpsc::Sender<Job>>>> =
+            Lazy::new(|| {
+                let (tx, rx) = std::sync::mpsc::channel::<Job>();
+                std::thread::Builder::new()
+                    .name("mcplug-spawner".into())
+                    .spawn(move || {
+                        for (mut cmd, back) in rx {
+                            let child = cmd.spawn();
+                            // The server's ends of the pipes are in `cmd`: closed now, so that
+                            // the end of its stdout is seen when the server's last copy goes.
+                            drop(cmd);
+                            let _ = back.send(child);
+                        }
+                    })?;
+                Ok(Mutex::new(tx))
+            });
+        let gone = || std::io::Error::other("the library's spawner thread is gone");
+        let spawner = match &*SPAWNER {
+            Ok(s) => s,
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("cannot start the library's spawner thread: {e}"),
+                ))
+            }
+        };
+        // SAFETY: getpid has no preconditions.
+        let parent = unsafe { libc::getpid() };
+        // SAFETY: the closure runs in the child between fork and exec and calls only
+        // async-signal-safe functions (prctl, getppid, _exit).
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::getppid() != parent {
+                    libc::_exit(1); // the parent died before the signal was asked for
+                }
+                Ok(())
+            });
+        }
+        let (back, answer) = std::sync::mpsc::sync_channel(1);
+        spawner.lock().send((cmd, back)).map_err(|_| gone())?;
+        answer.recv().map_err(|_| gone())?
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        cmd.spawn()
     }
 }
 
