@@ -137,3 +137,23 @@ fn block_sigpipe_in_this_thread() {
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
     }
 }
+
+/// The stack of a spare thread: for work that recurses with its input (compiling a schema,
+/// building a deep JSON tree) when the caller's own stack may be small (koffi's calls run on
+/// 128 KiB stacks, and many C hosts' threads are no bigger).
+const SPARE_STACK: usize = 8 << 20;
+
+/// Runs `f` on a thread with an 8 MiB stack of the library's own; a panic there is an `Err`.
+pub(crate) fn on_spare_stack<R: Send>(
+    f: impl FnOnce() -> R + Send,
+) -> std::result::Result<R, String> {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("mcplug-spare".into())
+            .stack_size(SPARE_STACK)
+            .spawn_scoped(scope, f)
+            .map_err(|e| format!("could not start a thread for it: {e}"))?
+            .join()
+            .map_err(|_| "the work on the spare stack panicked".to_string())
+    })
+}

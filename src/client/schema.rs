@@ -110,26 +110,9 @@ impl Schema {
     }
 }
 
-/// The stack of the thread that compiles schemas, and checks instances for a caller whose own
-/// stack is too small or unknown.
-const SPARE_STACK: usize = 8 << 20;
-
 /// How much of its own stack a caller must have left to check an instance in place. A result
 /// nested 120 deep in a recursive schema takes about 64 KiB (release build); this is 16 times that.
 const CHECK_IN_PLACE: usize = 1 << 20;
-
-/// Runs `f` on a thread with an 8 MiB stack; a panic there is an `Err`.
-fn on_spare_stack<R: Send>(f: impl FnOnce() -> R + Send) -> std::result::Result<R, String> {
-    std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("mcplug-schema".into())
-            .stack_size(SPARE_STACK)
-            .spawn_scoped(scope, f)
-            .map_err(|e| format!("could not start a thread for it: {e}"))?
-            .join()
-            .map_err(|_| "the validator panicked".to_string())
-    })
-}
 
 /// How many bytes of its stack this thread has left, when that is known: `None` when the stack
 /// pointer is not inside the thread's own stack — as under koffi, whose `.async` calls run on a
@@ -179,7 +162,7 @@ fn stack_room() -> Option<usize> {
 fn with_room<R: Send>(f: impl FnOnce() -> R + Send) -> std::result::Result<R, String> {
     match stack_room() {
         Some(room) if room >= CHECK_IN_PLACE => Ok(f()),
-        _ => on_spare_stack(f),
+        _ => crate::runtime::on_spare_stack(f),
     }
 }
 
@@ -188,7 +171,7 @@ fn with_room<R: Send>(f: impl FnOnce() -> R + Send) -> std::result::Result<R, St
 /// validator library), and schemas compile rarely (once per schema text), so a thread start
 /// costs nothing that matters.
 fn compile(text: &str) -> std::result::Result<Validator, String> {
-    on_spare_stack(|| Validator::compile(text))?
+    crate::runtime::on_spare_stack(|| Validator::compile(text))?
 }
 
 /// The violations of an instance (JSON text), none when it matches: at most [`MAX_REPORTED`],

@@ -337,28 +337,45 @@ fn frontmatter_of(text: &str) -> std::result::Result<Map<String, Value>, String>
         at += line.len();
     }
     let yaml = &text[start..end.ok_or("its frontmatter block has no closing `---` line")?];
-    struct Aliases(bool);
-    impl yaml_rust2::parser::EventReceiver for Aliases {
-        fn on_event(&mut self, ev: yaml_rust2::Event) {
-            match ev {
-                yaml_rust2::Event::Alias(_) => self.0 = true,
-                yaml_rust2::Event::Scalar(_, _, anchor, _)
-                | yaml_rust2::Event::SequenceStart(anchor, _)
-                | yaml_rust2::Event::MappingStart(anchor, _)
-                    if anchor > 0 =>
-                {
-                    self.0 = true
-                }
-                _ => {}
+    // A first pass over the events, iterative (the parser's own `load` recurses once per level,
+    // and a few hundred bytes of nested block sequences overflow a small host stack): the
+    // nesting is bounded and anchors and aliases refused before any tree is built.
+    let mut parser = yaml_rust2::parser::Parser::new_from_str(yaml);
+    let mut depth = 0usize;
+    loop {
+        let (event, _) = parser
+            .next_token()
+            .map_err(|e| format!("its frontmatter is not valid YAML ({e})"))?;
+        match event {
+            yaml_rust2::Event::StreamEnd => break,
+            yaml_rust2::Event::Alias(_) => {
+                return Err(
+                    "its frontmatter uses YAML anchors or aliases, which are not accepted".into(),
+                )
             }
+            yaml_rust2::Event::Scalar(_, _, anchor, _) if anchor > 0 => {
+                return Err(
+                    "its frontmatter uses YAML anchors or aliases, which are not accepted".into(),
+                )
+            }
+            yaml_rust2::Event::SequenceStart(anchor, _)
+            | yaml_rust2::Event::MappingStart(anchor, _) => {
+                if anchor > 0 {
+                    return Err(
+                        "its frontmatter uses YAML anchors or aliases, which are not accepted"
+                            .into(),
+                    );
+                }
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(format!("its frontmatter nests deeper than {MAX_DEPTH}"));
+                }
+            }
+            yaml_rust2::Event::SequenceEnd | yaml_rust2::Event::MappingEnd => {
+                depth = depth.saturating_sub(1)
+            }
+            _ => {}
         }
-    }
-    let mut aliases = Aliases(false);
-    yaml_rust2::parser::Parser::new_from_str(yaml)
-        .load(&mut aliases, false)
-        .map_err(|e| format!("its frontmatter is not valid YAML ({e})"))?;
-    if aliases.0 {
-        return Err("its frontmatter uses YAML anchors or aliases, which are not accepted".into());
     }
     let docs = yaml_rust2::YamlLoader::load_from_str(yaml)
         .map_err(|e| format!("its frontmatter is not valid YAML ({e})"))?;
@@ -644,6 +661,36 @@ mod tests {
 
     const SKILL: &str = "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\n---\n\nSkill body.\n";
     const FORMS: &str = "Supporting content.\n";
+
+    #[test]
+    fn deep_frontmatter_is_refused_without_recursing_on_a_small_stack() {
+        let deep_block = format!("---\nname: x\na:\n{}x\n---\n", "- ".repeat(5000));
+        let deep_flow = format!(
+            "---\nname: x\na: {}{}\n---\n",
+            "[".repeat(5000),
+            "]".repeat(5000)
+        );
+        let shallow = format!("---\nname: x\na:\n{}x\n---\n", "- ".repeat(10));
+        let got = std::thread::Builder::new()
+            .stack_size(128 << 10)
+            .spawn(move || {
+                (
+                    frontmatter_of(&deep_block).unwrap_err(),
+                    frontmatter_of(&deep_flow).unwrap_err(),
+                    frontmatter_of(&shallow).is_ok(),
+                )
+            })
+            .unwrap()
+            .join()
+            .expect("no stack overflow");
+        assert!(got.0.contains("nests deeper than 64"), "{}", got.0);
+        assert!(
+            got.1.contains("nests deeper than 64") || got.1.contains("not valid YAML"),
+            "{}",
+            got.1
+        );
+        assert!(got.2);
+    }
 
     fn entry_json(skill_md: &str) -> Value {
         json!({

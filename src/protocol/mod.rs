@@ -39,12 +39,50 @@ impl RawJson {
     /// Parses into a tree, for callers that need to look inside. A value it cannot build
     /// (nesting deeper than serde_json's limit of 128) is a `protocol` error, never a `null`.
     pub fn value(&self) -> crate::error::Result<Value> {
-        serde_json::from_str(&self.0).map_err(|e| {
+        tree(&self.0).map_err(|e| {
             crate::error::Error::protocol(format!(
                 "a result of the server's could not be read into a tree: {e}"
             ))
         })
     }
+}
+
+/// How deep a JSON text nests, read without recursing (strings skipped): what decides where a
+/// tree of it may be built.
+pub fn depth(text: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut i) = (0usize, 0usize, 0usize);
+    while i < text.len() {
+        match text[i] {
+            b'"' => {
+                i += 1;
+                while i < text.len() && text[i] != b'"' {
+                    i += if text[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    deepest
+}
+
+/// Deeper than this, a tree is built on a spare stack (see [`tree`]).
+const BUILT_IN_PLACE: usize = 24;
+
+/// A JSON text as a tree. Building one recurses once per level of nesting (in serde_json, up to
+/// its limit of 128), which overflows a small host stack — a 128 KiB thread, in a debug build,
+/// well before that: a text nesting deeper than a few dozen levels is built on a thread with a
+/// stack of the library's own ([`crate::runtime::on_spare_stack`]).
+pub fn tree(text: &str) -> Result<Value, String> {
+    if depth(text.as_bytes()) <= BUILT_IN_PLACE {
+        return serde_json::from_str(text).map_err(|e| e.to_string());
+    }
+    crate::runtime::on_spare_stack(|| serde_json::from_str(text).map_err(|e| e.to_string()))?
 }
 
 /// What one incoming line is, by the JSON-RPC 2.0 rules.
@@ -510,6 +548,21 @@ mod tests {
             } => assert_eq!(id.get(), r#""a""#),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn depth_is_read_without_recursing_and_deep_trees_build_off_the_callers_stack() {
+        assert_eq!(depth(br#"{"a":[1,{"b":"[[[\"{"}]}"#), 3);
+        assert_eq!(depth(b"5"), 0);
+        let deep = format!("{}{}", "[".repeat(120), "]".repeat(120));
+        assert_eq!(depth(deep.as_bytes()), 120);
+        let built = std::thread::Builder::new()
+            .stack_size(64 << 10)
+            .spawn(move || tree(&deep).is_ok())
+            .unwrap()
+            .join()
+            .expect("no overflow on a 64 KiB stack");
+        assert!(built);
     }
 
     #[test]

@@ -165,36 +165,43 @@ impl Started {
 fn spawn_bound_to_us(mut cmd: std::process::Command) -> std::io::Result<std::process::Child> {
     #[cfg(target_os = "linux")]
     {
-        use once_cell::sync::Lazy;
         use std::os::unix::process::CommandExt;
         type Job = (
             std::process::Command,
             std::sync::mpsc::SyncSender<std::io::Result<std::process::Child>>,
         );
-        static SPAWNER: Lazy<std::io::Result<Mutex<std::sync::mpsc::Sender<Job>>>> =
-            Lazy::new(|| {
-                let (tx, rx) = std::sync::mpsc::channel::<Job>();
-                std::thread::Builder::new()
-                    .name("mcplug-spawner".into())
-                    .spawn(move || {
-                        for (mut cmd, back) in rx {
-                            let child = cmd.spawn();
-                            // The server's ends of the pipes are in `cmd`: closed now, so that
-                            // the end of its stdout is seen when the server's last copy goes.
-                            drop(cmd);
-                            let _ = back.send(child);
-                        }
-                    })?;
-                Ok(Mutex::new(tx))
-            });
+        // The spawner of this process: a child forked by the host (after the library was used)
+        // has no copy of the thread, so it starts its own.
+        static SPAWNER: Mutex<Option<(u32, std::sync::mpsc::Sender<Job>)>> =
+            parking_lot::const_mutex(None);
         let gone = || std::io::Error::other("the library's spawner thread is gone");
-        let spawner = match &*SPAWNER {
-            Ok(s) => s,
-            Err(e) => {
-                return Err(std::io::Error::new(
-                    e.kind(),
-                    format!("cannot start the library's spawner thread: {e}"),
-                ))
+        let spawner = {
+            let mut slot = SPAWNER.lock();
+            match &*slot {
+                Some((pid, tx)) if *pid == std::process::id() => tx.clone(),
+                _ => {
+                    let (tx, rx) = std::sync::mpsc::channel::<Job>();
+                    std::thread::Builder::new()
+                        .name("mcplug-spawner".into())
+                        .spawn(move || {
+                            for (mut cmd, back) in rx {
+                                let child = cmd.spawn();
+                                // The server's ends of the pipes are in `cmd`: closed now, so
+                                // that the end of its stdout is seen when the server's last
+                                // copy goes.
+                                drop(cmd);
+                                let _ = back.send(child);
+                            }
+                        })
+                        .map_err(|e| {
+                            std::io::Error::new(
+                                e.kind(),
+                                format!("cannot start the library's spawner thread: {e}"),
+                            )
+                        })?;
+                    *slot = Some((std::process::id(), tx.clone()));
+                    tx
+                }
             }
         };
         // SAFETY: getpid has no preconditions.
@@ -213,7 +220,7 @@ fn spawn_bound_to_us(mut cmd: std::process::Command) -> std::io::Result<std::pro
             });
         }
         let (back, answer) = std::sync::mpsc::sync_channel(1);
-        spawner.lock().send((cmd, back)).map_err(|_| gone())?;
+        spawner.send((cmd, back)).map_err(|_| gone())?;
         answer.recv().map_err(|_| gone())?
     }
     #[cfg(not(target_os = "linux"))]

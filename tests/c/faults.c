@@ -399,9 +399,42 @@ static void big_and_stderr(void) {
     mcplug_client_free(c);
 }
 
+/* A host thread with a 128 KiB stack (what koffi's calls and many C hosts' threads have): a
+ * tools/list whose outputSchema nests 60 properties deep is read, its tool called, and the
+ * client closed, without overflowing it. */
+static void *small_stack_host(void *arg) {
+    int *ok = arg;
+    char server[2048];
+    fault_server_json(server, sizeof server, "deep-schema");
+    mcplug_client *c = connect_or_die(server, NULL, "deep-schema");
+    char *out = NULL;
+    mcplug_status st = mcplug_client_list_tools(c, NULL, &out);
+    int listed = st == MCPLUG_OK && contains(out, "\"deep\"");
+    drop(&out);
+    st = mcplug_client_call_tool(c, "echo", "{\"message\":\"small\"}", NULL, &out);
+    int called = st == MCPLUG_OK && contains(out, "Echo: small");
+    drop(&out);
+    mcplug_client_free(c);
+    *ok = listed && called;
+    return NULL;
+}
+
+static void small_stack_deep_schema(void) {
+    int ok = 0;
+    pthread_attr_t attr;
+    pthread_t t;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 128 * 1024);
+    CHECK(pthread_create(&t, &attr, small_stack_host, &ok) == 0, "a host thread with a 128 KiB stack");
+    pthread_join(t, NULL);
+    pthread_attr_destroy(&attr);
+    CHECK(ok, "a 60-deep outputSchema is listed and a call made on that thread");
+}
+
 int main(void) {
     test_init();
     sigpipe();
+    small_stack_deep_schema();
     snprintf(pidfile_dir, sizeof pidfile_dir, "%s", peer("MCPLUG_TEST_TMPDIR"));
     bad_starts();
     garbage();

@@ -19,6 +19,7 @@ this one exists only for the faults.
             list_changed sends a notification tagged with a subscription id it never had, then
             one tagged with the newest listen request's id)
           | modern-nolisten (the same capabilities, but subscriptions/listen is -32601)
+          | deep-schema (tools/list adds a tool whose outputSchema nests 60 properties deep)
 
 Tools (every mode that answers): echo {message}, sleep {ms}, cancelled_ids {}, crash {},
 big {bytes}, stderr {line}, dribble {message, pieces, pause_ms} (not listed: writes its answer
@@ -230,6 +231,12 @@ def handle(msg):
             return send({"jsonrpc": "2.0", "id": rid, "result": page})
         if MODE == "loop-cursor":
             return send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS[:1], "nextCursor": "again"}})
+        if MODE == "deep-schema":
+            schema = {"type": "string"}
+            for _ in range(60):
+                schema = {"type": "object", "properties": {"a": schema}}
+            deep = {"name": "deep", "description": "nested", "inputSchema": {"type": "object"}, "outputSchema": schema}
+            return send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS + [deep]}})
         return send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
     if method == "subscriptions/listen" and MODE == "modern-listen":
         listens.append(rid)
