@@ -15,9 +15,22 @@
 #include <stdint.h>
 
 /**
+ * The most bytes of event text a queue holds (16 MiB): past it, as past `max_events`, the
+ * oldest events that need no answer are dropped (an `overflow` event says how many).
+ */
+#define MAX_EVENT_BYTES (16 << 20)
+
+/**
  * The most `InputRequiredResult` rounds one call takes before the server is called broken.
  */
 #define DEFAULT_MAX_INPUT_ROUNDS 16
+
+/**
+ * The longest a value may grow by expansion: `${A}${A}...` in a small file must not become
+ * hundreds of megabytes. A variable whose value would pass it stays as written, and is named
+ * among the unresolved ones (a warning).
+ */
+#define MAX_EXPANDED (1 << 20)
 
 /**
  * The incompatible-change counter of this ABI. Bindings refuse a library whose
@@ -196,7 +209,10 @@ enum mcplug_status mcplug_auth_logout(const char *server_json,
  * `tool_timeout_ms` (null: no limit), `host_request_timeout_ms` (60000: how long a server's
  * request — or an input request of a modern call — waits for `mcplug_client_respond`),
  * `client_info`, `capabilities`, `roots`, `protocol_versions`, `max_message_bytes`,
- * `max_events`, `shutdown_grace_ms`, and `tag` (so that `mcplug_cancel` can abort the connect).
+ * `max_events` (10000 queued events at most, and 16 MiB of their text: past either, the oldest
+ * that need no answer are dropped and an `overflow` event counts them), `shutdown_grace_ms`,
+ * and `tag` (so that `mcplug_cancel` can abort the connect). An unknown option is
+ * `invalid_argument` naming it.
  *
  * What the host serves, declared exactly as given: `capabilities` may hold `sampling` (with
  * `tools` to receive tool-using sampling), `elicitation` (`form` and/or `url`; `{}` is form

@@ -51,6 +51,8 @@ struct Queued {
 
 struct State {
     queue: VecDeque<Queued>,
+    /// The bytes of the queued events' texts.
+    bytes: usize,
     dropped: u64,
     closed: bool,
     /// The readiness pipe, once a host asked for it, and whether its byte is in it.
@@ -141,7 +143,9 @@ impl State {
             self.dropped = 0;
             return Some(overflow_text(n));
         }
-        self.queue.pop_front().map(|q| q.text)
+        let q = self.queue.pop_front()?;
+        self.bytes -= q.text.len();
+        Some(q.text)
     }
 
     /// The length of the next event's text, if any.
@@ -153,6 +157,10 @@ impl State {
     }
 }
 
+/// The most bytes of event text a queue holds (16 MiB): past it, as past `max_events`, the
+/// oldest events that need no answer are dropped (an `overflow` event says how many).
+pub const MAX_EVENT_BYTES: usize = 16 << 20;
+
 fn overflow_text(dropped: u64) -> String {
     json!({"type": "overflow", "dropped": dropped}).to_string()
 }
@@ -162,6 +170,7 @@ impl EventQueue {
         EventQueue {
             state: Mutex::new(State {
                 queue: VecDeque::new(),
+                bytes: 0,
                 dropped: 0,
                 closed: false,
                 pipe: None,
@@ -186,15 +195,21 @@ impl EventQueue {
         if s.closed {
             return;
         }
-        if s.queue.len() >= self.max {
+        // Bounded in number and in bytes (a server writing endless stderr lines must not grow a
+        // host by hundreds of megabytes): the oldest events that need no answer go first.
+        while s.queue.len() >= self.max || s.bytes + text.len() > MAX_EVENT_BYTES {
             if let Some(pos) = s.queue.iter().position(|q| q.droppable) {
-                s.queue.remove(pos);
+                let gone = s.queue.remove(pos).expect("found");
+                s.bytes -= gone.text.len();
                 s.dropped += 1;
             } else if droppable {
                 s.dropped += 1;
                 return;
+            } else {
+                break; // a request that needs an answer is always kept
             }
         }
+        s.bytes += text.len();
         s.queue.push_back(Queued { text, droppable });
         // The pipe (or the interrupt) wakes a thread that waits for events elsewhere; the thread
         // that is itself reading the server for events (see `started.rs`) is not waiting, and
@@ -248,8 +263,10 @@ impl EventQueue {
             return;
         }
         if let Some(event) = last {
+            let text = event.to_string();
+            s.bytes += text.len();
             s.queue.push_back(Queued {
-                text: event.to_string(),
+                text,
                 droppable: false,
             });
         }
@@ -265,6 +282,7 @@ impl EventQueue {
     pub fn abandon(&self) {
         let mut s = self.state.lock();
         s.queue.clear();
+        s.bytes = 0;
         s.dropped = 0;
         s.closed = true;
         s.sync_pipe();
@@ -476,6 +494,28 @@ mod tests {
         q.close_with(Some(&json!({"type": "closed"})));
         assert!(matches!(q.pull(None), Pulled::Event(_)));
         assert!(matches!(q.pull(None), Pulled::Closed));
+    }
+
+    #[test]
+    fn the_queue_is_bounded_in_bytes_too() {
+        let q = EventQueue::new(1_000_000);
+        let line = "x".repeat(16 << 10);
+        for _ in 0..1_500 {
+            q.push(&json!({"type": "stderr", "line": line}), true);
+        }
+        q.push(&json!({"type": "request", "id": "r"}), false);
+        let held = q.state.lock().bytes;
+        assert!(held <= MAX_EVENT_BYTES + (17 << 10), "{held}");
+        let Pulled::Event(first) = q.pull(Some(Duration::ZERO)) else {
+            panic!()
+        };
+        assert!(first.contains("overflow"), "{first}");
+        let mut last = String::new();
+        while let Pulled::Event(e) = q.pull(Some(Duration::ZERO)) {
+            last = e;
+        }
+        assert!(last.contains("request"), "the request is kept: {last}");
+        assert_eq!(q.state.lock().bytes, 0);
     }
 
     fn readable(fd: RawFd) -> bool {

@@ -335,8 +335,13 @@ pub fn expand(entry: &mut Value, syntax: Syntax, vars: &Vars) -> Vec<String> {
     missing
 }
 
+/// The longest a value may grow by expansion: `${A}${A}...` in a small file must not become
+/// hundreds of megabytes. A variable whose value would pass it stays as written, and is named
+/// among the unresolved ones (a warning).
+pub const MAX_EXPANDED: usize = 1 << 20;
+
 pub fn expand_str(s: &str, syntax: Syntax, vars: &Vars, missing: &mut Vec<String>) -> String {
-    let mut out = String::with_capacity(s.len());
+    let mut out = String::with_capacity(s.len().min(MAX_EXPANDED));
     let mut rest = s;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
@@ -348,7 +353,14 @@ pub fn expand_str(s: &str, syntax: Syntax, vars: &Vars, missing: &mut Vec<String
         let inner = &after[..end];
         let whole = &rest[start..start + 2 + end + 1];
         match resolve(inner, syntax, vars) {
-            Some(v) => out.push_str(&v),
+            Some(v) if out.len() + v.len() + rest.len() <= MAX_EXPANDED => out.push_str(&v),
+            Some(_) => {
+                let note = format!("{whole} (its value would make the field longer than {MAX_EXPANDED} bytes; not expanded)");
+                if !missing.iter().any(|m| m == &note) {
+                    missing.push(note);
+                }
+                out.push_str(whole);
+            }
             None => {
                 if !missing.iter().any(|m| m == whole) {
                     missing.push(whole.to_string());
@@ -393,6 +405,19 @@ fn resolve(inner: &str, syntax: Syntax, vars: &Vars) -> Option<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn expansion_is_capped_in_bytes() {
+        let mut env = HashMap::new();
+        env.insert("A".to_string(), "x".repeat(300_000));
+        let v = vars(&env);
+        let mut missing = Vec::new();
+        let out = expand_str(&"${A}".repeat(100), Syntax::ClaudeCode, &v, &mut missing);
+        assert!(out.len() <= MAX_EXPANDED, "{}", out.len());
+        assert!(out.ends_with("${A}"));
+        assert_eq!(missing.len(), 1, "{missing:?}");
+        assert!(missing[0].contains("longer than 1048576 bytes"));
+    }
 
     fn vars(env: &HashMap<String, String>) -> Vars<'_> {
         Vars {

@@ -160,14 +160,21 @@ pub fn run(inputs: &Inputs) -> Value {
                     continue;
                 }
             };
-            // 3. Expansion.
+            // 3. Expansion — not of a project entry that is not approved (step 4 excludes it):
+            // an untrusted file gets no look at the environment.
+            let st = &inputs.settings;
+            let approved = src.scope != "project"
+                || (!st.disabled.iter().any(|n| n == name)
+                    && (st.enable_all || st.enabled.iter().any(|n| n == name)));
             let vars = Vars {
                 env: &inputs.env,
                 home: inputs.home.as_deref(),
                 workspace: src.workspace.as_deref(),
             };
-            for var in entry::expand(&mut config, syntax_of(src.format), &vars) {
-                out.warnings.push(unresolved_warning(name, src, &var));
+            if approved {
+                for var in entry::expand(&mut config, syntax_of(src.format), &vars) {
+                    out.warnings.push(unresolved_warning(name, src, &var));
+                }
             }
             let signature = entry::signature(&config, kind);
             candidates.push(Candidate {
@@ -309,6 +316,14 @@ pub fn run(inputs: &Inputs) -> Value {
 }
 
 fn unresolved_warning(name: &str, src: &Source, var: &str) -> String {
+    if let Some((v, why)) = var.split_once(" (its value would") {
+        return format!(
+            "server '{name}' ({} scope, {}): {v}: its value would{}",
+            src.scope,
+            src.label(),
+            why.trim_end_matches(')')
+        );
+    }
     let why = if var.starts_with("${input:") {
         "is an input the editor prompts for, which mcplug cannot ask"
     } else {

@@ -61,7 +61,10 @@ fn enter<'a>(c: *mut mcplug_client) -> Result<Active<'a>, Error> {
 /// `tool_timeout_ms` (null: no limit), `host_request_timeout_ms` (60000: how long a server's
 /// request — or an input request of a modern call — waits for `mcplug_client_respond`),
 /// `client_info`, `capabilities`, `roots`, `protocol_versions`, `max_message_bytes`,
-/// `max_events`, `shutdown_grace_ms`, and `tag` (so that `mcplug_cancel` can abort the connect).
+/// `max_events` (10000 queued events at most, and 16 MiB of their text: past either, the oldest
+/// that need no answer are dropped and an `overflow` event counts them), `shutdown_grace_ms`,
+/// and `tag` (so that `mcplug_cancel` can abort the connect). An unknown option is
+/// `invalid_argument` naming it.
 ///
 /// What the host serves, declared exactly as given: `capabilities` may hold `sampling` (with
 /// `tools` to receive tool-using sampling), `elicitation` (`form` and/or `url`; `{}` is form
