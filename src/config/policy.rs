@@ -184,16 +184,52 @@ fn split_url(u: &str) -> Option<(&str, &str, &str)> {
     Some((scheme, &after[..end], &after[end..]))
 }
 
+/// Whether `url` matches a `serverUrl` pattern. The URL is matched as the transport will use
+/// it — parsed once (reqwest's `Url`, as the transports parse it): the host lowercased, without
+/// a trailing dot, its user information ignored, the scheme's default port made implicit
+/// (`https://host:443/` is `https://host/`), dot segments of the path resolved. A pattern
+/// without a port matches the default port only; `:*` matches any. A URL that does not parse
+/// matches nothing (no transport would connect to it).
 pub fn url_matches(pattern: &str, url: &str) -> bool {
-    match (split_url(pattern), split_url(url)) {
-        (Some((ps, ph, pp)), Some((us, uh, up))) => {
-            wildcard(&ps.to_ascii_lowercase(), &us.to_ascii_lowercase())
-                && wildcard(&ph.to_ascii_lowercase(), &uh.to_ascii_lowercase())
-                && (pp.is_empty() || wildcard(pp, up))
-        }
+    let Some((ps, pa, pp)) = split_url(pattern) else {
         // A pattern that is not a URL (`*`, `*example*`) is matched against the whole URL.
-        _ => wildcard(&pattern.to_ascii_lowercase(), &url.to_ascii_lowercase()),
+        return wildcard(&pattern.to_ascii_lowercase(), &url.to_ascii_lowercase());
+    };
+    let Ok(u) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let Some(host) = u.host_str() else {
+        return false;
+    };
+    let host = host.trim_end_matches('.');
+    let pa = pa.rsplit_once('@').map_or(pa, |(_, h)| h);
+    let (ph, pport) = match pa.rsplit_once(':') {
+        Some((h, p))
+            if (p == "*" || p.chars().all(|c| c.is_ascii_digit()))
+                && (!h.contains(':') || h.ends_with(']')) =>
+        {
+            (h, Some(p))
+        }
+        _ => (pa, None),
+    };
+    let port_ok = match pport {
+        None => u.port().is_none(),
+        Some(p) => u
+            .port_or_known_default()
+            .is_some_and(|n| wildcard(p, &n.to_string())),
+    };
+    let mut rest = u.path().to_string();
+    if let Some(q) = u.query() {
+        rest.push('?');
+        rest.push_str(q);
     }
+    wildcard(&ps.to_ascii_lowercase(), u.scheme())
+        && wildcard(
+            ph.to_ascii_lowercase().trim_end_matches('.'),
+            &host.to_ascii_lowercase(),
+        )
+        && port_ok
+        && (pp.is_empty() || wildcard(pp, &rest))
 }
 
 /// `*` matches any run of characters (also none); everything else matches itself.
@@ -257,6 +293,27 @@ mod tests {
             "http://mcp.example.com/"
         ));
         assert!(url_matches("*", "ws://x"));
+    }
+
+    #[test]
+    fn a_url_cannot_walk_around_a_pattern() {
+        let deny = "https://host.example";
+        for walk in [
+            "https://host.example:443/mcp",
+            "https://user@host.example/mcp",
+            "https://user:pw@host.example/mcp",
+            "https://HOST.example./mcp",
+            "https://host.example/a/../mcp",
+        ] {
+            assert!(url_matches(deny, walk), "{walk}");
+        }
+        assert!(!url_matches(deny, "https://host.example:8443/mcp"));
+        assert!(url_matches("https://host.example:*", "https://host.example:8443/mcp"));
+        assert!(url_matches("https://host.example:8443", "https://host.example:8443/"));
+        assert!(url_matches("https://host.example/v1/*", "https://host.example/v1/../v1/x"));
+        assert!(!url_matches("https://host.example/v1/*", "https://host.example/v1/../v2/x"));
+        assert!(url_matches("http://[::1]:3000", "http://[::1]:3000/mcp"));
+        assert!(!url_matches(deny, "not a url"));
     }
 
     #[test]
