@@ -209,6 +209,9 @@ enum mcplug_status mcplug_auth_logout(const char *server_json,
  * `tool_timeout_ms` (null: no limit), `host_request_timeout_ms` (60000: how long a server's
  * request — or an input request of a modern call — waits for `mcplug_client_respond`),
  * `client_info`, `capabilities`, `roots`, `protocol_versions`, `max_message_bytes`,
+ * `discover_timeout_ms` (5000: how long the `server/discover` probe waits before a silent
+ * server is taken for a legacy one; at most half of `connect_timeout_ms`). A server entry's own
+ * `timeout` (milliseconds) limits each of its requests and tool calls.
  * `max_events` (10000 queued events at most, and 16 MiB of their text: past either, the oldest
  * that need no answer are dropped and an `overflow` event counts them), `shutdown_grace_ms`,
  * and `tag` (so that `mcplug_cancel` can abort the connect). An unknown option is

@@ -751,3 +751,14 @@ fn an_answer_that_cannot_be_read_fails_its_call_at_once() {
     );
     block_on(c.close());
 }
+
+#[test]
+fn a_server_that_never_answers_discover_costs_only_the_probe_bound() {
+    let t = Instant::now();
+    let (c, info) = connect("silent-discover", json!({"discover_timeout_ms": 300})).unwrap();
+    assert_eq!(info["era"], "legacy");
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    block_on(c.close());
+    let e = ConnectOptions::parse(Some(&json!({"discover_timeout_ms": null}))).unwrap_err();
+    assert!(e.message.contains("discover_timeout_ms"), "{}", e.message);
+}

@@ -17,8 +17,8 @@ impl Shared {
         let probed = !opts.modern_versions.is_empty() && !known_legacy;
         if probed {
             let probe_timeout = match opts.connect_timeout {
-                Some(c) => options::MAX_PROBE_TIMEOUT.min(c / 2),
-                None => options::MAX_PROBE_TIMEOUT,
+                Some(c) => opts.discover_timeout.min(c / 2),
+                None => opts.discover_timeout,
             };
             let mut version = opts.modern_versions[0].clone();
             for attempt in 0..2 {

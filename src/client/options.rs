@@ -97,6 +97,8 @@ pub struct ConnectOptions {
     pub log_level: Option<String>,
     /// How many `InputRequiredResult` rounds (and -32042 retries) one call may take.
     pub max_input_rounds: usize,
+    /// `discover_timeout_ms`: how long the `server/discover` probe waits.
+    pub discover_timeout: Duration,
     /// Fill a form elicitation's schema `default`s into an accepted answer's content where the
     /// host left them out.
     pub elicitation_defaults: bool,
@@ -134,9 +136,11 @@ pub enum ListenMode {
 
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
-/// The `server/discover` probe waits at most this long (and never more than half the connect
-/// budget) before the server is taken for a legacy one.
-pub const MAX_PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The `server/discover` probe waits this long by default (`discover_timeout_ms`; never more
+/// than half the connect budget) before a silent server is taken for a legacy one. A server
+/// that ignores unknown methods costs this much on its first connect in a process (then it is
+/// known to be legacy).
+pub const MAX_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The most `InputRequiredResult` rounds one call takes before the server is called broken.
 pub const DEFAULT_MAX_INPUT_ROUNDS: usize = 16;
 /// The extension identifier of tasks in the 2026-07-28 era.
@@ -297,6 +301,7 @@ impl Default for ConnectOptions {
             tasks: true,
             log_level: None,
             max_input_rounds: DEFAULT_MAX_INPUT_ROUNDS,
+            discover_timeout: MAX_PROBE_TIMEOUT,
             elicitation_defaults: false,
             modern_versions: era::MODERN_VERSIONS.iter().map(|s| s.to_string()).collect(),
             legacy_versions: era::LEGACY_VERSIONS.iter().map(|s| s.to_string()).collect(),
@@ -326,6 +331,7 @@ pub const CONNECT_KEYS: &[&str] = &[
     "protocol_versions",
     "tasks",
     "max_input_rounds",
+    "discover_timeout_ms",
     "elicitation_defaults",
     "max_message_bytes",
     "max_events",
@@ -404,6 +410,15 @@ impl ConnectOptions {
         if let Some(n) = parse_usize(obj, "max_input_rounds")? {
             o.max_input_rounds = n;
         }
+        match parse_limit(obj, "discover_timeout_ms")? {
+            Limit::After(d) => o.discover_timeout = d,
+            Limit::Default => {}
+            Limit::Unbounded => {
+                return Err(Error::invalid(
+                    "option `discover_timeout_ms` cannot be unbounded: a server that never answers would hold the connect",
+                ))
+            }
+        }
         o.elicitation_defaults = parse_bool(obj, "elicitation_defaults")?.unwrap_or(false);
         if let Some(versions) = obj.get("protocol_versions") {
             let list = versions
@@ -461,6 +476,18 @@ impl ConnectOptions {
             }
         };
         Ok(o)
+    }
+
+    /// A server entry's own `timeout` (milliseconds, as other clients' configs write it): the
+    /// limit of each of that server's requests and tool calls, over the connection's options.
+    pub fn apply_entry(&mut self, entry: &Value) {
+        if let Some(ms) = entry.get("timeout").and_then(Value::as_f64) {
+            if ms > 0.0 && ms.is_finite() {
+                let d = Duration::from_millis(ms.ceil() as u64);
+                self.request_timeout = Some(d);
+                self.tool_timeout = Some(d);
+            }
+        }
     }
 
     /// The capabilities of each era from what the host declared and the `tasks` option.

@@ -308,10 +308,22 @@ mod tests {
             assert!(url_matches(deny, walk), "{walk}");
         }
         assert!(!url_matches(deny, "https://host.example:8443/mcp"));
-        assert!(url_matches("https://host.example:*", "https://host.example:8443/mcp"));
-        assert!(url_matches("https://host.example:8443", "https://host.example:8443/"));
-        assert!(url_matches("https://host.example/v1/*", "https://host.example/v1/../v1/x"));
-        assert!(!url_matches("https://host.example/v1/*", "https://host.example/v1/../v2/x"));
+        assert!(url_matches(
+            "https://host.example:*",
+            "https://host.example:8443/mcp"
+        ));
+        assert!(url_matches(
+            "https://host.example:8443",
+            "https://host.example:8443/"
+        ));
+        assert!(url_matches(
+            "https://host.example/v1/*",
+            "https://host.example/v1/../v1/x"
+        ));
+        assert!(!url_matches(
+            "https://host.example/v1/*",
+            "https://host.example/v1/../v2/x"
+        ));
         assert!(url_matches("http://[::1]:3000", "http://[::1]:3000/mcp"));
         assert!(!url_matches(deny, "not a url"));
     }

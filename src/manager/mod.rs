@@ -1151,6 +1151,7 @@ impl Inner {
             };
             // The manager never starts an authorization on its own (as Claude Code: the user
             // asks); a stored token is still used and refreshed.
+            options.apply_entry(&server.entry);
             options.auth.interactive = mode == Mode::Authorize;
             options.auth.hook = None;
             if mode == Mode::Authorize {

@@ -170,3 +170,19 @@ def test_configured_headers_never_follow_a_cross_origin_redirect() -> None:
     finally:
         target.kill()
         hop.kill()
+
+
+def test_an_entrys_timeout_limits_its_calls() -> None:
+    entry = {"command": sys.executable, "args": [str(FAULT_SERVER)], "timeout": 300}
+    with mcplug.Client.connect(entry) as c:
+        started = time.monotonic()
+        with pytest.raises(mcplug.TimeoutError):
+            c.call_tool("sleep", {"ms": 5000})
+        assert time.monotonic() - started < 3
+    with mcplug.Manager() as m:
+        m.connect({"mcpServers": {"f": entry}})
+        assert m.wait(20)["servers"]["f"]["state"] == "connected"
+        started = time.monotonic()
+        with pytest.raises(mcplug.TimeoutError):
+            m.call_tool("mcp__f__sleep", {"ms": 5000})
+        assert time.monotonic() - started < 3

@@ -19,6 +19,7 @@ this one exists only for the faults.
             list_changed sends a notification tagged with a subscription id it never had, then
             one tagged with the newest listen request's id)
           | modern-nolisten (the same capabilities, but subscriptions/listen is -32601)
+          | silent-discover (legacy; never answers server/discover)
           | deep-schema (tools/list adds a tool whose outputSchema nests 60 properties deep)
 
 Tools (every mode that answers): echo {message}, sleep {ms}, cancelled_ids {}, crash {},
@@ -191,6 +192,8 @@ def handle(msg):
             cancelled.append(params.get("requestId"))
         return
     if method == "server/discover":
+        if MODE == "silent-discover":
+            return  # a legacy server that ignores methods it does not know
         if MODE in ("modern-listen", "modern-nolisten"):
             return send({"jsonrpc": "2.0", "id": rid, "result": {
                 "supportedVersions": ["2026-07-28"],
