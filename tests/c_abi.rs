@@ -140,9 +140,19 @@ fn peers() -> &'static Vec<(&'static str, PathBuf)> {
 
 /// Compiles `tests/c/<name>.c` once per test run; returns the program's path.
 fn build(name: &str) -> PathBuf {
+    build_with(name, false)
+}
+
+/// Compiles `tests/c/<name>.c`, with AddressSanitizer when `asan` (its runtime then watches
+/// every malloc and free of the process, the library's included).
+fn build_with(name: &str, asan: bool) -> PathBuf {
     let root = manifest_dir();
     let out = out_dir();
-    let exe = out.join(name);
+    let exe = out.join(if asan {
+        format!("{name}-asan")
+    } else {
+        name.to_string()
+    });
     // Another `cargo test` may be building the same program: write aside, then rename.
     let tmp = out.join(format!(".{name}.{}.tmp", std::process::id()));
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
@@ -157,6 +167,11 @@ fn build(name: &str) -> PathBuf {
             "-g",
             "-O1",
         ])
+        .args(if asan {
+            &["-fsanitize=address", "-fno-omit-frame-pointer"][..]
+        } else {
+            &[][..]
+        })
         .arg("-I")
         .arg(root.join("include"))
         .arg("-I")
@@ -271,6 +286,29 @@ fn run_with(name: &str, extra: &[(&str, String)]) {
             again.push_str(&format!(" {var}={value}"));
         }
         panic!("C test {name} failed (exit {code:?}); its output:\n{output}\nto run it again:\n    {again} {}", exe.display());
+    }
+
+    if std::env::var("MCPLUG_ASAN").as_deref() == Ok("1") {
+        let exe = build_with(name, true);
+        let mut cmd = Command::new(&exe);
+        configure(&mut cmd, true);
+        // Leaks are valgrind's to judge (definite ones only); here: use after free, overflows,
+        // double frees, in the test and in the library alike.
+        cmd.env(
+            "ASAN_OPTIONS",
+            "detect_leaks=0:abort_on_error=0:exitcode=98:detect_stack_use_after_return=0",
+        );
+        let (code, output, took) = run_bounded(cmd, Duration::from_secs(600));
+        print!("{output}");
+        println!(
+            "[{name} under AddressSanitizer: exit {code:?} in {:.2} s]",
+            took.as_secs_f64()
+        );
+        match code {
+            Some(0) => {}
+            Some(98) => panic!("AddressSanitizer found a memory error in C test {name}:\n{output}"),
+            _ => panic!("C test {name} failed under AddressSanitizer (exit {code:?}):\n{output}"),
+        }
     }
 
     if std::env::var("MCPLUG_VALGRIND").as_deref() == Ok("1") {

@@ -3,11 +3,12 @@
 #   1. installs the test peers and binding dependencies into this checkout (tests/install-deps.sh)
 #   2. Rust: unit tests, the C ABI tests (C programs compiled with -Werror against the library),
 #      the header check, the demo (examples/demo.rs) — then the C tests again under valgrind (no
-#      definite leak allowed)
+#      definite leak allowed) and built with AddressSanitizer (no memory error allowed)
 #   3. Python binding (pytest) and Node binding (node --test), against the release library
 #   4. the official conformance suite (0.1.16 and 0.2.0-alpha.12), scenario by scenario, through
 #      the C, Python and Node conformance clients (tests/conformance/run.sh prints the table)
-# Environment: MCPLUG_SKIP_VALGRIND=1 skips step 2's valgrind pass.
+# Environment: MCPLUG_SKIP_VALGRIND=1 skips step 2's valgrind pass, MCPLUG_SKIP_ASAN=1 its ASan
+# pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +28,14 @@ target/debug/examples/demo
 if [ "${MCPLUG_SKIP_VALGRIND:-0}" != 1 ] && command -v valgrind >/dev/null; then
   echo "== C ABI tests under valgrind"
   MCPLUG_VALGRIND=1 cargo test --test c_abi
+fi
+
+# The C tests built with AddressSanitizer (the library is not instrumented, but ASan's runtime
+# watches every malloc and free of the process, the library's included).
+if [ "${MCPLUG_SKIP_ASAN:-0}" != 1 ] && echo 'int main(void){return 0;}' | ${CC:-cc} -fsanitize=address -x c - -o /tmp/mcplug-asan-probe.$$ 2>/dev/null; then
+  rm -f /tmp/mcplug-asan-probe.$$
+  echo "== C ABI tests under AddressSanitizer"
+  MCPLUG_ASAN=1 cargo test --test c_abi
 fi
 
 echo "== Python binding (pytest)"
