@@ -15,6 +15,8 @@ pub mod config;
 pub mod error;
 pub mod ffi;
 pub(crate) mod fsx;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod manager;
 pub mod protocol;
 pub(crate) mod redact;

@@ -313,6 +313,11 @@ fn same_value(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// What the fuzz target of the frontmatter runs.
+pub(crate) fn fuzz_frontmatter(text: &str) {
+    let _ = frontmatter_of(text);
+}
+
 /// The YAML frontmatter of a SKILL.md (between a first line `---` and the next `---` line), as
 /// JSON. Anchors and aliases are refused (an alias can multiply a small text into a huge tree).
 fn frontmatter_of(text: &str) -> std::result::Result<Map<String, Value>, String> {

@@ -37,6 +37,27 @@ const SCOPES: [(&str, u32); 7] = [
     ("claudeai", 95),
 ];
 
+/// What the fuzz target of URL patterns runs.
+pub(crate) fn fuzz_url_matches(pattern: &str, url: &str) -> bool {
+    policy::url_matches(pattern, url) | policy::wildcard(pattern, url)
+}
+
+/// What the fuzz target of `${VAR}` expansion runs (both syntaxes, a few variables).
+pub(crate) fn fuzz_expand(text: &str) -> usize {
+    let env: HashMap<String, String> = [("A", "x".repeat(1000)), ("B", "${A}${A}".into())]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    let vars = entry::Vars {
+        env: &env,
+        home: Some("/home/f"),
+        workspace: Some("/w"),
+    };
+    let mut missing = Vec::new();
+    entry::expand_str(text, entry::Syntax::ClaudeCode, &vars, &mut missing).len()
+        + entry::expand_str(text, entry::Syntax::Editor, &vars, &mut missing).len()
+}
+
 pub(crate) fn config_error(message: impl Into<String>) -> Error {
     Error::new(ErrorKind::Config, message)
 }

@@ -1259,6 +1259,46 @@ impl Exchange {
     }
 }
 
+/// What the fuzz target of the direct path's response reading runs: the bytes after the first
+/// come in pieces of (the first byte % 64 + 1) bytes.
+pub fn fuzz_response(data: &[u8]) {
+    let step = data.first().map_or(1, |b| usize::from(*b % 64) + 1);
+    let input = data.get(1..).unwrap_or_default();
+    let mut r = Reading::new();
+    let mut sse: Option<Sse> = None;
+    let mut out = Vec::new();
+    for chunk in input.chunks(step) {
+        r.buf.extend_from_slice(chunk);
+        if let Framing::Head = r.framing {
+            match r.head() {
+                Ok(Parsed::More) => continue,
+                Ok(Parsed::Head(_, kind)) => {
+                    if kind == "text/event-stream" {
+                        sse = Some(Sse::default());
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+        out.clear();
+        match r.body(Some(&mut out), false) {
+            Ok(ended) => {
+                if let Some(s) = sse.as_mut() {
+                    if s.feed(&out, 1 << 20, &mut |_| false).is_err() {
+                        return;
+                    }
+                }
+                if ended {
+                    return;
+                }
+            }
+            Err(_) => return,
+        }
+        r.compact();
+    }
+    let _ = r.body(Some(&mut out), true);
+}
+
 /// Starts a connect to `addr` without blocking.
 fn start_connect(addr: SocketAddr) -> std::io::Result<TcpStream> {
     use socket2::{Domain, Protocol, SockAddr, Socket, Type};

@@ -23,6 +23,7 @@
 //! tried as a deprecated HTTP+SSE server at the same URL (the spec's backwards compatibility).
 
 mod direct;
+pub use direct::fuzz_response;
 mod headers;
 
 use super::credentials::{self, Applied, Credentials};
