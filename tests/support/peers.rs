@@ -80,10 +80,22 @@ fn python_server(python: PathBuf, script: &str, extra: &[&str]) -> Peer {
 }
 
 fn python_server_on(port: u16, python: PathBuf, script: &str, extra: &[&str]) -> Peer {
+    let port_arg = port.to_string();
+    let args: Vec<&str> = std::iter::once(port_arg.as_str())
+        .chain(extra.iter().copied())
+        .collect();
+    let (child, line) = spawn_script(python, script, &args);
+    assert!(line.starts_with("listening"), "{script} said {line:?}");
+    let mut peer = Peer { child, port };
+    wait_port(&mut peer);
+    peer
+}
+
+/// Starts `tests/servers/<script>` with `args`; returns it and the first line it printed.
+fn spawn_script(python: PathBuf, script: &str, args: &[&str]) -> (Child, String) {
     let mut child = Command::new(python)
         .arg(repo().join("tests/servers").join(script))
-        .arg(port.to_string())
-        .args(extra)
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -93,10 +105,7 @@ fn python_server_on(port: u16, python: PathBuf, script: &str, extra: &[&str]) ->
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    assert!(line.starts_with("listening"), "{script} said {line:?}");
-    let mut peer = Peer { child, port };
-    wait_port(&mut peer);
-    peer
+    (child, line)
 }
 
 pub fn modern_http(extra: &[&str]) -> Peer {
@@ -133,17 +142,7 @@ pub fn everything_ws() -> Peer {
 
 /// tests/servers/oauth_server.py: a protected MCP server and its authorization server in one.
 pub fn oauth_http() -> Peer {
-    let mut child = Command::new("python3")
-        .arg(repo().join("tests/servers/oauth_server.py"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let (child, line) = spawn_script("python3".into(), "oauth_server.py", &[]);
     let port = line
         .strip_prefix("PORT ")
         .and_then(|p| p.trim().parse().ok())

@@ -664,16 +664,8 @@ impl HttpTransport {
         let renew = async {
             let resp = match self.post(&init, &out).await? {
                 Posted::Answer(resp) => resp,
-                Posted::SessionLost(_) => unreachable!("no session was sent"),
-                Posted::Refused(status, body) => {
-                    return Err(status_error(
-                        "POST",
-                        self.url.as_str(),
-                        "initialize",
-                        status,
-                        &body,
-                    ))
-                }
+                // Both need a session sent with the request.
+                Posted::SessionLost(_) | Posted::Refused(..) => unreachable!("no session was sent"),
             };
             let status = resp.status();
             if !status.is_success() {
