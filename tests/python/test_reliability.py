@@ -40,9 +40,11 @@ def _alive(pid: int) -> bool:
     return fields[0] != "Z"
 
 
-def test_a_killed_host_leaves_no_server_behind_even_one_that_ignores_eof() -> None:
-    # The host connects from a thread that ends at once: the server must outlive that thread
-    # (the kernel's parent-death signal follows the forking thread) and die with the process.
+@pytest.mark.parametrize("where", ["thread", "main"])
+def test_a_killed_host_leaves_no_server_behind_even_one_that_ignores_eof(where: str) -> None:
+    # From a thread that ends at once, the server must outlive that thread (the kernel's
+    # parent-death signal follows the forking thread) and die with the process; from the main
+    # thread (which forks the server itself), the same.
     host = textwrap.dedent(f"""
         import sys, threading, time
         sys.path.insert(0, {str(REPO / 'bindings/python')!r})
@@ -52,7 +54,10 @@ def test_a_killed_host_leaves_no_server_behind_even_one_that_ignores_eof() -> No
             c = mcplug.Client.connect({{"command": sys.executable, "args": [{str(FAULT_SERVER)!r}]}})
             c.call_tool("stop_reading", {{}})  # it never sees the end of its stdin now
             box["c"] = c
-        t = threading.Thread(target=connect); t.start(); t.join()
+        if {where!r} == "thread":
+            t = threading.Thread(target=connect); t.start(); t.join()
+        else:
+            connect()
         time.sleep(0.3)
         print("ready", flush=True)
         time.sleep(60)
