@@ -263,8 +263,6 @@ impl Client {
         started: Option<Started>,
     ) -> Result<(Client, Value)> {
         let cache_enabled = options.cache;
-        // An http entry refused as an HTTP+SSE server would be is connected again as one.
-        let fallback_options = matches!(spec, ServerSpec::Http { .. }).then(|| options.clone());
         let original = spec;
         let shared = Arc::new(Shared {
             events: EventQueue::new(options.max_events),
@@ -368,13 +366,14 @@ impl Client {
             }
             Err(e) => {
                 client.close().await;
-                let refused = http.and_then(|h| h.refused_initialize());
-                match (refused, fallback_options) {
-                    (Some(refusal), Some(options)) => {
-                        connect_as_sse(original, options, tag, refusal).await
-                    }
-                    _ => Err(e),
+                // An http entry refused as an HTTP+SSE server would be is connected again as
+                // one, with the same options (this connect's tag handed on, not held twice).
+                if let Some(refusal) = http.and_then(|h| h.refused_initialize()) {
+                    drop(guard);
+                    let options = client.shared.options.clone();
+                    return connect_as_sse(original, options, tag, refusal).await;
                 }
+                Err(e)
             }
         }
     }
