@@ -910,6 +910,7 @@ impl Exchange {
             waited = true;
             self.reading.compact();
             match read_some(sock, &mut self.reading.buf) {
+                Ok(0) if self.again_fresh() => {}
                 Ok(0) => {
                     if self.process(t, true).is_none() && !self.finished {
                         self.io_failed(t, &"the server closed the connection before the answer");
@@ -918,12 +919,31 @@ impl Exchange {
                 }
                 Ok(_) => {}
                 Err(e) if matches!(e.kind(), IoKind::WouldBlock | IoKind::Interrupted) => {}
+                Err(_) if self.again_fresh() => {}
                 Err(e) => {
                     self.io_failed(t, &e);
                     return;
                 }
             }
         }
+    }
+
+    /// A kept-alive connection the server closed before a byte of its response (it restarted,
+    /// or its idle time-out crossed the request): the request goes again, once, on a new
+    /// connection — as curl and browsers do. A connection idle for long is checked before reuse
+    /// (`CHECK_AFTER`); this covers a close within that time, and a close that crossed the
+    /// check. Whether it did (else the end is the exchange's failure).
+    fn again_fresh(&mut self) -> bool {
+        let untouched =
+            matches!(self.reading.framing, Framing::Head) && self.reading.unread().is_empty();
+        if !self.reused || !untouched || self.written < self.request.len() {
+            return false;
+        }
+        self.sock = None;
+        self.reused = false;
+        self.written = 0;
+        self.reading.reset();
+        true
     }
 
     /// Writes what is left of the request; `false` when the socket takes no more now (or the
