@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from ctypes import byref, c_char_p, c_uint64, c_void_p
 
 from . import _codec, _ffi
-from ._errors import ClosedError, DeniedError, InvalidArgumentError, McpError, NotFoundError, error_from_json, make_error
+from ._errors import ClosedError, DeniedError, InvalidArgumentError, McpError, NotFoundError, ProtocolError, error_from_json, make_error
 
 TYPE_CHECKING = False  # not typing's: see _codec
 if TYPE_CHECKING:
@@ -67,7 +67,20 @@ _tag_counter = itertools.count(1)
 # Bound once: a module global is one lookup, ``_ffi.lib.name`` is three.
 _OK = _ffi.OK
 _encode_chunks = _codec.encode_chunks
-_loads = _codec.loads
+_codec_loads = _codec.loads
+
+
+def _loads(text: str) -> Any:
+    """What the library handed back, as Python; a value nested deeper than Python's json
+    reads (the library passes a server's JSON through untouched) is a ProtocolError."""
+    try:
+        return _codec_loads(text)
+    except RecursionError:
+        raise ProtocolError(
+            f"the server's answer ({len(text)} bytes) nests deeper than Python's json can read", kind="protocol"
+        ) from None
+
+
 _scan = _codec.scan
 _string_free = _ffi.string_free
 _call_tool_fast = _ffi.call_tool_fast
