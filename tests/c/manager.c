@@ -384,8 +384,8 @@ static void fifty(void) {
           "every one of the %d is connected", n);
     {
         char want[64];
-        snprintf(want, sizeof want, "},\"tools\":%d}", n * 11);
-        CHECK_OUT(contains(out, want), out, "the pool has %d tools (11 each)", n * 11);
+        snprintf(want, sizeof want, "},\"tools\":%d}", n * 14);
+        CHECK_OUT(contains(out, want), out, "the pool has %d tools (14 each)", n * 14);
     }
     printf("# %d stdio servers (the fault server, Python) connected 3 at a time in %.2f s\n", n, took);
     drop(&out);

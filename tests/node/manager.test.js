@@ -770,7 +770,7 @@ describe('many servers', { timeout: 180000 }, () => {
     const took = Date.now() - start;
     const states = Object.values(status.servers).map((s) => s.state);
     assert.deepEqual([...new Set(states)], ['connected'], JSON.stringify(status).slice(0, 2000));
-    assert.equal(status.tools, n * 11, '11 tools each');
+    assert.equal(status.tools, n * 14, '14 tools each');
     console.log(`# ${n} stdio servers (the fault server, Python) connected 3 at a time in ${(took / 1000).toFixed(2)} s`);
     t.diagnostic(`${n} stdio servers connected 3 at a time in ${(took / 1000).toFixed(2)} s`);
     // A call to each, all at once: routed by name.

@@ -207,7 +207,7 @@ def test_fifty_stdio_servers_three_at_a_time(fault: FaultFactory) -> None:
         status = m.wait(120)
         took = time.monotonic() - t0
         assert set(states(status).values()) == {"connected"}, states(status)
-        assert status["tools"] == n * 11, "11 tools each"
+        assert status["tools"] == n * 14, "14 tools each"
         print(f"\n# {n} stdio servers (the fault server, Python) connected 3 at a time in {took:.2f} s")
         assert text_of(m.call_tool("mcp__s49__echo", {"message": "fiftieth"})) == "Echo: fiftieth"
         markers = [e["args"][-1] for e in entries]

@@ -175,7 +175,7 @@ def test_async_fifty_stdio_servers_three_at_a_time(fault: FaultFactory) -> None:
             status = await m.wait(120)
             took = time.monotonic() - t0
             assert set(states(status).values()) == {"connected"}, states(status)
-            assert status["tools"] == n * 11
+            assert status["tools"] == n * 14
             echoes = await asyncio.gather(*(m.call_tool(f"mcp__s{i:02d}__echo", {"message": str(i)}) for i in range(n)))
             assert [text_of(r) for r in echoes] == [f"Echo: {i}" for i in range(n)]
         return took

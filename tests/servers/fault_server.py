@@ -79,6 +79,9 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {"mode": {"enum": ["ok", "bad", "missing", "error"]}}, "required": ["mode"]},
      "outputSchema": {"type": "object", "properties": {"temperature": {"type": "number"}}, "required": ["temperature"]}},
     {"name": "list_changed", "description": "Sends notifications/tools/list_changed, then answers", "inputSchema": {"type": "object"}},
+    {"name": "half", "description": "Half an answer line, then exits", "inputSchema": {"type": "object"}},
+    {"name": "close_stdout", "description": "Closes stdout and stops reading, alive", "inputSchema": {"type": "object"}},
+    {"name": "endless_line", "description": "A line that never ends", "inputSchema": {"type": "object"}},
 ]
 if MODE == "modern-listen":
     TOOLS += [
@@ -129,6 +132,28 @@ def call_tool(rid, params):
             sys.stdout.buffer.write(data + b"\n")
             sys.stdout.buffer.flush()
         return
+    if name == "half":
+        # The first half of the answer line, no newline, then the process exits.
+        line = json.dumps({"jsonrpc": "2.0", "id": rid, "result": text("half")}).encode()
+        with out_lock:
+            sys.stdout.buffer.write(line[: len(line) // 2])
+            sys.stdout.buffer.flush()
+        os._exit(4)
+    if name == "close_stdout":
+        # Stdout closed, the process alive (reading nothing more): only the client's close ends it.
+        with out_lock:
+            os.close(1)
+        stop_reading.set()
+        return
+    if name == "endless_line":
+        # One line that never ends, until the reader goes away.
+        try:
+            with out_lock:
+                while True:
+                    sys.stdout.buffer.write(b"x" * 65536)
+                    sys.stdout.buffer.flush()
+        except OSError:
+            os._exit(5)
     if name == "stderr":
         sys.stderr.write(str(args.get("line")) + "\n")
         sys.stderr.flush()

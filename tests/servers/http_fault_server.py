@@ -10,12 +10,19 @@ Prints "listening <port>" once it accepts connections. Endpoints:
   GET  /mcp         405, or with Last-Event-ID the rest of a cut stream
   DELETE /mcp       ends the session (202), counted
   POST /always500   HTTP 500 to everything
-  POST /locked      HTTP 401 with a WWW-Authenticate challenge (a server that needs OAuth)
+  POST /locked      (and GET) HTTP 401 with a WWW-Authenticate challenge (a server that needs OAuth)
   POST /modern      the same tools in the 2026-07-28 era: server/discover offers only that
                     version, no sessions (a cut stream is not resumable there)
   POST /redirect    307 to /modern
   POST /mcp400      /mcp, but an unknown session gets 400 "No valid session ID provided" (as
                     the reference SDKs' servers answer after a restart), not 404
+  POST /xredirect   307 to /modern on another origin (http://localhost:<port>); a GET, to /sse
+  /p/<tag>/<path>   any endpoint below under any tag: one process answering on many paths
+  GET  /sse         the legacy HTTP+SSE transport (2024-11-05): an `endpoint` event naming
+                    /messages?sid=..., then every answer as a `message` event
+  POST /messages    its messages (202); an unknown sid gets 404. Over it the tools echo, slow,
+                    big, raw (the bytes as one event's data), restart, and: drop (the stream
+                    ends before the answer), endless_line (a data line that never ends)
 Tools (tools/call):
   echo {message}          SSE answer with event ids: "Echo: <message>"
   echo_kept {message}     the same, on a connection kept alive (chunked), the stream's end
@@ -30,12 +37,20 @@ Tools (tools/call):
   big_sse {bytes}         the same as one SSE event
   fail500 {}              HTTP 500 with a text body
   restart {}              forgets every session (as a restarted server would), then answers
+  status {code, challenge?}  HTTP <code> with a text body (and that WWW-Authenticate)
+  reset {}                a Content-Length of 1000, 10 bytes of body, then a TCP reset
+  loris {}                the status line and headers one byte every 100 ms, never done
+  endless_line {}         SSE: one data line that never ends
+  dup {}                  SSE: the answer twice under the same id
   stats {}                {"initializes", "deletes", "resumes", "connections", "sessions",
                           "endless_closed", "headers": {...}}
                           (headers: the last request's MCP headers and X-Test)
 """
 import base64
 import json
+import queue
+import socket
+import struct
 import sys
 import threading
 import time
@@ -52,8 +67,11 @@ parked = {}
 
 TOOLS = [
     {"name": n, "inputSchema": {"type": "object"}}
-    for n in ["echo", "echo_kept", "cut_echo", "cut_noid", "slow", "endless", "big", "big_sse", "fail500", "restart", "stats"]
+    for n in ["echo", "echo_kept", "cut_echo", "cut_noid", "slow", "endless", "big", "big_sse", "fail500", "restart", "stats",
+              "raw", "status", "reset", "loris", "endless_line", "dup", "drop"]
 ]
+# The legacy HTTP+SSE sessions: sid -> the queue its GET stream writes out (None ends it).
+sse_sessions = {}
 
 
 def result(rid, value):
@@ -69,6 +87,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+    def parse_request(self):
+        # /p/<tag>/<endpoint> is <endpoint>: one process answering on many paths (the scale
+        # run's 1,000 servers; a matrix cell whose URL must not share another's auth cache).
+        ok = super().parse_request()
+        if ok and self.path.startswith("/p/"):
+            rest = self.path[3:]
+            self.path = rest[rest.find("/"):] if "/" in rest else "/"
+        return ok
 
     def setup(self):
         super().setup()
@@ -121,7 +148,96 @@ class Handler(BaseHTTPRequestHandler):
                 stats["deletes"] += 1
         self.json_reply(202 if known else 404, None)
 
+    def sse_stream(self):
+        sid = uuid.uuid4().hex
+        q = queue.Queue()
+        with lock:
+            sse_sessions[sid] = q
+        self.sse_start()
+        self.wfile.write(f"event: endpoint\ndata: /messages?sid={sid}\n\n".encode())
+        self.wfile.flush()
+        try:
+            while True:
+                item = q.get()
+                if item is None:
+                    return  # the stream ends (drop)
+                if item == "endless_line":
+                    self.wfile.write(b"event: message\ndata: ")
+                    while True:
+                        self.wfile.write(b"x" * 65536)
+                        self.wfile.flush()
+                if isinstance(item, bytes):
+                    self.wfile.write(b"event: message\ndata: " + item + b"\n\n")
+                else:
+                    self.wfile.write(("event: message\ndata: " + json.dumps(item) + "\n\n").encode())
+                self.wfile.flush()
+        except OSError:
+            pass
+        finally:
+            with lock:
+                if sse_sessions.get(sid) is q:
+                    del sse_sessions[sid]
+
+    def sse_message(self, sid, msg):
+        """A message POSTed to the legacy HTTP+SSE endpoint: its answer goes to the stream."""
+        with lock:
+            q = sse_sessions.get(sid)
+        if q is None:
+            self.plain(404, "unknown session")
+            return
+        self.send_response(202)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        method = msg.get("method")
+        rid = msg.get("id")
+        if rid is None or method is None:
+            return
+        if method == "initialize":
+            q.put(result(rid, {"protocolVersion": "2024-11-05", "capabilities": {"tools": {}},
+                               "serverInfo": {"name": "http-fault-server-sse", "version": "1"}}))
+            return
+        if method == "tools/list":
+            q.put(result(rid, {"tools": TOOLS}))
+            return
+        if method != "tools/call":
+            q.put({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no " + method}})
+            return
+        name = msg["params"]["name"]
+        args = msg["params"].get("arguments") or {}
+
+        def answer():
+            if name == "echo":
+                q.put(text(rid, "Echo: " + args.get("message", "")))
+            elif name == "slow":
+                time.sleep(args.get("ms", 1000) / 1000)
+                q.put(text(rid, "slow done"))
+            elif name == "big":
+                q.put(text(rid, "x" * int(args.get("bytes", 1000))))
+            elif name == "raw":
+                q.put(base64.b64decode(args["b64"]).replace(b"@ID@", json.dumps(rid).encode()))
+            elif name == "drop":
+                q.put(None)
+            elif name == "endless_line":
+                q.put("endless_line")
+            elif name == "restart":
+                with lock:
+                    sse_sessions.clear()
+                q.put(text(rid, "restarted"))
+            else:
+                q.put({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "no tool " + name}})
+
+        threading.Thread(target=answer, daemon=True).start()
+
     def do_GET(self):
+        if self.path == "/sse":
+            self.sse_stream()
+            return
+        if self.path == "/locked":
+            self.locked()
+            return
+        if self.path == "/xredirect":
+            self.json_reply(307, None, {"Location": "http://localhost:%d/sse" % PORT})
+            return
         last = self.headers.get("Last-Event-ID")
         if last is None or self.path != "/mcp":
             self.json_reply(405, None)
@@ -136,18 +252,27 @@ class Handler(BaseHTTPRequestHandler):
         self.sse_start()
         self.sse(answer, eid=last + "-r")
 
+    def locked(self):
+        self.json_reply(401, {"error": "invalid_token"}, {
+            "WWW-Authenticate": 'Bearer resource_metadata="http://127.0.0.1:%d/.well-known/oauth-protected-resource"' % PORT})
+
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length)
         if self.path == "/always500":
             self.plain(500, "boom: this server always fails")
             return
+        if self.path.startswith("/messages?sid="):
+            self.sse_message(self.path.split("=", 1)[1], json.loads(body))
+            return
+        if self.path == "/xredirect":
+            self.json_reply(307, None, {"Location": "http://localhost:%d/modern" % PORT})
+            return
         if self.path == "/redirect":
             self.json_reply(307, None, {"Location": "/modern"})
             return
         if self.path == "/locked":
-            self.json_reply(401, {"error": "invalid_token"}, {
-                "WWW-Authenticate": 'Bearer resource_metadata="http://127.0.0.1:%d/.well-known/oauth-protected-resource"' % PORT})
+            self.locked()
             return
         if self.path not in ("/mcp", "/modern", "/mcp400"):
             self.plain(404, "not here")
@@ -266,6 +391,47 @@ class Handler(BaseHTTPRequestHandler):
                 self.sse(text(rid, "x" * int(args.get("bytes", 1000))))
             except OSError:
                 pass
+        elif name == "status":
+            data = ("status %d on purpose" % args["code"]).encode()
+            self.send_response(int(args["code"]))
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            if args.get("challenge"):
+                self.send_header("WWW-Authenticate", args["challenge"])
+            self.end_headers()
+            self.wfile.write(data)
+        elif name == "reset":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            self.wfile.write(b'{"jsonrpc":')
+            self.wfile.flush()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+        elif name == "loris":
+            try:
+                for byte in b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" * 1000:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            except OSError:
+                pass
+            self.close_connection = True
+        elif name == "endless_line":
+            self.sse_start()
+            try:
+                self.wfile.write(b"data: ")
+                while True:
+                    self.wfile.write(b"x" * 65536)
+                    self.wfile.flush()
+            except OSError:
+                pass
+        elif name == "dup":
+            self.sse_start()
+            self.sse(text(rid, "first"))
+            self.sse(text(rid, "second"))
         elif name == "fail500":
             self.plain(500, "tool exploded")
         elif name == "restart":
@@ -282,6 +448,7 @@ class Handler(BaseHTTPRequestHandler):
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 1024  # the scale run connects 20 at a time
     allow_reuse_address = True
 
 
