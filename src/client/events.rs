@@ -91,6 +91,9 @@ struct Pipe {
 pub struct EventQueue {
     state: Mutex<State>,
     ready: Condvar,
+    /// Wakes the one async consumer (a manager's pump) without a descriptor: a manager of 1,000
+    /// servers would otherwise hold 3,000 fds for its pumps alone.
+    changed: tokio::sync::Notify,
     max: usize,
 }
 
@@ -180,6 +183,7 @@ impl EventQueue {
                 interrupt_users: 0,
             }),
             ready: Condvar::new(),
+            changed: tokio::sync::Notify::new(),
             max: max.max(1),
         }
     }
@@ -223,9 +227,17 @@ impl EventQueue {
         }
         drop(s);
         self.ready.notify_one();
+        self.changed.notify_one();
         if let Some(interrupt) = interrupt {
             interrupt();
         }
+    }
+
+    /// Resolves once an event was queued (or the queue closed) since the last time it resolved
+    /// — or since the queue was made: for one async consumer, which pulls without waiting
+    /// until it finds nothing, then awaits this again (a wake-up between the two is kept).
+    pub async fn changed(&self) {
+        self.changed.notified().await;
     }
 
     /// Until the guard is dropped, an event queued by another thread calls `interrupt`: for a
@@ -274,6 +286,7 @@ impl EventQueue {
         s.sync_pipe();
         drop(s);
         self.ready.notify_all();
+        self.changed.notify_one();
         self.interrupt_now();
     }
 
@@ -288,6 +301,7 @@ impl EventQueue {
         s.sync_pipe();
         drop(s);
         self.ready.notify_all();
+        self.changed.notify_one();
         self.interrupt_now();
     }
 

@@ -156,6 +156,13 @@ impl Client {
             .map_err(|e| Error::transport(format!("cannot create the event descriptor: {e}")))
     }
 
+    /// Resolves once an event may be pullable (see `EventQueue::changed`): for an async
+    /// consumer that pulls with a zero wait, as a manager's pump does.
+    pub async fn events_changed(&self) {
+        self.shared.events_wanted();
+        self.shared.events.changed().await;
+    }
+
     /// Waits like `next_event`, then takes up to `max` events at once, as one JSON array.
     pub fn next_events(&self, max: usize, wait: Option<Duration>) -> Pulled {
         self.shared.events_wanted();

@@ -37,12 +37,9 @@ use pool::{Pool, PoolLimits, Source};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
-use tokio::io::unix::AsyncFd;
-use tokio::io::Interest;
 use tokio::sync::{oneshot, watch, Semaphore};
 
 /// A server's state (M1).
@@ -141,7 +138,8 @@ struct ServerState {
     error: Option<Error>,
     client: Option<Arc<Client>>,
     info: Option<Value>,
-    tools: Vec<Value>,
+    /// As listed (shared with the pool's part of this server: see `Pool::rebuild`).
+    tools: Arc<Vec<Value>>,
     /// The reconnect attempt under way (0: none).
     attempt: u32,
     /// Bumped by every connect attempt series and every deliberate close.
@@ -519,7 +517,7 @@ impl Manager {
         let connected = inner.change(&server, |st| {
             let connected = st.state == State::Connected;
             if connected {
-                st.tools = tools;
+                st.tools = Arc::new(tools);
             }
             connected
         });
@@ -753,7 +751,7 @@ impl Server {
                 error,
                 client: None,
                 info: None,
-                tools: Vec::new(),
+                tools: Arc::default(),
                 attempt: 0,
                 gen: 0,
                 task: None,
@@ -985,7 +983,7 @@ impl Inner {
     }
 
     fn rebuild_into(&self, pool: &mut Arc<Pool>) {
-        let servers: Vec<(String, Source, Vec<Value>)> = self
+        let servers: Vec<(String, Source, Arc<Vec<Value>>)> = self
             .servers
             .lock()
             .iter()
@@ -999,13 +997,15 @@ impl Inner {
                     State::NeedsAuth => Some((
                         s.name.clone(),
                         Source::Auth,
-                        pool::authenticate_tools(&s.name),
+                        Arc::new(pool::authenticate_tools(&s.name)),
                     )),
                     _ => None,
                 }
             })
             .collect();
-        *pool = Arc::new(Pool::build(&servers, &self.limits));
+        if let Some(rebuilt) = pool.rebuild(&servers, &self.limits) {
+            *pool = Arc::new(rebuilt);
+        }
     }
 
     /// A result as the host gets it (see `hygiene.rs`); one that must be cleaned but cannot be
@@ -1039,7 +1039,7 @@ impl Inner {
                 st.error = None;
                 st.attempt = 0;
                 st.info = None;
-                st.tools.clear();
+                st.tools = Arc::default();
             }
             (st.client.take(), st.task.take())
         });
@@ -1177,7 +1177,7 @@ impl Inner {
                             st.attempt = 0;
                             st.authorizing = None;
                             st.info = Some(info);
-                            st.tools = tools;
+                            st.tools = Arc::new(tools);
                             st.client = Some(client.clone());
                         }
                         stale
@@ -1253,7 +1253,7 @@ impl Inner {
             st.error = None;
             st.attempt = 0;
             st.info = Some(json!({"server_info": {"name": server.name}, "era": "in-process"}));
-            st.tools = server.sdk_tools.lock().clone();
+            st.tools = Arc::new(server.sdk_tools.lock().clone());
             true
         });
         if settled {
@@ -1368,7 +1368,7 @@ impl Inner {
             st.attempt = 0;
             st.authorizing = None;
             st.client = None;
-            st.tools.clear();
+            st.tools = Arc::default();
             true
         });
         if settled {
@@ -1387,7 +1387,7 @@ impl Inner {
             st.gen += 1;
             st.state = State::Failed;
             st.error = Some(why);
-            st.tools.clear();
+            st.tools = Arc::default();
             Some(st.client.take())
         });
         let Some(client) = client else { return };
@@ -1522,7 +1522,7 @@ impl Inner {
             if st.gen != gen || st.state != State::Connected {
                 return false;
             }
-            st.tools = tools;
+            st.tools = Arc::new(tools);
             true
         });
         if !relisted {
@@ -1552,20 +1552,8 @@ fn tools_of(list: RawJson) -> Result<Vec<Value>> {
 /// Moves one connection's events into the manager's queue until the connection ends; an end
 /// the manager did not ask for is a lost connection.
 async fn pump(inner: Weak<Inner>, server: Arc<Server>, client: Arc<Client>, gen: u64) {
-    let fd = match client.event_fd() {
-        // SAFETY: event_fd returns a new descriptor that only this task owns.
-        Ok(fd) => unsafe { OwnedFd::from_raw_fd(fd) },
-        Err(_) => return,
-    };
-    // SAFETY: the OwnedFd is moved in and lives exactly as long as the AsyncFd.
-    let Ok(ready) = (unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }) else {
-        return;
-    };
     let mut end: Option<Error> = None;
     'outer: loop {
-        let Ok(mut guard) = ready.readable().await else {
-            break;
-        };
         loop {
             let Some(inner) = inner.upgrade() else { return };
             let _order = server.forwarding.lock();
@@ -1579,7 +1567,7 @@ async fn pump(inner: Weak<Inner>, server: Arc<Server>, client: Arc<Client>, gen:
                 Pulled::Closed => break 'outer,
             }
         }
-        guard.clear_ready();
+        client.events_changed().await;
     }
     let Some(inner) = inner.upgrade() else { return };
     let why = end.unwrap_or_else(|| Error::closed("the connection closed"));

@@ -460,3 +460,22 @@ def test_a_request_without_handler_is_answered_by_hand(fault: FaultFactory) -> N
         assert answers == {s: {"result": {"action": "accept", "content": {"name": f"from {s}"}}} for s in ("a", "b")}, answers
         with pytest.raises(mcplug.NotFoundError):
             m.respond(requests[0]["id"], {"action": "decline"})
+
+
+def test_a_remote_server_costs_its_connections_and_no_more_descriptors(everything_http: str) -> None:
+    # A manager's servers are many (the scale run has 1,000): each costs its sockets — the POST
+    # connection and the session's listening GET stream — and no descriptor of the library's
+    # own (its event pump once held a pipe and a duplicate of it: 3 fds a server).
+    n = 12
+    with mcplug.Manager() as warm:  # the library's lasting descriptors come with a first manager
+        warm.connect({"mcpServers": {"warm": {"type": "http", "url": everything_http}}})
+        warm.wait(30)
+    time.sleep(0.5)
+    before = len(os.listdir("/proc/self/fd"))
+    with mcplug.Manager() as m:
+        m.connect({"mcpServers": {f"e{i}": {"type": "http", "url": everything_http} for i in range(n)}})
+        m.wait(60)
+        assert all(s["state"] == "connected" for s in m.status()["servers"].values()), m.status()
+        assert texts(m.call_tool("mcp__e0__echo", {"message": "fd"})) == ["Echo: fd"]
+        grown = len(os.listdir("/proc/self/fd")) - before
+        assert grown <= 2 * n, f"{grown} fds for {n} servers (2 sockets each at most)"
