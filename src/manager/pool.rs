@@ -12,6 +12,7 @@
 use super::hygiene;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// The longest tool name the model APIs accept.
 pub const MAX_NAME: usize = 64;
@@ -111,35 +112,75 @@ pub struct PoolTool {
 /// What `list_tools` returns, and the reverse map.
 #[derive(Debug, Default, Clone)]
 pub struct Pool {
-    pub tools: Vec<PoolTool>,
+    pub tools: Vec<Arc<PoolTool>>,
     pub dropped: Vec<Value>,
     pub by_name: HashMap<String, usize>,
+    /// Each server's part as it was built, for the next build: a server whose tools did not
+    /// change is not built again (a manager of 1,000 servers rebuilds at every state change).
+    parts: HashMap<String, Part>,
+}
+
+/// One server's tools, as listed and as built for the pool.
+#[derive(Debug, Clone)]
+struct Part {
+    source: Source,
+    listed: Arc<Vec<Value>>,
+    built: Vec<Arc<PoolTool>>,
 }
 
 impl Pool {
     /// Builds the pool from each server's tools as the server listed them (`(server, host,
     /// tools)`), in any order: the pool's order is its own.
     pub fn build(servers: &[(String, Source, Vec<Value>)], limits: &PoolLimits) -> Pool {
-        let mut all: Vec<PoolTool> = Vec::new();
-        for (server, source, tools) in servers {
-            for t in tools {
-                let Some(tool) = t.get("name").and_then(Value::as_str) else {
-                    continue;
-                };
-                let name = pool_name(server, tool);
-                let mut entry = entry(&name, server, tool, t, limits);
-                if *source == Source::Auth {
-                    entry["authenticate"] = json!(true);
-                }
-                all.push(PoolTool {
-                    entry,
-                    name,
-                    server: server.clone(),
-                    tool: tool.to_string(),
-                    host: *source == Source::Host,
-                    auth: *source == Source::Auth,
-                });
-            }
+        let servers: Vec<(String, Source, Arc<Vec<Value>>)> = servers
+            .iter()
+            .map(|(name, source, tools)| (name.clone(), *source, Arc::new(tools.clone())))
+            .collect();
+        Pool::default()
+            .rebuild(&servers, limits)
+            .unwrap_or_default()
+    }
+
+    /// The pool of `servers` (as [`Pool::build`]), reusing this one's parts for the servers
+    /// whose listed tools are the same (`Arc::ptr_eq`); `None` when nothing changed at all.
+    /// A change costs building the changed servers' entries, and a sort and a map of
+    /// reference-counted entries for the rest.
+    pub fn rebuild(
+        &self,
+        servers: &[(String, Source, Arc<Vec<Value>>)],
+        limits: &PoolLimits,
+    ) -> Option<Pool> {
+        let same = |name: &String, source: Source, listed: &Arc<Vec<Value>>| {
+            self.parts
+                .get(name)
+                // The `authenticate` pseudo-tool depends on the server's name alone.
+                .filter(|p| {
+                    p.source == source && (source == Source::Auth || Arc::ptr_eq(&p.listed, listed))
+                })
+        };
+        if servers.len() == self.parts.len()
+            && servers
+                .iter()
+                .all(|(name, source, listed)| same(name, *source, listed).is_some())
+        {
+            return None;
+        }
+        let mut parts = HashMap::with_capacity(servers.len());
+        let mut all: Vec<Arc<PoolTool>> = Vec::new();
+        for (server, source, listed) in servers {
+            let built = match same(server, *source, listed) {
+                Some(part) => part.built.clone(),
+                None => build_part(server, *source, listed, limits),
+            };
+            all.extend(built.iter().cloned());
+            parts.insert(
+                server.clone(),
+                Part {
+                    source: *source,
+                    listed: listed.clone(),
+                    built,
+                },
+            );
         }
         all.sort_by(|a, b| {
             b.host
@@ -148,7 +189,11 @@ impl Pool {
                 .then_with(|| a.server.cmp(&b.server))
                 .then_with(|| a.tool.cmp(&b.tool))
         });
-        let mut pool = Pool::default();
+        let mut pool = Pool {
+            parts,
+            ..Pool::default()
+        };
+        pool.by_name.reserve(all.len());
         for t in all {
             if let Some(&first) = pool.by_name.get(&t.name) {
                 let winner = &pool.tools[first];
@@ -162,16 +207,45 @@ impl Pool {
             pool.by_name.insert(t.name.clone(), pool.tools.len());
             pool.tools.push(t);
         }
-        pool
+        Some(pool)
     }
 
     pub fn get(&self, name: &str) -> Option<&PoolTool> {
-        self.by_name.get(name).map(|&i| &self.tools[i])
+        self.by_name.get(name).map(|&i| &*self.tools[i])
     }
 
     pub fn names(&self) -> Vec<Value> {
         self.tools.iter().map(|t| json!(t.name)).collect()
     }
+}
+
+/// One server's tools as pool entries.
+fn build_part(
+    server: &str,
+    source: Source,
+    listed: &[Value],
+    limits: &PoolLimits,
+) -> Vec<Arc<PoolTool>> {
+    let mut built = Vec::with_capacity(listed.len());
+    for t in listed {
+        let Some(tool) = t.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        let name = pool_name(server, tool);
+        let mut entry = entry(&name, server, tool, t, limits);
+        if source == Source::Auth {
+            entry["authenticate"] = json!(true);
+        }
+        built.push(Arc::new(PoolTool {
+            entry,
+            name,
+            server: server.to_string(),
+            tool: tool.to_string(),
+            host: source == Source::Host,
+            auth: source == Source::Auth,
+        }));
+    }
+    built
 }
 
 /// The host's view of one tool: pool name, origin, cleaned and capped description, the
@@ -317,5 +391,63 @@ mod tests {
         assert_eq!(d.chars().count(), 100);
         assert!(d.ends_with("[truncated]"), "{d}");
         assert!(e["description_cut"].as_u64().unwrap() > 4900);
+    }
+
+    #[test]
+    fn a_rebuild_builds_only_the_servers_that_changed() {
+        let tools = |names: &[&str]| -> Arc<Vec<Value>> {
+            Arc::new(names.iter().map(|n| json!({"name": n})).collect())
+        };
+        let a = tools(&["x", "y"]);
+        let b = tools(&["z"]);
+        let servers = vec![
+            ("a".to_string(), Source::Server, a.clone()),
+            ("b".to_string(), Source::Server, b.clone()),
+        ];
+        let first = Pool::default().rebuild(&servers, &limits()).unwrap();
+        assert_eq!(
+            first.names(),
+            vec![json!("mcp__a__x"), json!("mcp__a__y"), json!("mcp__b__z")]
+        );
+        // Nothing changed: no new pool.
+        assert!(first.rebuild(&servers, &limits()).is_none());
+        // b relisted: a's entries are the same allocations, b's are new.
+        let b2 = tools(&["w"]);
+        let servers = vec![
+            ("a".to_string(), Source::Server, a.clone()),
+            ("b".to_string(), Source::Server, b2),
+        ];
+        let second = first.rebuild(&servers, &limits()).unwrap();
+        assert_eq!(
+            second.names(),
+            vec![json!("mcp__a__x"), json!("mcp__a__y"), json!("mcp__b__w")]
+        );
+        let ax = |p: &Pool| p.tools[p.by_name["mcp__a__x"]].clone();
+        assert!(Arc::ptr_eq(&ax(&first), &ax(&second)));
+        // b gone, then needing authorization: its pseudo-tool, built once for its name.
+        let auth = vec![
+            ("a".to_string(), Source::Server, a.clone()),
+            (
+                "b".to_string(),
+                Source::Auth,
+                Arc::new(authenticate_tools("b")),
+            ),
+        ];
+        let third = second.rebuild(&auth, &limits()).unwrap();
+        assert!(third.get("mcp__b__authenticate").unwrap().auth);
+        let again = vec![
+            ("a".to_string(), Source::Server, a),
+            (
+                "b".to_string(),
+                Source::Auth,
+                Arc::new(authenticate_tools("b")),
+            ),
+        ];
+        assert!(third.rebuild(&again, &limits()).is_none());
+        // Fewer servers is a change.
+        assert_eq!(
+            third.rebuild(&again[..1], &limits()).unwrap().tools.len(),
+            2
+        );
     }
 }

@@ -32,7 +32,7 @@ pub fn search(pool: &Pool, query: &str, max_results: usize, server: Option<&str>
     if let Some(list) = query.strip_prefix("select:") {
         let mut out: Vec<Value> = Vec::new();
         let mut seen: Vec<&str> = Vec::new();
-        let tools: Vec<&PoolTool> = candidates.collect();
+        let tools: Vec<&PoolTool> = candidates.map(|t| &**t).collect();
         for want in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
             let hit = tools
                 .iter()
