@@ -2,7 +2,7 @@
 # The C install, as a user does it: `make install` under a scratch prefix, examples/c/hello.c built
 # with pkg-config's flags alone and run against the bundled demo server from the installed
 # library; the soname checked with readelf; `make uninstall` leaves nothing behind. The first run
-# builds the libraries in target/install (a few minutes). Not part of tests/run.sh (yet).
+# builds the libraries in target/install (a few minutes), which is why tests/run.sh leaves it out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix=$(mktemp -d)

@@ -3,7 +3,7 @@
 # builds the libraries; the wheel carries them stripped), then from a folder outside the checkout
 # a host connects to the reference server, calls a tool with an outputSchema and gets its result
 # checked against it — with the package's own libmcplug and libmcplug_schema (/proc/self/maps).
-# Needs the reference server (tests/install-deps.sh puts it under .deps/). Not part of tests/run.sh (yet).
+# Needs the reference server (tests/install-deps.sh puts it under .deps/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)

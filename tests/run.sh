@@ -7,6 +7,8 @@
 #   3. Python binding (pytest) and Node binding (node --test), against the release library
 #   4. the official conformance suite (0.1.16 and 0.2.0-alpha.12), scenario by scenario, through
 #      the C, Python and Node conformance clients (tests/conformance/run.sh prints the table)
+#   5. the Python and Node packages installed and used from outside the checkout
+#      (tests/install_python.sh, tests/install_node.sh; the C install is tests/install_c.sh)
 # Environment: MCPLUG_SKIP_VALGRIND=1 skips step 2's valgrind pass, MCPLUG_SKIP_ASAN=1 its ASan
 # pass.
 set -euo pipefail
@@ -46,5 +48,9 @@ node --test tests/node/
 
 echo "== conformance suite through C, Python and Node (tests/conformance/run.sh)"
 tests/conformance/run.sh
+
+echo "== the packages: pip install ./bindings/python and npm pack's tarball, used from outside the checkout"
+tests/install_python.sh
+tests/install_node.sh
 
 echo "== all mcplug tests passed"
