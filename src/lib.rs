@@ -17,6 +17,7 @@ pub mod ffi;
 pub(crate) mod fsx;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod log;
 pub mod manager;
 pub mod protocol;
 pub(crate) mod redact;

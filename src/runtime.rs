@@ -16,6 +16,7 @@ use std::future::Future;
 use tokio::runtime::{Builder, Runtime};
 
 static RUNTIME: Lazy<Runtime> = Lazy::new(|| {
+    crate::log::init();
     ignore_default_sigpipe();
     Builder::new_multi_thread()
         .worker_threads(1)

@@ -171,13 +171,9 @@ impl Shared {
         );
         let notified = legacy && self.options.roots_list_changed();
         if notified {
-            self.transport()?
-                .clone()
-                .send(protocol::encode_notification(
-                    "notifications/roots/list_changed",
-                    None,
-                ))
-                .await?;
+            let msg = protocol::encode_notification("notifications/roots/list_changed", None);
+            crate::log::sent(self.name.as_deref(), &msg);
+            self.transport()?.clone().send(msg).await?;
         }
         Ok(json!({ "notified": notified }))
     }

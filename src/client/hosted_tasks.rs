@@ -186,6 +186,7 @@ impl Shared {
             return;
         }
         let msg = protocol::encode_notification("notifications/tasks/status", Some(&task));
+        crate::log::sent(self.name.as_deref(), &msg);
         crate::runtime::spawn(async move {
             let _ = transport.send(msg).await;
         });

@@ -16,6 +16,7 @@ impl Shared {
             Ok(r) => protocol::encode_response(&id, Ok(r)),
             Err(e) => protocol::encode_response(&id, Err(e)),
         };
+        crate::log::sent(self.name.as_deref(), &msg);
         crate::runtime::spawn(async move {
             let _ = transport.send(msg).await;
         });
@@ -184,6 +185,7 @@ impl Shared {
                 Ok(r) => protocol::encode_response(id, Ok(r)),
                 Err(e) => protocol::encode_response(id, Err(e)),
             };
+            crate::log::sent(self.name.as_deref(), &msg);
             return self.transport()?.clone().send(msg).await;
         }
         self.deliver(entry, outcome, None);
@@ -302,6 +304,8 @@ impl Inbound for Shared {
                 "; it also wrote non-JSON to stdout, last: {line:?}"
             ));
         }
+        tracing::debug!(target: "mcplug::client", server = self.name.as_deref().unwrap_or(""),
+            kind = error.kind.as_str(), "the connection ended: {}", error.message);
         self.shut(error, Shutdown::Transport);
     }
 }
@@ -313,6 +317,7 @@ impl Shared {
 
     /// Handles one message; whether it was the answer to the request `answer_to` (JSON text).
     fn handle_message_for(self: &Arc<Self>, line: &[u8], answer_to: Option<&str>) -> bool {
+        crate::log::received(self.name.as_deref(), line);
         match protocol::parse(line) {
             Incoming::Response { id, outcome } => {
                 let is = answer_to.is_some_and(|a| id.get().trim() == a);

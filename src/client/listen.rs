@@ -430,6 +430,7 @@ impl Shared {
                 era.as_ref(),
             )
         };
+        crate::log::sent(self.name.as_deref(), &message);
         if let Err(e) = self.transport()?.clone().send(message).await {
             self.listen.retire(id);
             self.pending.forget(id);

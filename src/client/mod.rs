@@ -122,6 +122,31 @@ struct EraState {
     modern_meta: Option<String>,
 }
 
+/// The `mcplug::client` record of a connect: the server's name and transport, a stdio server's
+/// command (never its arguments or environment, which may hold secrets), a remote URL with its
+/// secrets masked (never its headers).
+#[cold]
+fn log_connect(spec: &ServerSpec) {
+    let name = spec.name().unwrap_or("");
+    match spec {
+        ServerSpec::Stdio { config, .. } => {
+            tracing::debug!(target: "mcplug::client", server = name,
+            transport = "stdio", command = %config.command, "connecting")
+        }
+        ServerSpec::Http { config, .. }
+        | ServerSpec::Sse { config, .. }
+        | ServerSpec::Ws { config, .. } => {
+            let transport = match spec {
+                ServerSpec::Http { .. } => "http",
+                ServerSpec::Sse { .. } => "sse",
+                _ => "ws",
+            };
+            tracing::debug!(target: "mcplug::client", server = name, transport,
+                url = %crate::redact::urls(&config.url), "connecting")
+        }
+    }
+}
+
 /// A remote spec with its credentials (OAuth, lazy: nothing happens before a 401), unless the
 /// entry sends its own `Authorization` (a token the server refuses then fails the connect: no
 /// OAuth behind the host's back). A server found to need authorization within the cache's time
@@ -262,6 +287,10 @@ impl Client {
         tag: Option<&str>,
         started: Option<Started>,
     ) -> Result<(Client, Value)> {
+        crate::log::init();
+        if tracing::enabled!(target: "mcplug::client", tracing::Level::DEBUG) {
+            log_connect(spec);
+        }
         let cache_enabled = options.cache;
         let original = spec;
         let shared = Arc::new(Shared {
@@ -359,6 +388,15 @@ impl Client {
             },
             _ = cancelled(guard.as_ref()) => Err(Error::new(ErrorKind::Cancelled, "connect was cancelled by the host")),
         };
+        let server = client.shared.name.as_deref().unwrap_or("");
+        match &outcome {
+            Ok(info) => tracing::debug!(target: "mcplug::client", server,
+                era = info.get("era").and_then(serde_json::Value::as_str).unwrap_or(""),
+                version = info.get("protocol_version").and_then(serde_json::Value::as_str).unwrap_or(""),
+                "connected"),
+            Err(e) => tracing::debug!(target: "mcplug::client", server, kind = e.kind.as_str(),
+                "connect failed: {}", e.message),
+        }
         match outcome {
             Ok(info) => {
                 client.shared.listen_at_connect();
@@ -619,6 +657,7 @@ impl Client {
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
         self.shared.check_open()?;
         let msg = protocol::encode_notification(method, params.as_ref());
+        crate::log::sent(self.shared.name.as_deref(), &msg);
         self.shared.transport()?.clone().send(msg).await
     }
 

@@ -140,13 +140,9 @@ impl Shared {
         *self.host.server_capabilities.write() =
             result.get("capabilities").cloned().unwrap_or(json!({}));
         self.note_legacy_tool_tasks();
-        self.transport()?
-            .clone()
-            .send(protocol::encode_notification(
-                "notifications/initialized",
-                None,
-            ))
-            .await?;
+        let msg = protocol::encode_notification("notifications/initialized", None);
+        crate::log::sent(self.name.as_deref(), &msg);
+        self.transport()?.clone().send(msg).await?;
         // The log level the host asked for at connect, when the server logs at all.
         let level = self.host.log_level.read().clone();
         if let Some(level) = level {

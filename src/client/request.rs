@@ -104,6 +104,8 @@ impl Shared {
             // must not hold a caller past its timeout.
             // Started calls deferred by the host go out first, in the same write.
             let (message, deferred) = self.take_deferred(message);
+            tracing::debug!(target: "mcplug::client", server = self.name.as_deref().unwrap_or(""), id, method = send.method, "request");
+            crate::log::sent(self.name.as_deref(), &message);
             // On a host thread, read the transport ourselves while we wait (see
             // transport/stdio_read.rs, transport/http/direct.rs): then no runtime thread has to
             // wake us for the answer.
@@ -147,6 +149,7 @@ impl Shared {
                                     "notifications/cancelled",
                                     Some(&json!({"requestId": id, "reason": "timed out or cancelled while sending"})),
                                 );
+                                crate::log::sent(None, &msg);
                                 let _ = transport.send(msg).await;
                             }
                         });
@@ -362,6 +365,7 @@ impl Shared {
             "notifications/cancelled",
             Some(&json!({"requestId": id, "reason": reason})),
         );
+        crate::log::sent(self.name.as_deref(), &msg);
         if let Ok(t) = self.transport() {
             let _ = t.clone().send(msg).await;
         }

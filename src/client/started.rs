@@ -414,6 +414,7 @@ impl Shared {
         message: Vec<u8>,
         deferred: Vec<u64>,
     ) -> Result<()> {
+        crate::log::sent(self.name.as_deref(), &message);
         let mut sending = transport.clone().send(message);
         let first = std::future::poll_fn(|cx| Poll::Ready(sending.as_mut().poll(cx))).await;
         match first {

@@ -95,6 +95,8 @@ class Handler(BaseHTTPRequestHandler):
         if ok and self.path.startswith("/p/"):
             rest = self.path[3:]
             self.path = rest[rest.find("/"):] if "/" in rest else "/"
+        if ok and "?" in self.path and not self.path.startswith("/messages?"):
+            self.path = self.path.split("?", 1)[0]  # an entry's query (a key in the URL) is not routed on
         return ok
 
     def setup(self):
