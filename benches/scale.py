@@ -20,7 +20,6 @@ import gc
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,28 +32,16 @@ os.environ.setdefault("MCPLUG_LIBRARY", str(REPO / "target" / "release" / "libmc
 os.environ["XDG_STATE_HOME"] = str(REPO / "target" / "scale-state")
 
 import mcplug  # noqa: E402
+from hostinfo import fd_count, free_port, rss_kib  # noqa: E402
 
 FAULT_SERVER = REPO / "tests" / "servers" / "fault_server.py"
 HTTP_FAULT_SERVER = REPO / "tests" / "servers" / "http_fault_server.py"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
-def rss_kib() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
-def fd_count() -> int:
-    return len(os.listdir("/proc/self/fd"))
 
 
 def pin(cpus: Any) -> None:

@@ -19,7 +19,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -33,6 +32,7 @@ os.environ.setdefault("MCPLUG_LIBRARY", str(REPO / "target" / "release" / "libmc
 os.environ["XDG_STATE_HOME"] = str(REPO / "target" / "soak-state")
 
 import mcplug  # noqa: E402
+from hostinfo import fd_count, free_port, pids_with, rss_kib  # noqa: E402
 
 FAULT_SERVER = REPO / "tests" / "servers" / "fault_server.py"
 HTTP_FAULT_SERVER = REPO / "tests" / "servers" / "http_fault_server.py"
@@ -40,41 +40,12 @@ HTTP_FAULT_SERVER = REPO / "tests" / "servers" / "http_fault_server.py"
 EXPECTED_KINDS = {"closed", "transport", "not_found", "timeout", "protocol", "rpc", "cancelled"}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
-def rss_kib() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
-def fd_count() -> int:
-    return len(os.listdir("/proc/self/fd"))
 
 
-def pids_with(marker: str) -> List[int]:
-    found = []
-    needle = marker.encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-            with open(f"/proc/{entry}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if needle in args and state != "Z":
-            found.append(int(entry))
-    return found
 
 
 class HttpServer:

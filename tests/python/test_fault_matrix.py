@@ -115,6 +115,7 @@ if __name__ == "__main__":
     sys.exit(0)
 
 import pytest  # noqa: E402  (the table above prints without it)
+from conftest import pids_with  # noqa: E402
 
 
 # --- the peers -------------------------------------------------------------------------------
@@ -126,22 +127,6 @@ def free_port() -> int:
         return port
 
 
-def marker_pids(marker: str, but: Optional[int] = None) -> List[int]:
-    """The live processes whose arguments hold marker, but the one whose pid is but."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-            with open(f"/proc/{entry}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if marker.encode() in args and state != "Z" and int(entry) != but:
-            found.append(int(entry))
-    return found
 
 
 class Listener:
@@ -198,7 +183,8 @@ class Peers:
 
     def bridge_children(self) -> List[int]:
         """The fault servers the bridge runs (its own arguments carry the marker too)."""
-        return marker_pids(self.ws_marker, but=self.ws.proc.pid if self.ws.proc else None)
+        bridge = self.ws.proc.pid if self.ws.proc else None
+        return [pid for pid in pids_with(self.ws_marker) if pid != bridge]
 
     def close(self) -> None:
         self.http.stop()
@@ -447,9 +433,9 @@ def test_cell(peers: Peers, fault: str, transport: str) -> None:
     assert got == expected, f"{fault} on {transport}: got {got!r}, the matrix says {expected!r}"
     assert elapsed < CELL_LIMIT_S, f"{fault} on {transport} took {elapsed:.1f} s"
     deadline = time.monotonic() + 5
-    while (marker_pids(marker) or peers.bridge_children() or fd_count() > fds) and time.monotonic() < deadline:
+    while (pids_with(marker) or peers.bridge_children() or fd_count() > fds) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert marker_pids(marker) == [], f"{fault} on {transport}: the server process outlived close()"
+    assert pids_with(marker) == [], f"{fault} on {transport}: the server process outlived close()"
     assert peers.bridge_children() == [], f"{fault} on {transport}: the bridge's server outlived the connection"
     assert fd_count() <= fds, f"{fault} on {transport}: {fd_count() - fds} fds more than before"
     grown = rss_mib() - rss
