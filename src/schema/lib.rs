@@ -54,10 +54,76 @@ pub fn compile(text: &str) -> Result<Validator, String> {
     if !schema.is_object() && !schema.is_boolean() {
         return Err(format!("a schema is an object or a boolean, not {schema}"));
     }
+    if !spans_at_most(&schema, EXPANSION_BUDGET) {
+        return Err(format!(
+            "the schema spans more than {EXPANSION_BUDGET} nodes once its $refs are followed: \
+             checking an instance against it could cost time and memory without bound (a schema \
+             of 20 $defs, each an anyOf of the one before twice, takes 7 s and 1.5 GiB for one \
+             check, and doubles with each more)"
+        ));
+    }
     jsonschema::options()
         .with_retriever(NoExternalRefs)
         .build(&schema)
         .map_err(|e| e.to_string())
+}
+
+/// How many nodes a schema may span with its local `$ref`s followed where they stand (a
+/// `$ref` back into the chain that led to it counts once: recursive schemas are fine). Tool
+/// schemas span tens to hundreds; one past this is refused, so that no check of an instance
+/// can go exponential in the schema (jsonschema gathers every failing branch's errors).
+pub const EXPANSION_BUDGET: usize = 10_000;
+
+/// Whether `schema`, every local `$ref` (`#...`) followed where it stands, has at most `budget`
+/// nodes. Iterative, and it stops at the budget: a deep schema costs at most `budget` steps.
+fn spans_at_most(schema: &Value, budget: usize) -> bool {
+    /// The `$ref` targets that led to a node (a linked list shared by the nodes below it).
+    struct Chain<'a> {
+        target: &'a Value,
+        up: Option<std::rc::Rc<Chain<'a>>>,
+    }
+    let on_chain = |mut chain: Option<&std::rc::Rc<Chain<'_>>>, target: &Value| {
+        while let Some(link) = chain {
+            if std::ptr::eq(link.target, target) {
+                return true;
+            }
+            chain = link.up.as_ref();
+        }
+        false
+    };
+    let mut stack: Vec<(&Value, Option<std::rc::Rc<Chain<'_>>>)> = vec![(schema, None)];
+    let mut seen = 0usize;
+    while let Some((node, chain)) = stack.pop() {
+        seen += 1;
+        if seen > budget {
+            return false;
+        }
+        match node {
+            Value::Object(map) => {
+                for (key, value) in map {
+                    let target = (key == "$ref")
+                        .then(|| value.as_str())
+                        .flatten()
+                        .and_then(|r| r.strip_prefix('#'))
+                        .and_then(|pointer| schema.pointer(pointer));
+                    match target {
+                        Some(t) if on_chain(chain.as_ref(), t) => seen += 1,
+                        Some(t) => stack.push((
+                            t,
+                            Some(std::rc::Rc::new(Chain {
+                                target: t,
+                                up: chain.clone(),
+                            })),
+                        )),
+                        None => stack.push((value, chain.clone())),
+                    }
+                }
+            }
+            Value::Array(items) => stack.extend(items.iter().map(|v| (v, chain.clone()))),
+            _ => {}
+        }
+    }
+    true
 }
 
 /// Checks an instance (JSON text): `Ok(None)` when it matches, else the first `max` violations
@@ -250,5 +316,38 @@ mod tests {
         assert_eq!(mcplug_schema_abi(), ABI);
         let version = unsafe { CStr::from_ptr(mcplug_schema_version()) };
         assert_eq!(version.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+    }
+
+    #[test]
+    fn a_schema_that_explodes_once_its_refs_are_followed_is_refused() {
+        let doubling = |n: usize, combinator: &str| {
+            let mut defs = serde_json::Map::new();
+            defs.insert("d0".into(), json!({"type": "string"}));
+            for i in 1..=n {
+                let r = json!({"$ref": format!("#/$defs/d{}", i - 1)});
+                defs.insert(format!("d{i}"), json!({ combinator: [r.clone(), r] }));
+            }
+            json!({"$defs": defs, "properties": {"x": {"$ref": format!("#/$defs/d{n}")}}})
+                .to_string()
+        };
+        // Small enough: compiled and checked as ever.
+        assert!(compile(&doubling(6, "anyOf")).is_ok());
+        for combinator in ["anyOf", "allOf"] {
+            let Err(e) = compile(&doubling(20, combinator)) else {
+                panic!("a doubling {combinator} of 20 compiled")
+            };
+            assert!(e.contains("spans more than 10000 nodes"), "{e}");
+        }
+        // A recursive schema (a tree) is not an explosion: a $ref back into its chain counts once.
+        let tree = json!({"$defs": {"node": {"type": "object", "properties": {
+            "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+            "$ref": "#/$defs/node"});
+        let v = compile(&tree.to_string()).expect("a tree compiles");
+        assert!(check(&v, r#"{"children": [{"children": []}]}"#, 8)
+            .unwrap()
+            .is_none());
+        assert!(check(&v, r#"{"children": [{"children": 5}]}"#, 8)
+            .unwrap()
+            .is_some());
     }
 }
