@@ -144,10 +144,18 @@ pub fn json_arg(ptr: *const c_char, name: &str) -> Result<Option<Value>, Error> 
     if ptr.is_null() {
         return Ok(None);
     }
-    let text = str_arg(ptr, name)?;
-    serde_json::from_str(text)
-        .map(Some)
-        .map_err(|e| bad_json(name, e))
+    value_of(str_arg(ptr, name)?, name).map(Some)
+}
+
+/// The tree of a host's JSON text: built in place when it nests little, else on a stack of the
+/// library's own — building recurses once per level, and a host thread of 128 KiB overflows
+/// some hundred levels down, before serde_json's limit of 128 is reached (tests/c/faults.c).
+fn value_of(text: &str, name: &str) -> Result<Value, Error> {
+    if crate::protocol::shallow(text.as_bytes()) {
+        return serde_json::from_str(text).map_err(|e| bad_json(name, e));
+    }
+    crate::runtime::on_spare_stack(|| serde_json::from_str(text).map_err(|e| bad_json(name, e)))
+        .map_err(|why| Error::invalid(format!("`{name}` could not be read: {why}")))?
 }
 
 /// The error for malformed JSON, with a hint for the one case whose serde message is cryptic:
@@ -173,7 +181,7 @@ pub fn raw_object_arg<'a>(ptr: *const c_char, name: &str) -> Result<Option<&'a R
     // Validating into a RawValue skips over string escapes; a `\uD800`-style escape must still be
     // refused as it is everywhere else, so text that has one gets a full parse.
     if has_surrogate_escape(text) {
-        serde_json::from_str::<Value>(text).map_err(|e| bad_json(name, e))?;
+        value_of(text, name)?;
     }
     match raw.get().as_bytes().first() {
         Some(b'{') => Ok(Some(raw)),

@@ -74,12 +74,17 @@ pub fn depth(text: &[u8]) -> usize {
 /// Deeper than this, a tree is built on a spare stack (see [`tree`]).
 const BUILT_IN_PLACE: usize = 24;
 
+/// Whether a tree of `text` can be built on the caller's stack (see [`tree`]).
+pub fn shallow(text: &[u8]) -> bool {
+    depth(text) <= BUILT_IN_PLACE
+}
+
 /// A JSON text as a tree. Building one recurses once per level of nesting (in serde_json, up to
 /// its limit of 128), which overflows a small host stack — a 128 KiB thread, in a debug build,
 /// well before that: a text nesting deeper than a few dozen levels is built on a thread with a
 /// stack of the library's own ([`crate::runtime::on_spare_stack`]).
 pub fn tree(text: &str) -> Result<Value, String> {
-    if depth(text.as_bytes()) <= BUILT_IN_PLACE {
+    if shallow(text.as_bytes()) {
         return serde_json::from_str(text).map_err(|e| e.to_string());
     }
     crate::runtime::on_spare_stack(|| serde_json::from_str(text).map_err(|e| e.to_string()))?

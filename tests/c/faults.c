@@ -431,10 +431,108 @@ static void small_stack_deep_schema(void) {
     CHECK(ok, "a 60-deep outputSchema is listed and a call made on that thread");
 }
 
+/* Nested `depth` objects deep: {"a":{"a":...1...}} (malloc'd). */
+static char *nested(int depth) {
+    size_t n = (size_t)depth * 6 + 2;
+    char *text = malloc(n);
+    size_t at = 0;
+    for (int i = 0; i < depth; i++) {
+        memcpy(text + at, "{\"a\":", 5);
+        at += 5;
+    }
+    text[at++] = '1';
+    for (int i = 0; i < depth; i++)
+        text[at++] = '}';
+    text[at] = '\0';
+    return text;
+}
+
+/* Every kind of entry point on a 128 KiB host thread, with a server whose tools/list nests deep
+ * and inputs nested 300 deep: config merge, a manager (connect, wait, status, the pool, a routed
+ * call, search, resources, prompts, a request, events, close) and a client (requests, a call,
+ * notify, roots, log level, skills, events, close). Each may answer OK or with an error; none
+ * may overflow the thread's stack (that would end the whole test program). */
+static void *small_stack_sweep_host(void *arg) {
+    int *ok = arg;
+    char *deep = nested(300);
+    char *buf = malloc(16384);
+    char server[2048];
+    char *out = NULL;
+    int answered = 0, calls = 0;
+#define SWEEP(expr)                                                                       \
+    do {                                                                                  \
+        mcplug_status st_ = (expr);                                                       \
+        calls++;                                                                          \
+        answered += st_ == MCPLUG_OK || st_ == MCPLUG_TIMEOUT || (out && contains(out, "\"kind\"")); \
+        drop(&out);                                                                       \
+    } while (0)
+    fault_server_json(server, sizeof server, "deep-schema");
+    answered += mcplug_version() != NULL;
+    calls++;
+    snprintf(buf, 16384, "{\"user\":{\"mcpServers\":{\"f\":%s}},\"local\":{\"mcpServers\":{\"x\":%s}}}", server, deep);
+    SWEEP(mcplug_config_merge(buf, &out));
+
+    mcplug_manager *m = NULL;
+    SWEEP(mcplug_manager_new(NULL, &m, &out));
+    if (m != NULL) {
+        snprintf(buf, 16384, "{\"mcpServers\":{\"f\":%s}}", server);
+        SWEEP(mcplug_manager_connect(m, buf, &out));
+        SWEEP(mcplug_manager_wait(m, "{\"timeout_ms\":20000}", &out));
+        SWEEP(mcplug_manager_status(m, &out));
+        SWEEP(mcplug_manager_list_tools(m, NULL, &out));
+        snprintf(buf, 16384, "{\"message\":\"small\",\"deep\":%s}", deep);
+        SWEEP(mcplug_manager_call_tool(m, "mcp__f__echo", buf, NULL, &out));
+        SWEEP(mcplug_manager_search_tools(m, "echo", NULL, &out));
+        SWEEP(mcplug_manager_list_resources(m, NULL, &out));
+        SWEEP(mcplug_manager_list_prompts(m, NULL, &out));
+        SWEEP(mcplug_manager_request(m, "f", "tools/list", NULL, NULL, &out));
+        SWEEP(mcplug_manager_next_events(m, 64, 0, &out));
+        SWEEP(mcplug_manager_close(m, &out));
+        mcplug_manager_free(m);
+    }
+
+    mcplug_client *c = NULL;
+    SWEEP(mcplug_client_connect(server, NULL, &c, &out));
+    if (c != NULL) {
+        SWEEP(mcplug_client_request(c, "tools/list", NULL, NULL, &out));
+        snprintf(buf, 16384, "{\"name\":\"echo\",\"arguments\":{\"message\":\"small\",\"deep\":%s}}", deep);
+        SWEEP(mcplug_client_request(c, "tools/call", buf, NULL, &out));
+        snprintf(buf, 16384, "{\"message\":\"small\",\"deep\":%s}", deep);
+        SWEEP(mcplug_client_call_tool(c, "echo", buf, NULL, &out));
+        SWEEP(mcplug_client_notify(c, "notifications/roots/list_changed", NULL, &out));
+        SWEEP(mcplug_client_set_roots(c, "[{\"uri\":\"file:///tmp\",\"name\":\"tmp\"}]", &out));
+        SWEEP(mcplug_client_set_log_level(c, "info", &out));
+        SWEEP(mcplug_client_list_skills(c, NULL, &out));
+        SWEEP(mcplug_client_next_events(c, 64, 0, &out));
+        SWEEP(mcplug_client_close(c, &out));
+        mcplug_client_free(c);
+    }
+#undef SWEEP
+    free(buf);
+    free(deep);
+    *ok = calls == 24 && answered == calls;
+    if (!*ok)
+        fprintf(stderr, "small-stack sweep: %d of %d calls answered\n", answered, calls);
+    return NULL;
+}
+
+static void small_stack_sweep(void) {
+    int ok = 0;
+    pthread_attr_t attr;
+    pthread_t t;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 128 * 1024);
+    CHECK(pthread_create(&t, &attr, small_stack_sweep_host, &ok) == 0, "a second host thread with a 128 KiB stack");
+    pthread_join(t, NULL);
+    pthread_attr_destroy(&attr);
+    CHECK(ok, "24 entry points (config, manager, client) answered on it, inputs nested 300 deep");
+}
+
 int main(void) {
     test_init();
     sigpipe();
     small_stack_deep_schema();
+    small_stack_sweep();
     snprintf(pidfile_dir, sizeof pidfile_dir, "%s", peer("MCPLUG_TEST_TMPDIR"));
     bad_starts();
     garbage();
