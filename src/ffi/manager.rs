@@ -198,7 +198,10 @@ pub unsafe extern "C" fn mcplug_manager_list_tools(
         let h = enter(manager)?;
         let opts = json_arg(options_json, "options_json")?;
         let server = server_option(opts.as_ref())?;
-        Ok(h.0.manager.list_tools(server.as_deref()).to_string())
+        // The entries hold the servers' schemas, as deep as they came: the tree is rendered on
+        // the library's spare stack (a 128 KiB host thread overflows in a debug build).
+        let manager = &h.0.manager;
+        on_spare_stack(|| manager.list_tools(server.as_deref()).to_string())
     })
 }
 
@@ -269,10 +272,12 @@ pub unsafe extern "C" fn mcplug_manager_search_tools(
                 }
             },
         };
-        Ok(h.0
-            .manager
-            .search_tools(query, max, server.as_deref())?
-            .to_string())
+        let manager = &h.0.manager;
+        on_spare_stack(|| {
+            manager
+                .search_tools(query, max, server.as_deref())
+                .map(|v| v.to_string())
+        })?
     })
 }
 
@@ -651,4 +656,9 @@ pub unsafe extern "C" fn mcplug_manager_free(manager: *mut mcplug_manager) {
         }
         drop(unsafe { Box::from_raw(manager) });
     }));
+}
+
+/// Runs `f` on the library's spare stack (see `runtime::on_spare_stack`); its panic is `panic`.
+fn on_spare_stack<R: Send>(f: impl FnOnce() -> R + Send) -> Result<R, Error> {
+    crate::runtime::on_spare_stack(f).map_err(|why| Error::new(ErrorKind::Panic, why))
 }
