@@ -154,8 +154,13 @@ fn value_of(text: &str, name: &str) -> Result<Value, Error> {
     if crate::protocol::shallow(text.as_bytes()) {
         return serde_json::from_str(text).map_err(|e| bad_json(name, e));
     }
-    crate::runtime::on_spare_stack(|| serde_json::from_str(text).map_err(|e| bad_json(name, e)))
-        .map_err(|why| Error::invalid(format!("`{name}` could not be read: {why}")))?
+    on_spare_stack(|| serde_json::from_str(text).map_err(|e| bad_json(name, e)))?
+}
+
+/// Runs `f` on the library's spare stack (see `runtime::on_spare_stack`), for an entry point
+/// whose work recurses with its data; the thread's failure (a panic) is kind `panic`.
+pub fn on_spare_stack<R: Send>(f: impl FnOnce() -> R + Send) -> Result<R, Error> {
+    crate::runtime::on_spare_stack(f).map_err(|why| Error::new(crate::error::ErrorKind::Panic, why))
 }
 
 /// The error for malformed JSON, with a hint for the one case whose serde message is cryptic:

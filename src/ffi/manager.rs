@@ -1,7 +1,7 @@
 //! `mcplug_manager_*`: many servers behind one opaque handle, their tools in one pool.
 
 use super::boundary::{
-    call_options, ffi_boundary, json_arg, json_required, raw_object_arg, str_arg,
+    call_options, ffi_boundary, json_arg, json_required, on_spare_stack, raw_object_arg, str_arg,
 };
 use super::mcplug_status;
 use crate::client::events::Pulled;
@@ -656,9 +656,4 @@ pub unsafe extern "C" fn mcplug_manager_free(manager: *mut mcplug_manager) {
         }
         drop(unsafe { Box::from_raw(manager) });
     }));
-}
-
-/// Runs `f` on the library's spare stack (see `runtime::on_spare_stack`); its panic is `panic`.
-fn on_spare_stack<R: Send>(f: impl FnOnce() -> R + Send) -> Result<R, Error> {
-    crate::runtime::on_spare_stack(f).map_err(|why| Error::new(ErrorKind::Panic, why))
 }

@@ -419,16 +419,22 @@ static void *small_stack_host(void *arg) {
     return NULL;
 }
 
-static void small_stack_deep_schema(void) {
+/* Runs `host` on a new thread with a 128 KiB stack; what it sets in its int argument. */
+static int on_small_stack(void *(*host)(void *), const char *what) {
     int ok = 0;
     pthread_attr_t attr;
     pthread_t t;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 128 * 1024);
-    CHECK(pthread_create(&t, &attr, small_stack_host, &ok) == 0, "a host thread with a 128 KiB stack");
+    CHECK(pthread_create(&t, &attr, host, &ok) == 0, "%s: a host thread with a 128 KiB stack", what);
     pthread_join(t, NULL);
     pthread_attr_destroy(&attr);
-    CHECK(ok, "a 60-deep outputSchema is listed and a call made on that thread");
+    return ok;
+}
+
+static void small_stack_deep_schema(void) {
+    CHECK(on_small_stack(small_stack_host, "deep schema"),
+          "a 60-deep outputSchema is listed and a call made on that thread");
 }
 
 /* Nested `depth` objects deep: {"a":{"a":...1...}} (malloc'd). */
@@ -517,15 +523,8 @@ static void *small_stack_sweep_host(void *arg) {
 }
 
 static void small_stack_sweep(void) {
-    int ok = 0;
-    pthread_attr_t attr;
-    pthread_t t;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 128 * 1024);
-    CHECK(pthread_create(&t, &attr, small_stack_sweep_host, &ok) == 0, "a second host thread with a 128 KiB stack");
-    pthread_join(t, NULL);
-    pthread_attr_destroy(&attr);
-    CHECK(ok, "24 entry points (config, manager, client) answered on it, inputs nested 300 deep");
+    CHECK(on_small_stack(small_stack_sweep_host, "sweep"),
+          "24 entry points (config, manager, client) answered on it, inputs nested 300 deep");
 }
 
 int main(void) {
