@@ -31,7 +31,7 @@ use crate::client::options::{CallOptions, ConnectOptions, ServerSpec};
 use crate::client::{cancel, Client};
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::RawJson;
-use options::ManagerOptions;
+pub use options::ManagerOptions;
 use parking_lot::{Mutex, RwLock};
 use pool::{Pool, PoolLimits, Source};
 use serde_json::value::RawValue;

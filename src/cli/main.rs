@@ -1,0 +1,214 @@
+//! `mcplug`: Claude Code's `claude mcp` verbs over the very files Claude Code reads and writes
+//! (`~/.claude.json`, `<project>/.mcp.json`, the managed file), plus `tools`, `call` and `explain`.
+//!
+//! A thin front over the engine's Rust API (`mcplug::config`, `mcplug::manager`): this binary
+//! parses arguments and prints; it decides nothing the library does not decide for every host.
+//! Results go to stdout (`--json`: one JSON document), everything else to stderr. Exit codes are
+//! in [`Exit`].
+
+mod edit;
+mod live;
+mod show;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use mcplug::{Error, ErrorKind};
+use std::process::ExitCode;
+
+/// What the exit status of every verb means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    Ok = 0,
+    /// The operation ran and failed: a server could not be reached, a tool returned an error.
+    Failed = 1,
+    /// The command line or its input is wrong (bad flag, invalid JSON, invalid entry).
+    Usage = 2,
+    /// No such server or tool.
+    NotFound = 3,
+    /// The server needs authorization first (`mcplug login NAME`).
+    NeedsAuth = 4,
+}
+
+impl Exit {
+    /// The exit status of an error from the library.
+    pub fn of(e: &Error) -> Exit {
+        match e.kind {
+            ErrorKind::InvalidArgument => Exit::Usage,
+            ErrorKind::NotFound => Exit::NotFound,
+            ErrorKind::NeedsAuth => Exit::NeedsAuth,
+            _ => Exit::Failed,
+        }
+    }
+}
+
+const EXIT_CODES: &str = "Exit status: 0 success; 1 the operation failed (a server unreachable, a \
+tool error); 2 bad command line or input; 3 no such server or tool; 4 the server needs \
+authentication (run `mcplug login NAME`).\n\nLogs: --debug, or MCPLUG_LOG=<filter> \
+(for example MCPLUG_LOG=mcplug::wire=trace for every message), on stderr.";
+
+#[derive(Parser)]
+#[command(
+    name = "mcplug",
+    version,
+    about = "Configure and use MCP servers: Claude Code's `claude mcp` commands over the same files",
+    after_help = EXIT_CODES
+)]
+struct Cli {
+    #[command(subcommand)]
+    verb: Verb,
+    /// Print one JSON document on stdout instead of text (for scripts).
+    #[arg(long, global = true)]
+    json: bool,
+    /// Log what the library does to stderr (as MCPLUG_LOG=debug).
+    #[arg(long, global = true)]
+    debug: bool,
+    /// Seconds to wait for servers to connect (and for a call or a login to finish).
+    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 30.0)]
+    timeout: f64,
+}
+
+#[derive(Subcommand)]
+enum Verb {
+    /// Connect to every configured server and show how each is.
+    List,
+    /// Show one server's configuration and whether it connects.
+    Get { name: String },
+    /// Add a server: `add NAME -- COMMAND ARGS…` (stdio) or `add --transport http NAME URL`.
+    Add(AddArgs),
+    /// Add a server from its JSON entry: `add-json NAME '{"type":"http","url":"…"}'`.
+    #[command(name = "add-json")]
+    AddJson {
+        #[arg(short, long, value_enum, default_value_t = Scope::Local)]
+        scope: Scope,
+        name: String,
+        /// The entry, as it would sit under `mcpServers`.
+        #[arg(value_name = "JSON")]
+        entry: String,
+    },
+    /// Remove a server (from the one scope that has it, or the one named).
+    Remove {
+        name: String,
+        #[arg(short, long, value_enum)]
+        scope: Option<Scope>,
+    },
+    /// Authorize a remote server with OAuth, in the system browser.
+    Login { name: String },
+    /// Forget a remote server's stored OAuth credentials.
+    Logout { name: String },
+    /// List the tools of every connected server (or of one).
+    Tools { name: Option<String> },
+    /// Call a server's tool: `call NAME TOOL '{"arg": 1}'` (`-` reads the arguments from stdin).
+    Call {
+        name: String,
+        tool: String,
+        /// The arguments, a JSON object (default {}).
+        arguments: Option<String>,
+    },
+    /// Show every configured server, and why each one left out was left out.
+    Explain,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Scope {
+    /// ~/.claude.json, under this project (private to you here).
+    Local,
+    /// ./.mcp.json (shared with the project).
+    Project,
+    /// ~/.claude.json (every project of yours).
+    User,
+}
+
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Local => "local",
+            Scope::Project => "project",
+            Scope::User => "user",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Transport {
+    Stdio,
+    Http,
+    Sse,
+    Ws,
+}
+
+#[derive(Args)]
+pub struct AddArgs {
+    #[arg(short, long, value_enum, default_value_t = Scope::Local)]
+    pub scope: Scope,
+    #[arg(short, long, value_enum, default_value_t = Transport::Stdio)]
+    pub transport: Transport,
+    /// An environment variable for a stdio server (repeatable).
+    #[arg(short, long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// A header for a remote server (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "'Name: value'")]
+    pub header: Vec<String>,
+    /// The OAuth client id registered for this server (remote servers).
+    #[arg(long)]
+    pub client_id: Option<String>,
+    /// The environment variable holding the OAuth client secret (never the secret itself).
+    #[arg(long, value_name = "VAR")]
+    pub client_secret_env: Option<String>,
+    /// The fixed loopback port of the OAuth redirect (when the client id was registered with one).
+    #[arg(long)]
+    pub callback_port: Option<u16>,
+    pub name: String,
+    /// The command (stdio) or the URL (http, sse, ws).
+    pub command_or_url: String,
+    /// The command's arguments (after `--` if any starts with `-`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
+}
+
+/// What every verb gets besides its own arguments.
+pub struct Ctx {
+    pub json: bool,
+    pub timeout: std::time::Duration,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if cli.debug && std::env::var_os(mcplug::log::LOG_ENV).is_none() {
+        // Before any thread starts: nothing reads the environment concurrently yet.
+        std::env::set_var(mcplug::log::LOG_ENV, "debug");
+    }
+    mcplug::log::init();
+    if !(cli.timeout.is_finite() && cli.timeout > 0.0 && cli.timeout < 86_400.0) {
+        eprintln!("mcplug: --timeout must be a number of seconds above 0 and below a day");
+        return ExitCode::from(Exit::Usage as u8);
+    }
+    let ctx = Ctx {
+        json: cli.json,
+        timeout: std::time::Duration::from_secs_f64(cli.timeout),
+    };
+    let outcome = match cli.verb {
+        Verb::List => live::list(&ctx),
+        Verb::Get { name } => live::get(&ctx, &name),
+        Verb::Add(a) => edit::add(&ctx, &a),
+        Verb::AddJson { scope, name, entry } => edit::add_json(&ctx, scope, &name, &entry),
+        Verb::Remove { name, scope } => edit::remove(&ctx, &name, scope),
+        Verb::Login { name } => live::login(&ctx, &name),
+        Verb::Logout { name } => live::logout(&ctx, &name),
+        Verb::Tools { name } => live::tools(&ctx, name.as_deref()),
+        Verb::Call {
+            name,
+            tool,
+            arguments,
+        } => live::call(&ctx, &name, &tool, arguments.as_deref()),
+        Verb::Explain => live::explain(&ctx),
+    };
+    match outcome {
+        Ok(code) => ExitCode::from(code as u8),
+        Err(e) => {
+            if ctx.json {
+                println!("{}", e.to_json());
+            }
+            eprintln!("mcplug: {}", e.message);
+            ExitCode::from(Exit::of(&e) as u8)
+        }
+    }
+}

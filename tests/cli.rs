@@ -1,0 +1,344 @@
+//! The `mcplug` command line, run as a user runs it: a scratch HOME and project directory, the
+//! reference server (server-everything over stdio) and the OAuth test server, the files checked
+//! as Claude Code reads them (`~/.claude.json` `mcpServers` / `projects[<dir>]`, `.mcp.json`).
+
+#[path = "support/peers.rs"]
+mod peers;
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+struct Scratch {
+    root: PathBuf,
+    home: PathBuf,
+    project: PathBuf,
+}
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let root = std::env::temp_dir().join(format!("mcplug-cli-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (home, project) = (root.join("home"), root.join("project"));
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&project).unwrap();
+        // The path Claude Code keys `projects` by: the directory as the process sees it.
+        let project = project.canonicalize().unwrap();
+        Scratch {
+            root,
+            home,
+            project,
+        }
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_mcplug"));
+        c.args(args)
+            .current_dir(&self.project)
+            .env("HOME", &self.home)
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("MCPLUG_LOG")
+            .env_remove("BROWSER");
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out: Output = self.cmd(args).output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Runs a command that must succeed; its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let (code, out, err) = self.run(args);
+        assert_eq!(
+            code, 0,
+            "mcplug {args:?} exited {code}\nstdout: {out}\nstderr: {err}"
+        );
+        out
+    }
+
+    fn json(&self, file: &Path) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn everything_js() -> String {
+    let js = peers::repo()
+        .join(".deps/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        js.exists(),
+        "run tests/install-deps.sh first ({js:?} is missing)"
+    );
+    js.display().to_string()
+}
+
+#[test]
+fn add_list_get_tools_call_remove_against_the_reference_server() {
+    let s = Scratch::new("main");
+    let js = everything_js();
+    let out = s.ok(&[
+        "add", "--scope", "user", "-e", "MARK=m-7", "ev", "--", "node", &js, "stdio",
+    ]);
+    assert!(out.contains("Added stdio MCP server ev"), "{out}");
+    // The entry Claude Code writes for that command line, where Claude Code reads user servers.
+    let written = s.json(&s.home.join(".claude.json"));
+    assert_eq!(
+        written["mcpServers"]["ev"],
+        json!({"type": "stdio", "command": "node", "args": [js, "stdio"], "env": {"MARK": "m-7"}})
+    );
+
+    let out = s.ok(&["list"]);
+    assert!(
+        out.contains("ev: node ") && out.contains("✓ Connected"),
+        "{out}"
+    );
+    let listed: Value = serde_json::from_str(&s.ok(&["list", "--json"])).unwrap();
+    assert_eq!(listed["servers"][0]["name"], "ev");
+    assert_eq!(listed["servers"][0]["state"], "connected");
+    assert_eq!(listed["servers"][0]["scope"], "user");
+
+    let out = s.ok(&["get", "ev"]);
+    assert!(
+        out.contains("Scope: User config") && out.contains("Status: ✓ Connected"),
+        "{out}"
+    );
+    // An environment value is a secret as often as not: named, not shown.
+    assert!(out.contains("MARK=…") && !out.contains("m-7"), "{out}");
+
+    let out = s.ok(&["tools", "ev"]);
+    assert!(
+        out.lines().any(|l| l.starts_with("mcp__ev__echo  Echoes")),
+        "{out}"
+    );
+
+    assert_eq!(
+        s.ok(&["call", "ev", "echo", r#"{"message": "hi there"}"#]),
+        "Echo: hi there\n"
+    );
+    // The environment reached the server.
+    assert!(s.ok(&["call", "ev", "get-env"]).contains("m-7"));
+    // --json: the raw result, its structuredContent checked against the tool's outputSchema.
+    let r: Value = serde_json::from_str(&s.ok(&[
+        "call",
+        "ev",
+        "get-structured-content",
+        r#"{"location": "New York"}"#,
+        "--json",
+    ]))
+    .unwrap();
+    assert!(r["structuredContent"]["temperature"].is_number(), "{r}");
+
+    let (code, _, err) = s.run(&["call", "ev", "no-such-tool"]);
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains("has no tool \"no-such-tool\"") && err.contains("echo"),
+        "{err}"
+    );
+
+    let out = s.ok(&["remove", "ev"]);
+    assert!(
+        out.contains("Removed MCP server ev from user config"),
+        "{out}"
+    );
+    assert_eq!(
+        s.json(&s.home.join(".claude.json"))["mcpServers"],
+        json!({})
+    );
+    let (code, _, err) = s.run(&["get", "ev"]);
+    assert_eq!(code, 3, "{err}");
+    assert_eq!(
+        s.ok(&["list"]),
+        "No MCP servers configured. Use `mcplug add` to add a server.\n"
+    );
+}
+
+#[test]
+fn scopes_are_claude_codes_files_and_project_servers_wait_for_approval() {
+    let s = Scratch::new("scopes");
+    let js = everything_js();
+    s.ok(&["add", "ev", "--", "node", &js, "stdio"]); // local: the default scope
+    s.ok(&[
+        "add-json",
+        "-s",
+        "project",
+        "shared",
+        r#"{"command": "node", "args": ["x.js"]}"#,
+    ]);
+    s.ok(&[
+        "add",
+        "-s",
+        "user",
+        "-t",
+        "http",
+        "-H",
+        "Authorization: Bearer tok-9",
+        "ev2",
+        "http://127.0.0.1:9/mcp",
+    ]);
+    let home = s.json(&s.home.join(".claude.json"));
+    let dir = s.project.display().to_string();
+    assert_eq!(
+        home["projects"][&dir]["mcpServers"]["ev"]["command"],
+        "node"
+    );
+    assert_eq!(
+        home["mcpServers"]["ev2"],
+        json!({"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer tok-9"}})
+    );
+    assert_eq!(
+        s.json(&s.project.join(".mcp.json"))["mcpServers"]["shared"]["args"],
+        json!(["x.js"])
+    );
+
+    // One failed server makes the exit status 1; the project server is not started at all.
+    let (code, out, _) = s.run(&["list"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("ev: node") && out.contains("✓ Connected"),
+        "{out}"
+    );
+    assert!(
+        out.contains("ev2: http://127.0.0.1:9/mcp (HTTP) - ✗ Failed to connect: "),
+        "{out}"
+    );
+    assert!(
+        out.contains("shared: (project .mcp.json) - ⏸ Pending approval"),
+        "{out}"
+    );
+    assert!(!out.contains("tok-9"), "{out}");
+    let out = s.ok(&["explain"]);
+    assert!(
+        out.contains("✗ shared — project scope") && out.contains("pending_approval"),
+        "{out}"
+    );
+
+    // A name in two scopes is removed only from the one named.
+    s.ok(&["add", "-s", "user", "ev", "--", "node", &js, "stdio"]);
+    let (code, _, err) = s.run(&["remove", "ev"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("more than one scope (local, user)"), "{err}");
+    s.ok(&["remove", "ev", "--scope", "local"]);
+    assert!(s.json(&s.home.join(".claude.json"))["mcpServers"]["ev"].is_object());
+    // The same name again in the same scope is refused, and the file is left as it was.
+    let before = std::fs::read_to_string(s.home.join(".claude.json")).unwrap();
+    let (code, _, err) = s.run(&["add", "-s", "user", "ev", "--", "other"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("already has a server named \"ev\""), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(s.home.join(".claude.json")).unwrap(),
+        before
+    );
+}
+
+#[test]
+fn bad_input_is_a_usage_error_naming_what_was_wrong() {
+    let s = Scratch::new("usage");
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["add", "-t", "http", "-e", "A=1", "x", "https://h/mcp"],
+            "-e sets a stdio server's environment",
+        ),
+        (
+            &["add", "-H", "A: 1", "x", "cmd"],
+            "-H sets a remote server's headers",
+        ),
+        (&["add", "-e", "NOEQUALS", "x", "cmd"], "KEY=VALUE"),
+        (&["add-json", "x", "{nope"], "not JSON"),
+        (&["add-json", "x", "[1]"], "must be a JSON object"),
+        (&["add-json", "bad name!", r#"{"command": "c"}"#], "name"),
+        (&["add-json", "x", r#"{"type": "http"}"#], "url"),
+        (&["call", "x", "t", "[1]"], "must be a JSON object"),
+        (&["--timeout", "0", "list"], "--timeout"),
+        (&["frobnicate"], "unrecognized subcommand"),
+    ];
+    for (args, says) in cases {
+        let (code, _, err) = s.run(args);
+        assert_eq!(code, 2, "mcplug {args:?}: {err}");
+        assert!(
+            err.contains(says),
+            "mcplug {args:?} said {err:?}, not {says:?}"
+        );
+    }
+    assert!(!s.home.join(".claude.json").exists());
+    for verb in [
+        "list", "get", "add", "add-json", "remove", "login", "logout", "tools", "call", "explain",
+    ] {
+        let out = s.ok(&[verb, "--help"]);
+        assert!(out.contains("Usage: mcplug"), "{verb} --help: {out}");
+    }
+    assert!(s.ok(&["--help"]).contains("Exit status: 0 success"));
+}
+
+#[test]
+fn login_through_the_browser_then_call_then_logout() {
+    let s = Scratch::new("login");
+    let peer = peers::oauth_http();
+    let url = format!("http://127.0.0.1:{}/mcp", peer.port);
+    s.ok(&["add", "-s", "user", "-t", "http", "srv", &url]);
+    let (code, out, _) = s.run(&["list"]);
+    assert_eq!(code, 4, "{out}");
+    assert!(
+        out.contains("⚠ Needs authentication (mcplug login srv)"),
+        "{out}"
+    );
+    let (code, _, err) = s.run(&["call", "srv", "whoami"]);
+    assert_eq!(code, 4, "{err}");
+    assert!(err.contains("mcplug login srv"), "{err}");
+
+    // The "browser": follows the authorization server's redirect back to the loopback listener.
+    let browser = s.root.join("browser.py");
+    std::fs::write(
+        &browser,
+        "import sys, urllib.request\n\
+         class Stop(urllib.request.HTTPRedirectHandler):\n\
+         \x20   def redirect_request(self, *a): return None\n\
+         opener = urllib.request.build_opener(Stop)\n\
+         try:\n\
+         \x20   opener.open(sys.argv[1], timeout=10)\n\
+         except urllib.error.HTTPError as e:\n\
+         \x20   urllib.request.urlopen(e.headers['Location'], timeout=10).read()\n",
+    )
+    .unwrap();
+    let out = s
+        .cmd(&["login", "srv"])
+        .env("BROWSER", format!("python3 {}", browser.display()))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "login: {stdout}\n{stderr}");
+    assert!(stdout.contains("✓ Authenticated srv"), "{stdout}");
+    assert!(stderr.contains("If it does not open, visit:"), "{stderr}");
+    // The tokens are in the library's default store under this HOME, private to the user.
+    let store = s.home.join(".local/state/mcplug/auth");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&store).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+
+    assert_eq!(s.ok(&["call", "srv", "whoami"]), "ok\n");
+    assert!(s.ok(&["list"]).contains("srv: "));
+    assert!(s
+        .ok(&["logout", "srv"])
+        .contains("Removed the stored credentials of srv"));
+    assert!(s
+        .ok(&["logout", "srv"])
+        .contains("No stored credentials for srv"));
+    let (code, _, _) = s.run(&["list"]);
+    assert_eq!(code, 4);
+    let (code, _, err) = s.run(&["login", "nope"]);
+    assert_eq!(code, 3, "{err}");
+}
