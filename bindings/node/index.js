@@ -523,6 +523,14 @@ function optionalObject(value, what) {
   return toJson(value, what);
 }
 
+/** A plain object argument, as given (not serialized). */
+function checkPlainObject(value, what) {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw errorOf('invalid_argument', `\`${what}\` must be an object (got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value})`);
+  }
+  return value;
+}
+
 /** A timeout option: undefined = the default, null/Infinity = no limit, else positive ms. */
 function timeoutValue(value, what) {
   if (value === undefined) return undefined;
@@ -1170,6 +1178,75 @@ class Client extends EventEmitter {
     } catch (e) {
       return Promise.reject(e);
     }
+  }
+
+  /** Every resource (`resources/list`, all pages followed). */
+  async listResources({ timeoutMs, tag, signal, cache } = {}) {
+    return (await this.request('resources/list', null, { timeoutMs, tag, signal, cache, allPages: true })).resources || [];
+  }
+
+  /** Every resource template (`resources/templates/list`, all pages followed). */
+  async listResourceTemplates({ timeoutMs, tag, signal, cache } = {}) {
+    return (await this.request('resources/templates/list', null, { timeoutMs, tag, signal, cache, allPages: true })).resourceTemplates || [];
+  }
+
+  /** `resources/read`: the raw result (`{contents: [{uri, text | blob, ...}]}`). */
+  readResource(uri, options) {
+    try {
+      return this.request('resources/read', { uri: checkString(uri, 'uri') }, options);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /** Every prompt (`prompts/list`, all pages followed). */
+  async listPrompts({ timeoutMs, tag, signal, cache } = {}) {
+    return (await this.request('prompts/list', null, { timeoutMs, tag, signal, cache, allPages: true })).prompts || [];
+  }
+
+  /** `prompts/get`: the raw result (`{description?, messages}`). */
+  getPrompt(name, args, options) {
+    try {
+      const params = { name: checkString(name, 'name') };
+      if (args !== undefined && args !== null) params.arguments = checkPlainObject(args, 'args');
+      return this.request('prompts/get', params, options);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * `completion/complete`: suggestions for one argument of a prompt (`ref: {type: 'ref/prompt',
+   * name}`) or a resource template (`{type: 'ref/resource', uri}`); `argument: {name, value}`,
+   * `context`: the arguments already given. Resolves the result's `completion` (`{values, total?, hasMore?}`).
+   */
+  async complete(ref, argument, { context, ...options } = {}) {
+    if (!ref || typeof ref !== 'object' || (ref.type !== 'ref/prompt' && ref.type !== 'ref/resource')) {
+      throw errorOf('invalid_argument', `\`ref\` must be {type: 'ref/prompt', name} or {type: 'ref/resource', uri} (got ${JSON.stringify(ref)})`);
+    }
+    if (!argument || typeof argument.name !== 'string' || typeof argument.value !== 'string') {
+      throw errorOf('invalid_argument', `\`argument\` must be {name: string, value: string} (got ${JSON.stringify(argument)})`);
+    }
+    const params = { ref, argument };
+    if (context !== undefined && context !== null) params.context = { arguments: checkPlainObject(context, 'context') };
+    const result = await this.request('completion/complete', params, options);
+    return result.completion || {};
+  }
+
+  /** `ping`: resolves once the server answered. */
+  async ping(options) {
+    await this.request('ping', null, options);
+  }
+
+  /** Asks for `notifications/resources/updated` of `uri` (a 2026-07-28 connection adds it to its
+   *  `subscriptions/listen` stream); they arrive as 'notification' events. */
+  async subscribe(uri, options) {
+    await this.request('resources/subscribe', { uri: checkString(uri, 'uri') }, options);
+  }
+
+  /** Undoes subscribe(). */
+  async unsubscribe(uri, options) {
+    await this.request('resources/unsubscribe', { uri: checkString(uri, 'uri') }, options);
   }
 
   /** Sends a notification. */
@@ -1956,9 +2033,7 @@ class Manager extends EventEmitter {
   async listTools(server) {
     const options = server === undefined || server === null ? null : JSON.stringify({ server: checkString(server, 'server') });
     const res = this._sync(mnative.list_tools, [options]);
-    const tools = res.tools;
-    Object.defineProperty(tools, 'dropped', { value: res.dropped || [], enumerable: false });
-    return tools;
+    return { tools: res.tools, dropped: res.dropped || [] };
   }
 
   /**

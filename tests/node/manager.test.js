@@ -192,7 +192,7 @@ describe('one manager over many real servers', { timeout: 180000 }, () => {
   });
 
   test('the pool: mcp__<server>__<tool> for every connected server, nothing of the failed one', async () => {
-    const tools = await m.listTools();
+    const { tools, dropped } = await m.listTools();
     const names = tools.map((t) => t.name);
     for (const name of ['mcp__everything__echo', 'mcp__everything-http__echo', 'mcp__filesystem__list_directory',
       'mcp__filesystem__read_text_file', 'mcp__memory__create_entities', 'mcp__memory__read_graph',
@@ -201,7 +201,7 @@ describe('one manager over many real servers', { timeout: 180000 }, () => {
     }
     assert.ok(!names.some((n) => n.startsWith('mcp__broken__')));
     assert.deepEqual([...names].sort(), names, 'sorted by name');
-    assert.deepEqual(tools.dropped, []);
+    assert.deepEqual(dropped, []);
     const listDir = tools.find((t) => t.name === 'mcp__filesystem__list_directory');
     assert.equal(listDir.server, 'filesystem');
     assert.equal(listDir.tool, 'list_directory');
@@ -210,10 +210,10 @@ describe('one manager over many real servers', { timeout: 180000 }, () => {
     const status = await m.status();
     assert.equal(status.tools, tools.length);
     // One server's tools.
-    const memory = await m.listTools('memory');
+    const memory = (await m.listTools('memory')).tools;
     assert.deepEqual(memory.map((t) => t.name), status.servers.memory.tools);
     assert.ok(memory.every((t) => t.server === 'memory'));
-    assert.deepEqual(await m.listTools('broken'), []);
+    assert.deepEqual(await m.listTools('broken'), { tools: [], dropped: [] });
   });
 
   test('every call goes to its own server', async () => {
@@ -325,7 +325,7 @@ describe('one manager over many real servers', { timeout: 180000 }, () => {
     let err = await rejection(m.callTool('mcp__fault__echo', { message: 'x' }));
     assert.equal(err.kind, 'not_found');
     assert.match(err.message, /disabled/);
-    assert.ok(!(await m.listTools()).some((t) => t.server === 'fault'));
+    assert.ok(!(await m.listTools()).tools.some((t) => t.server === 'fault'));
     const from = rec.mark();
     await m.setEnabled('fault', true);
     await rec.next(isState('fault', 'connected'), 15000, 'fault enabled again', from);
@@ -429,7 +429,7 @@ describe('host servers, tool search, resources and prompts across servers', { ti
   });
 
   test('a host server\'s tools are in the pool (first) and its handlers answer the calls', async () => {
-    const tools = await m.listTools();
+    const { tools } = await m.listTools();
     assert.deepEqual(tools.slice(0, 4).map((t) => t.name), ['mcp__host__boom', 'mcp__host__now', 'mcp__host__plain', 'mcp__host__wait_for_abort']);
     const now = tools.find((t) => t.name === 'mcp__host__now');
     assert.equal(now.server, 'host');
@@ -563,7 +563,7 @@ describe('host servers, tool search, resources and prompts across servers', { ti
     const from = rec.mark();
     await m.removeHostServer('host');
     await rec.next((e) => e.type === 'removed' && e.server === 'host', 5000, 'host removed', from);
-    assert.ok(!(await m.listTools()).some((t) => t.server === 'host'));
+    assert.ok(!(await m.listTools()).tools.some((t) => t.server === 'host'));
     assert.equal((await rejection(m.callTool('mcp__host__later', {}))).kind, 'not_found');
     assert.deepEqual(m.hostServers, []);
     assert.equal((await rejection(m.removeHostServer('host'))).kind, 'not_found');

@@ -108,7 +108,7 @@ describe('OAuth in the manager', { timeout: 60000 }, () => {
     fs.rmSync(store, { recursive: true, force: true });
   });
   const stats = async () => JSON.parse((await get(`${peer.base}/stats`)).body);
-  const pool = async () => (await m.listTools()).map((t) => t.name);
+  const pool = async () => (await m.listTools()).tools.map((t) => t.name);
 
   test('needs-auth with the pseudo-tool; authenticate, the browser, then the real tools; logout', async () => {
     m = new Manager({ connection: { auth_store: store, connectTimeoutMs: 20000 } });

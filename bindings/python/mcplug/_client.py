@@ -20,13 +20,46 @@ from ._managed import Managed
 TYPE_CHECKING = False  # not typing's: see _codec
 if TYPE_CHECKING:
     import os
-    from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+    from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
     from ._core import Handler
 
     Timeout = Optional[float]
     #: A root: ``{"uri": "file:///...", "name": ...}``, a URI string, or a path.
     Root = Union[Mapping[str, Any], str, "os.PathLike[str]"]
+
+
+def _string(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"`{what}` must be a str (got {type(value).__name__})")
+    return value
+
+
+def _items(listed: Dict[str, Any], field: str) -> List[Dict[str, Any]]:
+    items: List[Dict[str, Any]] = listed.get(field, [])
+    return items
+
+
+def _prompt_params(name: str, arguments: Optional[Mapping[str, str]]) -> Dict[str, Any]:
+    params: Dict[str, Any] = {"name": _string(name, "name")}
+    if arguments is not None:
+        if not isinstance(arguments, Mapping):
+            raise InvalidArgumentError(f"`arguments` must be a dict of str (got {type(arguments).__name__})")
+        params["arguments"] = dict(arguments)
+    return params
+
+
+def _complete_params(ref: Mapping[str, Any], argument: Mapping[str, str], context: Optional[Mapping[str, str]]) -> Dict[str, Any]:
+    if not isinstance(ref, Mapping) or ref.get("type") not in ("ref/prompt", "ref/resource"):
+        raise InvalidArgumentError(f"`ref` must be {{'type': 'ref/prompt', 'name': ...}} or {{'type': 'ref/resource', 'uri': ...}} (got {ref!r})")
+    if not isinstance(argument, Mapping) or not isinstance(argument.get("name"), str) or not isinstance(argument.get("value"), str):
+        raise InvalidArgumentError(f"`argument` must be {{'name': str, 'value': str}} (got {argument!r})")
+    params: Dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
+    if context is not None:
+        if not isinstance(context, Mapping):
+            raise InvalidArgumentError(f"`context` must be a dict of the arguments already given (got {type(context).__name__})")
+        params["context"] = {"arguments": dict(context)}
+    return params
 
 
 class _Info:
@@ -246,6 +279,63 @@ class Client(_Info, Managed):
             opts["all_pages"] = True
         return self._core.request(method, params, opts, progress)
 
+    def list_resources(self, *, timeout: Timeout = None, tag: Optional[str] = None, cache: Optional[bool] = None) -> List[Dict[str, Any]]:
+        """Every resource (``resources/list``, all pages followed)."""
+        listed = self.request("resources/list", timeout=timeout, tag=tag, all_pages=True, cache=cache)
+        return _items(listed, "resources")
+
+    def list_resource_templates(
+        self, *, timeout: Timeout = None, tag: Optional[str] = None, cache: Optional[bool] = None
+    ) -> List[Dict[str, Any]]:
+        """Every resource template (``resources/templates/list``, all pages followed)."""
+        listed = self.request("resources/templates/list", timeout=timeout, tag=tag, all_pages=True, cache=cache)
+        return _items(listed, "resourceTemplates")
+
+    def read_resource(self, uri: str, *, timeout: Timeout = None, tag: Optional[str] = None, cache: Optional[bool] = None) -> Dict[str, Any]:
+        """``resources/read``: the raw result (``{"contents": [{"uri", "text" | "blob", ...}]}``)."""
+        return self.request("resources/read", {"uri": _string(uri, "uri")}, timeout=timeout, tag=tag, cache=cache)
+
+    def list_prompts(self, *, timeout: Timeout = None, tag: Optional[str] = None, cache: Optional[bool] = None) -> List[Dict[str, Any]]:
+        """Every prompt (``prompts/list``, all pages followed)."""
+        return _items(self.request("prompts/list", timeout=timeout, tag=tag, all_pages=True, cache=cache), "prompts")
+
+    def get_prompt(
+        self, name: str, arguments: Optional[Mapping[str, str]] = None, *, timeout: Timeout = None, tag: Optional[str] = None
+    ) -> Dict[str, Any]:
+        """``prompts/get``: the raw result (``{"description"?, "messages": [...]}``)."""
+        return self.request("prompts/get", _prompt_params(name, arguments), timeout=timeout, tag=tag)
+
+    def complete(
+        self,
+        ref: Mapping[str, Any],
+        argument: Mapping[str, str],
+        *,
+        context: Optional[Mapping[str, str]] = None,
+        timeout: Timeout = None,
+        tag: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """``completion/complete``: suggestions for one argument of a prompt or resource template.
+        ``ref``: ``{"type": "ref/prompt", "name": ...}`` or ``{"type": "ref/resource", "uri": ...}``;
+        ``argument``: ``{"name", "value"}``; ``context``: the arguments already given. Returns the
+        result's ``completion`` (``{"values", "total"?, "hasMore"?}``)."""
+        result = self.request("completion/complete", _complete_params(ref, argument, context), timeout=timeout, tag=tag)
+        completion: Dict[str, Any] = result.get("completion", {})
+        return completion
+
+    def ping(self, *, timeout: Timeout = None, tag: Optional[str] = None) -> None:
+        """``ping``: returns once the server answered (raises TimeoutError, ClosedError...)."""
+        self.request("ping", timeout=timeout, tag=tag)
+
+    def subscribe(self, uri: str, *, timeout: Timeout = None, tag: Optional[str] = None) -> None:
+        """Asks for ``notifications/resources/updated`` of ``uri`` (``resources/subscribe``; a
+        2026-07-28 connection adds it to its ``subscriptions/listen`` stream). The
+        notifications arrive as events (handler key ``"notifications/resources/updated"``)."""
+        self.request("resources/subscribe", {"uri": _string(uri, "uri")}, timeout=timeout, tag=tag)
+
+    def unsubscribe(self, uri: str, *, timeout: Timeout = None, tag: Optional[str] = None) -> None:
+        """Undoes ``subscribe``."""
+        self.request("resources/unsubscribe", {"uri": _string(uri, "uri")}, timeout=timeout, tag=tag)
+
     def list_skills(self, *, timeout: Timeout = None, tag: Optional[str] = None) -> List[Dict[str, Any]]:
         """The skills extension (SEP-2640): every entry of ``skills/list`` (``{"uri":
         ".../SKILL.md", "frontmatter", "resources"}``), as the server sent it. The client holds
@@ -305,6 +395,20 @@ class Client(_Info, Managed):
         sink = self._core._sink
         assert isinstance(sink, QueueSink)
         return sink.get(None if timeout is None or timeout == float("inf") else float(timeout))
+
+    def events(self, timeout: Timeout = None) -> Iterator[Dict[str, Any]]:
+        """The events no handler took, as they come, until the connection is closed (or, given
+        ``timeout``, until none came for that many seconds): ``for e in client.events()``."""
+        from ._errors import ClosedError
+
+        while True:
+            try:
+                event = self.next_event(timeout)
+            except ClosedError:
+                return
+            if event is None:
+                return
+            yield event
 
     def respond(self, event_id: str, result: Any = None, *, error: Any = None) -> None:
         """Answers a server request event by hand: ``result``, or ``error`` (a dict with

@@ -994,13 +994,16 @@ class Core(HandleCore):
         return list(result.get("skills", []))
 
     def get_skill(self, uri: str, options: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-        return self._call(_get_skill, (encode(uri, "uri"),), options, None)
+        result: Dict[str, Any] = self._call(_get_skill, (encode(uri, "uri"),), options, None)
+        return result
 
     def load_skill(self, uri: str, options: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-        return self._call(_load_skill, (encode(uri, "uri"),), options, None)
+        result: Dict[str, Any] = self._call(_load_skill, (encode(uri, "uri"),), options, None)
+        return result
 
     def read_skill_file(self, skill: str, file: str, options: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-        return self._call(_read_skill_file, (encode(skill, "skill"), encode(file, "file")), options, None)
+        result: Dict[str, Any] = self._call(_read_skill_file, (encode(skill, "skill"), encode(file, "file")), options, None)
+        return result
 
     def call_tool(self, name: str, arguments: Optional[Mapping[str, Any]], options: Optional[Dict[str, Any]], progress: Progress) -> Dict[str, Any]:
         name_b = name.encode() if type(name) is str and name.isascii() else encode(name, "name")

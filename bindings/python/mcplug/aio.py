@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Dict,
 
 from . import _auth, _ffi
 from ._core import _is_async_callable
-from ._client import _Info
+from ._client import _Info, _complete_params, _items, _prompt_params, _string
 from ._core import (
     EventBuffer,
     EVENT_QUEUE_LIMIT,
@@ -314,7 +314,9 @@ class Client(_Info, AsyncManaged):
                 async_authorize = authorize
 
                 def authorize(params: Dict[str, Any]) -> Any:  # on the auth pump's thread
-                    return asyncio.run_coroutine_threadsafe(async_authorize(params), loop).result()
+                    pending = async_authorize(params)
+                    assert asyncio.iscoroutine(pending)
+                    return asyncio.run_coroutine_threadsafe(pending, loop).result()
 
             channel = _auth.register(authorize, opts)
 
@@ -401,6 +403,51 @@ class Client(_Info, AsyncManaged):
             opts["all_pages"] = True
         return await _run(lambda: self._core.request(method, params, opts, progress), opts["tag"])
 
+    async def list_resources(self, *, timeout: Timeout = None, tag: Optional[str] = None, cache: Optional[bool] = None) -> List[Dict[str, Any]]:
+        """See ``mcplug.Client.list_resources``."""
+        listed = await self.request("resources/list", timeout=timeout, tag=tag, all_pages=True, cache=cache)
+        return _items(listed, "resources")
+
+    async def list_resource_templates(
+        self, *, timeout: Timeout = None, tag: Optional[str] = None, cache: Optional[bool] = None
+    ) -> List[Dict[str, Any]]:
+        """See ``mcplug.Client.list_resource_templates``."""
+        listed = await self.request("resources/templates/list", timeout=timeout, tag=tag, all_pages=True, cache=cache)
+        return _items(listed, "resourceTemplates")
+
+    async def read_resource(self, uri: str, *, timeout: Timeout = None, tag: Optional[str] = None,
+                            cache: Optional[bool] = None) -> Dict[str, Any]:
+        """See ``mcplug.Client.read_resource``."""
+        return await self.request("resources/read", {"uri": _string(uri, "uri")}, timeout=timeout, tag=tag, cache=cache)
+
+    async def list_prompts(self, *, timeout: Timeout = None, tag: Optional[str] = None, cache: Optional[bool] = None) -> List[Dict[str, Any]]:
+        """See ``mcplug.Client.list_prompts``."""
+        return _items(await self.request("prompts/list", timeout=timeout, tag=tag, all_pages=True, cache=cache), "prompts")
+
+    async def get_prompt(self, name: str, arguments: Optional[Mapping[str, str]] = None, *, timeout: Timeout = None,
+                         tag: Optional[str] = None) -> Dict[str, Any]:
+        """See ``mcplug.Client.get_prompt``."""
+        return await self.request("prompts/get", _prompt_params(name, arguments), timeout=timeout, tag=tag)
+
+    async def complete(self, ref: Mapping[str, Any], argument: Mapping[str, str], *, context: Optional[Mapping[str, str]] = None,
+                       timeout: Timeout = None, tag: Optional[str] = None) -> Dict[str, Any]:
+        """See ``mcplug.Client.complete``."""
+        result = await self.request("completion/complete", _complete_params(ref, argument, context), timeout=timeout, tag=tag)
+        completion: Dict[str, Any] = result.get("completion", {})
+        return completion
+
+    async def ping(self, *, timeout: Timeout = None, tag: Optional[str] = None) -> None:
+        """See ``mcplug.Client.ping``."""
+        await self.request("ping", timeout=timeout, tag=tag)
+
+    async def subscribe(self, uri: str, *, timeout: Timeout = None, tag: Optional[str] = None) -> None:
+        """See ``mcplug.Client.subscribe``."""
+        await self.request("resources/subscribe", {"uri": _string(uri, "uri")}, timeout=timeout, tag=tag)
+
+    async def unsubscribe(self, uri: str, *, timeout: Timeout = None, tag: Optional[str] = None) -> None:
+        """See ``mcplug.Client.unsubscribe``."""
+        await self.request("resources/unsubscribe", {"uri": _string(uri, "uri")}, timeout=timeout, tag=tag)
+
     async def set_roots(self, roots: Optional[Sequence[Root]]) -> bool:
         """See ``mcplug.Client.set_roots``."""
         return await _run(lambda: self._core.set_roots(roots), None)
@@ -417,6 +464,21 @@ class Client(_Info, AsyncManaged):
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))):
             raise InvalidArgumentError(f"`timeout` must be a number of seconds or None (got {timeout!r})")
         return await self._sink.get(None if timeout is None or timeout == float("inf") else float(timeout))
+
+    async def events(self, timeout: Timeout = None) -> AsyncIterator[Dict[str, Any]]:
+        """The events no handler took, as they come, until the connection is closed (or, given
+        ``timeout``, until none came for that many seconds): ``async for e in client.events()``."""
+        while True:
+            try:
+                event = await self.next_event(timeout)
+            except ClosedError:
+                return
+            if event is None:
+                return
+            yield event
+
+    def __aiter__(self) -> AsyncIterator[Dict[str, Any]]:
+        return self.events()
 
     async def respond(self, event_id: str, result: Any = None, *, error: Any = None) -> None:
         await _run(lambda: self._core.respond(event_id, result, error), None)
