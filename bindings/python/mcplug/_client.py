@@ -4,6 +4,7 @@ from __future__ import annotations
 import weakref
 
 from ._core import (
+    drain_events,
     Core,
     QueueSink,
     SyncRunner,
@@ -399,16 +400,7 @@ class Client(_Info, Managed):
     def events(self, timeout: Timeout = None) -> Iterator[Dict[str, Any]]:
         """The events no handler took, as they come, until the connection is closed (or, given
         ``timeout``, until none came for that many seconds): ``for e in client.events()``."""
-        from ._errors import ClosedError
-
-        while True:
-            try:
-                event = self.next_event(timeout)
-            except ClosedError:
-                return
-            if event is None:
-                return
-            yield event
+        return drain_events(self.next_event, timeout)
 
     def respond(self, event_id: str, result: Any = None, *, error: Any = None) -> None:
         """Answers a server request event by hand: ``result``, or ``error`` (a dict with

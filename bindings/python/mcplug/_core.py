@@ -23,7 +23,7 @@ from ._errors import ClosedError, DeniedError, InvalidArgumentError, McpError, N
 
 TYPE_CHECKING = False  # not typing's: see _codec
 if TYPE_CHECKING:
-    from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple, Union
+    from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Set, Tuple, Union
 
     #: A handler gets the request's or notification's ``params`` ("*" gets the whole event).
     Handler = Callable[[Any], Any]
@@ -1066,3 +1066,18 @@ class Core(HandleCore):
             raise InvalidArgumentError(f"`level` must be one of {', '.join(LOG_LEVELS)} (got {level!r})")
         status, text = self._invoke(_set_log_level, level.encode())
         return str(_ffi.checked(status, text).get("sent"))
+
+
+def drain_events(next_event: "Callable[[Optional[float]], Optional[Dict[str, Any]]]", timeout: "Optional[float]") -> "Iterator[Dict[str, Any]]":
+    """Client.events and Manager.events: ``next_event`` until closed, or until none came for
+    ``timeout`` seconds."""
+    from ._errors import ClosedError
+
+    while True:
+        try:
+            event = next_event(timeout)
+        except ClosedError:
+            return
+        if event is None:
+            return
+        yield event

@@ -16,6 +16,7 @@ from ctypes import byref, c_void_p
 
 from . import _codec, _ffi
 from ._core import (
+    drain_events,
     HandleCore,
     QueueSink,
     SyncRunner,
@@ -653,16 +654,7 @@ class Manager(Managed):
     def events(self, timeout: Timeout = None) -> Iterator[Dict[str, Any]]:
         """The events no handler took, as they come, until the manager is closed (or, given
         ``timeout``, until none came for that many seconds)."""
-        from ._errors import ClosedError
-
-        while True:
-            try:
-                event = self.next_event(timeout)
-            except ClosedError:
-                return
-            if event is None:
-                return
-            yield event
+        return drain_events(self.next_event, timeout)
 
     def respond(self, event_id: str, result: Any = None, *, error: Any = None) -> None:
         """Answers a server's request event by hand, by its (manager) id: ``result``, or ``error``

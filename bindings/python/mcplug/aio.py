@@ -71,6 +71,19 @@ async def _await(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
 
+async def _drain_events(next_event: Callable[[Timeout], Awaitable[Optional[Dict[str, Any]]]], timeout: Timeout) -> AsyncIterator[Dict[str, Any]]:
+    """Client.events and Manager.events: ``next_event`` until closed, or until none came for
+    ``timeout`` seconds."""
+    while True:
+        try:
+            event = await next_event(timeout)
+        except ClosedError:
+            return
+        if event is None:
+            return
+        yield event
+
+
 class _LoopRunner:
     """Runs plain handlers on the pump thread and async ones on the loop, without waiting for
     them: a slow async handler never stalls other events."""
@@ -468,13 +481,7 @@ class Client(_Info, AsyncManaged):
     async def events(self, timeout: Timeout = None) -> AsyncIterator[Dict[str, Any]]:
         """The events no handler took, as they come, until the connection is closed (or, given
         ``timeout``, until none came for that many seconds): ``async for e in client.events()``."""
-        while True:
-            try:
-                event = await self.next_event(timeout)
-            except ClosedError:
-                return
-            if event is None:
-                return
+        async for event in _drain_events(self.next_event, timeout):
             yield event
 
     def __aiter__(self) -> AsyncIterator[Dict[str, Any]]:
@@ -647,13 +654,7 @@ class Manager(AsyncManaged):
     async def events(self, timeout: Timeout = None) -> AsyncIterator[Dict[str, Any]]:
         """The events no handler took, as they come, until the manager is closed (or, given
         ``timeout``, until none came for that many seconds)."""
-        while True:
-            try:
-                event = await self.next_event(timeout)
-            except ClosedError:
-                return
-            if event is None:
-                return
+        async for event in _drain_events(self.next_event, timeout):
             yield event
 
     def __aiter__(self) -> AsyncIterator[Dict[str, Any]]:
