@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need into folders of this checkout (nothing global), idempotently:
-#   .deps/npm          @modelcontextprotocol/server-everything (the reference server),
+#   .deps/npm          @modelcontextprotocol/server-everything (the reference server), typescript,
 #                      server-filesystem and server-memory (more independent servers)
-#   .deps/venv         pytest and the Python SDK mcp 2.3 (a 2026-07-28 server for the tests)
+#   .deps/venv         pytest, the Python SDK mcp 2.3 (a 2026-07-28 server for the tests) and mypy
 #   bindings/node/node_modules   koffi, the Node binding's one dependency
 #   .deps/node22       Node 22 (npm package node@22): the conformance suite needs it
 #   .deps/conformance  @modelcontextprotocol/conformance 0.1.16 and 0.2.0-alpha.12
@@ -43,8 +43,8 @@ fi
 npm_folder conformance conformance-0.1.16
 npm_folder conformance conformance-0.2.0-alpha.12
 
-if ! .deps/venv/bin/python -c 'import pytest, mcp' 2>/dev/null; then
-  echo "creating .deps/venv with pytest and mcp ..." >&2
+if ! .deps/venv/bin/python -c 'import pytest, mcp, mypy' 2>/dev/null; then
+  echo "creating .deps/venv with pytest, mcp and mypy ..." >&2
   python3 -m venv .deps/venv
   .deps/venv/bin/pip install -q --disable-pip-version-check -r tests/deps/requirements.txt >&2
 fi

@@ -4,7 +4,8 @@
 #   2. Rust: unit tests, the C ABI tests (C programs compiled with -Werror against the library),
 #      the header check, the demo (examples/demo.rs) — then the C tests again under valgrind (no
 #      definite leak allowed) and built with AddressSanitizer (no memory error allowed)
-#   3. Python binding (pytest) and Node binding (node --test), against the release library
+#   3. the bindings' type declarations (mypy --strict, tsc --strict), then the Python binding
+#      (pytest) and the Node binding (node --test), against the release library
 #   4. the official conformance suite (0.1.16 and 0.2.0-alpha.12), scenario by scenario, through
 #      the C, Python and Node conformance clients (tests/conformance/run.sh prints the table)
 #   5. the Python and Node packages installed and used from outside the checkout
@@ -39,6 +40,10 @@ if [ "${MCPLUG_SKIP_ASAN:-0}" != 1 ] && echo 'int main(void){return 0;}' | ${CC:
   echo "== C ABI tests under AddressSanitizer"
   MCPLUG_ASAN=1 cargo test --test c_abi
 fi
+
+echo "== the bindings' types: mypy --strict over the Python package, tsc --strict over a Node host (tests/node/types)"
+.deps/venv/bin/python -m mypy --strict bindings/python/mcplug
+.deps/npm/node_modules/.bin/tsc -p tests/node/types
 
 echo "== Python binding (pytest)"
 PYTHONPATH=bindings/python .deps/venv/bin/python -m pytest tests/python -q

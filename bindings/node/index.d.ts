@@ -390,6 +390,17 @@ export type ContentBlock =
   | { type: 'resource'; resource: { uri: string; mimeType?: string; text?: string; blob?: string; [key: string]: unknown }; [key: string]: unknown };
 
 /** The server's CallToolResult, untouched. */
+export interface Resource { uri: string; name: string; title?: string; description?: string; mimeType?: string; size?: number; [key: string]: unknown }
+export interface ResourceTemplate { uriTemplate: string; name: string; title?: string; description?: string; mimeType?: string; [key: string]: unknown }
+export interface ResourceContents { uri: string; mimeType?: string; text?: string; blob?: string; [key: string]: unknown }
+export interface ReadResourceResult { contents: ResourceContents[]; [key: string]: unknown }
+export interface PromptArgument { name: string; description?: string; required?: boolean; [key: string]: unknown }
+export interface Prompt { name: string; title?: string; description?: string; arguments?: PromptArgument[]; [key: string]: unknown }
+export interface PromptMessage { role: 'user' | 'assistant'; content: JsonObject; [key: string]: unknown }
+export interface GetPromptResult { description?: string; messages: PromptMessage[]; [key: string]: unknown }
+export type CompletionRef = { type: 'ref/prompt'; name: string } | { type: 'ref/resource'; uri: string };
+export interface Completion { values?: string[]; total?: number; hasMore?: boolean; [key: string]: unknown }
+
 export interface CallToolResult {
   content: ContentBlock[];
   structuredContent?: JsonObject;
@@ -515,6 +526,27 @@ export declare class Client extends EventEmitter {
   readSkillFile(skill: string, file: string, options?: CallOptions): Promise<SkillFile>;
   /** Calls a tool; an `isError: true` result resolves (it is the tool's answer). */
   callTool(name: string, args?: JsonObject | null, options?: CallToolOptions): Promise<CallToolResult>;
+  /** Every resource (`resources/list`, all pages followed). */
+  listResources(options?: CallOptions): Promise<Resource[]>;
+  /** Every resource template (`resources/templates/list`, all pages followed). */
+  listResourceTemplates(options?: CallOptions): Promise<ResourceTemplate[]>;
+  /** `resources/read`: the raw result. */
+  readResource(uri: string, options?: CallOptions): Promise<ReadResourceResult>;
+  /** Every prompt (`prompts/list`, all pages followed). */
+  listPrompts(options?: CallOptions): Promise<Prompt[]>;
+  /** `prompts/get`: the raw result. */
+  getPrompt(name: string, args?: { [name: string]: string } | null, options?: CallOptions): Promise<GetPromptResult>;
+  /** `completion/complete` for one argument of a prompt or a resource template; `context`: the
+   *  arguments already given. Resolves the result's `completion`. Kind 'invalid_argument' for a
+   *  malformed ref or argument. */
+  complete(ref: CompletionRef, argument: { name: string; value: string },
+    options?: CallOptions & { context?: { [name: string]: string } | null }): Promise<Completion>;
+  /** `ping`: resolves once the server answered. */
+  ping(options?: CallOptions): Promise<void>;
+  /** Asks for `notifications/resources/updated` of `uri` ('notification' events). */
+  subscribe(uri: string, options?: CallOptions): Promise<void>;
+  /** Undoes subscribe(). */
+  unsubscribe(uri: string, options?: CallOptions): Promise<void>;
   /** Any request (`resources/read`, `prompts/get`, `completion/complete`, ...); resolves with the raw result. */
   request<T = JsonObject>(method: string, params?: JsonObject | null, options?: RequestOptions): Promise<T>;
   /** Sends a notification. */
@@ -676,7 +708,8 @@ export interface ManagerHandlers {
 /** A manager configuration: a config file's content, mergeConfig/discoverConfig's result, or VS Code's. */
 export type ManagerConfig =
   | { mcpServers: { [name: string]: ServerConfig & { disabled?: boolean } }; [key: string]: unknown }
-  | { servers: { [name: string]: (ServerConfig & { disabled?: boolean }) | MergedServer }; [key: string]: unknown };
+  | { servers: { [name: string]: (ServerConfig & { disabled?: boolean }) | MergedServer }; [key: string]: unknown }
+  | MergeResult;
 
 export interface ServerStatus {
   state: ServerState;
@@ -810,7 +843,7 @@ export declare class Manager extends EventEmitter {
   wait(timeoutMs?: TimeoutMs | { timeoutMs?: TimeoutMs }): Promise<ManagerStatus>;
   status(): Promise<ManagerStatus>;
   /** The pool (or one server's tools); `dropped`: tools left out for a name clash. */
-  listTools(server?: string | null): Promise<PoolTool[] & { dropped: DroppedTool[] }>;
+  listTools(server?: string | null): Promise<{ tools: PoolTool[]; dropped: DroppedTool[] }>;
   /** Ranks the pool by a query: words against names, search hints and descriptions; `+word` must
    *  match; `select:a,b` picks by name. */
   searchTools(query: string, options?: { maxResults?: number; server?: string }): Promise<{ tools: PoolTool[]; total: number }>;

@@ -322,6 +322,45 @@ for (const transport of ['stdio', 'http', 'sse']) describe(`server-everything (l
     assert.deepEqual(id.completion.values, ['42']);
   });
 
+  test('the named methods give what the raw requests give, all pages followed', async () => {
+    const resources = await client.listResources({ cache: false });
+    assert.deepEqual(resources, (await client.request('resources/list', {}, { allPages: true })).resources);
+    const uri = 'demo://resource/static/document/architecture.md';
+    assert.deepEqual(await client.readResource(uri), await client.request('resources/read', { uri }));
+    assert.deepEqual((await client.listResourceTemplates()).map((t) => t.uriTemplate).sort(),
+      ['demo://resource/dynamic/blob/{resourceId}', 'demo://resource/dynamic/text/{resourceId}']);
+    assert.deepEqual((await client.listPrompts()).map((p) => p.name),
+      ['simple-prompt', 'args-prompt', 'completable-prompt', 'resource-prompt']);
+    const got = await client.getPrompt('args-prompt', { city: 'Paris', state: 'TX' });
+    assert.equal(got.messages[0].content.text, "What's weather in Paris, TX?");
+    const prompt = { type: 'ref/prompt', name: 'completable-prompt' };
+    assert.deepEqual((await client.complete(prompt, { name: 'department', value: 'S' })).values, ['Sales', 'Support']);
+    assert.deepEqual((await client.complete(prompt, { name: 'name', value: 'A' }, { context: { department: 'Engineering' } })).values, ['Alice']);
+    const template = { type: 'ref/resource', uri: 'demo://resource/dynamic/text/{resourceId}' };
+    assert.deepEqual((await client.complete(template, { name: 'resourceId', value: '42' })).values, ['42']);
+    assert.equal(await client.ping({ timeoutMs: 5000 }), undefined);
+    await client.subscribe('demo://resource/static/document/features.md');
+    await client.unsubscribe('demo://resource/static/document/features.md');
+  });
+
+  test('the named methods name what was wrong', async () => {
+    const kindOf = (p) => p.then(() => null, (e) => e);
+    for (const [p, what] of [
+      [client.complete({ type: 'ref/tool', name: 'x' }, { name: 'a', value: '' }), /`ref`/],
+      [client.complete({ type: 'ref/prompt', name: 'x' }, { name: 'a' }), /`argument`/],
+      [client.readResource(7), /uri/],
+      [client.getPrompt('args-prompt', ['Paris']), /args/],
+    ]) {
+      const err = await kindOf(p);
+      assert.ok(err instanceof McpError, String(err));
+      assert.equal(err.kind, 'invalid_argument');
+      assert.match(err.message, what);
+    }
+    const missing = await kindOf(client.getPrompt('no-such-prompt'));
+    assert.equal(missing.kind, 'rpc');
+    assert.equal((await client.listPrompts()).length, 4);
+  });
+
   test('logging/setLevel and ping', async () => {
     assert.deepEqual(await client.request('logging/setLevel', { level: 'debug' }), {});
     assert.deepEqual(await client.request('ping'), {});

@@ -41,6 +41,26 @@ def test_connect_call_and_close(everything_server: Dict[str, Any]) -> None:
     run(main())
 
 
+def test_named_methods_and_subscribe(everything_server: Dict[str, Any]) -> None:
+    async def main() -> None:
+        async with await mcplug.aio.Client.connect(everything_server, connect_timeout=30) as client:
+            uri = "demo://resource/static/document/features.md"
+            assert uri in [r["uri"] for r in await client.list_resources()]
+            read = await client.read_resource(uri)
+            assert read["contents"][0]["mimeType"] == "text/markdown"
+            assert len(await client.list_resource_templates()) == 2
+            assert len(await client.list_prompts()) == 4
+            simple = await client.get_prompt("simple-prompt")
+            assert simple["messages"][0]["content"]["text"] == "This is a simple prompt without arguments."
+            done = await client.complete({"type": "ref/prompt", "name": "completable-prompt"}, {"name": "department", "value": "E"})
+            assert done["values"] == ["Engineering"]
+            await client.ping()
+            await client.subscribe(uri)
+            await client.unsubscribe(uri)
+
+    run(main())
+
+
 def test_fifty_concurrent_calls(fault: FaultFactory) -> None:
     async def main() -> None:
         async with await mcplug.aio.Client.connect(fault()) as client:

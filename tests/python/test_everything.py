@@ -285,6 +285,42 @@ def test_completion_complete(everything: mcplug.Client) -> None:
     assert result["completion"]["values"] == ["Alice", "Bob", "Charlie"]
 
 
+def test_named_methods_for_resources_prompts_and_completions(everything: mcplug.Client) -> None:
+    """The Client's own methods give what the raw requests above give, all pages followed."""
+    resources = everything.list_resources(cache=False)
+    assert resources == everything.request("resources/list", all_pages=True)["resources"]
+    uri = "demo://resource/static/document/architecture.md"
+    assert uri in [r["uri"] for r in resources]
+    assert everything.read_resource(uri) == everything.request("resources/read", {"uri": uri})
+    assert sorted(t["uriTemplate"] for t in everything.list_resource_templates()) == [
+        "demo://resource/dynamic/blob/{resourceId}", "demo://resource/dynamic/text/{resourceId}",
+    ]
+    assert [p["name"] for p in everything.list_prompts()] == ["simple-prompt", "args-prompt", "completable-prompt", "resource-prompt"]
+    got = everything.get_prompt("args-prompt", {"city": "Paris", "state": "TX"})
+    assert got["messages"][0]["content"]["text"] == "What's weather in Paris, TX?"
+    prompt = {"type": "ref/prompt", "name": "completable-prompt"}
+    assert everything.complete(prompt, {"name": "department", "value": "S"})["values"] == ["Sales", "Support"]
+    named = everything.complete(prompt, {"name": "name", "value": "A"}, context={"department": "Engineering"})
+    assert named["values"] == ["Alice"]
+    template = {"type": "ref/resource", "uri": "demo://resource/dynamic/text/{resourceId}"}
+    assert everything.complete(template, {"name": "resourceId", "value": "42"})["values"] == ["42"]
+    assert everything.ping(timeout=5) is None
+
+
+def test_named_methods_name_what_was_wrong(everything: mcplug.Client) -> None:
+    with pytest.raises(mcplug.InvalidArgumentError, match="ref"):
+        everything.complete({"type": "ref/tool", "name": "x"}, {"name": "a", "value": ""})
+    with pytest.raises(mcplug.InvalidArgumentError, match="argument"):
+        everything.complete({"type": "ref/prompt", "name": "x"}, {"name": "a"})
+    with pytest.raises(mcplug.InvalidArgumentError, match="uri"):
+        everything.read_resource(7)  # type: ignore[arg-type]
+    with pytest.raises(mcplug.InvalidArgumentError, match="arguments"):
+        everything.get_prompt("args-prompt", ["Paris"])  # type: ignore[arg-type]
+    with pytest.raises(mcplug.RpcError):
+        everything.get_prompt("no-such-prompt")
+    assert everything.list_prompts()  # the connection stays usable
+
+
 def test_ping_and_unknown_method(everything: mcplug.Client) -> None:
     assert everything.request("ping") == {}
     with pytest.raises(mcplug.RpcError) as info:
