@@ -39,6 +39,11 @@
 #define MCPLUG_ABI_VERSION 1
 
 /**
+ * The records a capture queue holds by default before the oldest go.
+ */
+#define DEFAULT_MAX_RECORDS 10000
+
+/**
  * Claude Code's defaults: local 3, remote 20, descriptions 2,048 characters, output 25,000
  * tokens (about 4 characters each), three terminal errors.
  */
@@ -708,6 +713,45 @@ enum mcplug_status mcplug_config_add_server(const char *options_json, char **out
  * `config` (the file is not valid JSON, or cannot be written).
  */
 enum mcplug_status mcplug_config_remove_server(const char *options_json, char **out);
+
+/**
+ * Starts taking the library's log records (or changes the filter of the capture running): from
+ * now on the records that match go to one process-wide queue the host pulls with
+ * `mcplug_log_next_events`, and no longer to stderr (`MCPLUG_LOG`).
+ *
+ * `options_json` (NULL for defaults): `filter` (tracing's EnvFilter syntax: `"debug"`, the
+ * default, `"warn,mcplug::wire=trace"`; the targets are `mcplug::client` for connects, requests
+ * and ends, `mcplug::wire` for every message, and the modules' own paths) and `max_records`
+ * (10000: past it the oldest records go and an `{"type": "overflow", "dropped"}` record says how
+ * many; a running capture keeps its own). `out` is `{"filter", "max_records"}`. A filter that cannot be read, or an unknown
+ * option, is `MCPLUG_INVALID_ARGUMENT`. Each record is `{"type": "log", "level", "target",
+ * "message", "fields", "time_ms", "thread"}`; none carries a secret of the configuration (an
+ * entry's `env` or `headers`, a token), and URLs have their secrets masked.
+ */
+enum mcplug_status mcplug_log_capture(const char *options_json,
+                                      char **out);
+
+/**
+ * Ends the capture: the records go back to `MCPLUG_LOG` (stderr, or nowhere), and a pull
+ * returns `MCPLUG_CLOSED` once the records already queued are taken. `out` is
+ * `{"released": true}`, or `false` when no capture was running.
+ */
+enum mcplug_status mcplug_log_release(char **out);
+
+/**
+ * Waits up to `timeout_ms` (-1: until one comes or the capture ends) for a log record, then
+ * takes up to `max_records` (0 counts as one) without waiting more: `out` is a JSON array.
+ * `MCPLUG_TIMEOUT` when none came; `MCPLUG_CLOSED` when no capture is running (or it ended and
+ * every record was taken).
+ */
+enum mcplug_status mcplug_log_next_events(uint32_t max_records, int32_t timeout_ms, char **out);
+
+/**
+ * A new descriptor (the caller closes it) that is readable while log records wait and once the
+ * capture ended: for an event loop that polls, then pulls with `timeout_ms` 0.
+ * `MCPLUG_CLOSED` when no capture is running.
+ */
+enum mcplug_status mcplug_log_event_fd(int32_t *fd, char **out);
 
 /**
  * Creates a manager (no server yet: see `mcplug_manager_connect`).

@@ -342,6 +342,12 @@ fn c_abi_args() {
     run("abi_args");
 }
 
+/// The library's log records as the host's: capture, pull, the descriptor, release.
+#[test]
+fn c_logs() {
+    run("logs");
+}
+
 #[test]
 fn c_everything() {
     run("everything");
@@ -473,6 +479,7 @@ fn every_c_test_is_run() {
         "remote",
         "manager",
         "oauth",
+        "logs",
     ];
     let dir = manifest_dir().join("tests/c");
     for entry in std::fs::read_dir(&dir).expect("read tests/c") {

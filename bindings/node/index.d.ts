@@ -575,6 +575,47 @@ export declare class Client extends EventEmitter {
   emit<E extends keyof ClientEvents>(event: E, ...args: ClientEvents[E]): boolean;
 }
 
+/** One of the library's log records (see captureLogs). */
+export interface LogRecord {
+  type: 'log';
+  level: 'trace' | 'debug' | 'info' | 'warn' | 'error';
+  /** `mcplug::client` (connects, requests, ends), `mcplug::wire` (every message), or a module's path. */
+  target: string;
+  message: string;
+  fields: { [name: string]: Json };
+  /** When it was logged, in ms since the epoch. */
+  timeMs: number;
+  thread: string;
+}
+/** Said when the capture's queue overflowed: this many records were dropped (the oldest). */
+export interface LogOverflow { type: 'overflow'; dropped: number }
+
+export interface LogCaptureEvents {
+  record: [record: LogRecord | LogOverflow];
+  /** The capture ended (stop(), or another part of the process released it). */
+  end: [];
+}
+
+/** A running capture of the library's log records (one per process). */
+export declare class LogCapture extends EventEmitter {
+  private constructor();
+  readonly filter: string;
+  readonly maxRecords: number;
+  readonly stopped: boolean;
+  /** Ends the capture: the records already queued are emitted first, then 'end'. Idempotent. */
+  stop(): void;
+  on<E extends keyof LogCaptureEvents>(event: E, listener: (...args: LogCaptureEvents[E]) => void): this;
+  once<E extends keyof LogCaptureEvents>(event: E, listener: (...args: LogCaptureEvents[E]) => void): this;
+  off<E extends keyof LogCaptureEvents>(event: E, listener: (...args: LogCaptureEvents[E]) => void): this;
+}
+
+/** Takes the library's log records instead of stderr (`MCPLUG_LOG`): those matching `filter`
+ *  (tracing's EnvFilter syntax, 'debug' by default; 'warn,mcplug::wire=trace') come as 'record'
+ *  events; at most `maxRecords` (10000) wait. Kind 'invalid_argument' for a filter it cannot read.
+ *  The capture does not keep the process alive. */
+export declare function captureLogs(options?: { filter?: string; maxRecords?: number },
+  listener?: (record: LogRecord | LogOverflow) => void): LogCapture;
+
 /** Cancels every in-flight (or queued) call carrying `tag`; true if one was found. */
 export declare function cancel(tag: string): boolean;
 /** The library's version, e.g. "0.1.0". */

@@ -225,6 +225,10 @@ const native = {
   auth_next_event: lib.func('mcplug_auth_next_event', 'int', ['int32', OutString]),
   auth_respond: lib.func('mcplug_auth_respond', 'int', ['str', OutString]),
   auth_logout: lib.func('mcplug_auth_logout', 'int', ['str', 'str', OutString]),
+  log_capture: lib.func('mcplug_log_capture', 'int', ['str', OutString]),
+  log_release: lib.func('mcplug_log_release', 'int', [OutString]),
+  log_next_events: lib.func('mcplug_log_next_events', 'int', ['uint32', 'int32', OutString]),
+  log_event_fd: lib.func('mcplug_log_event_fd', 'int', [RawOut, RawOut]),
   config_merge: lib.func('mcplug_config_merge', 'int', ['str', OutString]),
   config_discover: lib.func('mcplug_config_discover', 'int', ['str', OutString]),
   config_add_server: lib.func('mcplug_config_add_server', 'int', ['str', OutString]),
@@ -2692,6 +2696,88 @@ async function authLogout(server, { authStore } = {}) {
   return decode(status, text);
 }
 
+/**
+ * The library's log records, taken by the host instead of going to stderr (`MCPLUG_LOG`): one
+ * capture per process. Each record comes as a 'record' event (`{type: 'log', level, target,
+ * message, fields, timeMs, thread}`; an `{type: 'overflow', dropped}` one when the queue of
+ * `maxRecords` overflowed). Records wait on a descriptor this loop watches (no thread is held,
+ * and the capture does not keep the process alive).
+ */
+class LogCapture extends EventEmitter {
+  constructor(filter, maxRecords) {
+    super();
+    const options = { filter };
+    if (maxRecords !== undefined) options.max_records = maxRecords;
+    const out = [null];
+    const started = decode(native.log_capture(JSON.stringify(options), out), out[0]);
+    this.filter = started.filter;
+    this.maxRecords = started.max_records;
+    this.stopped = false;
+    this._socket = openEventSocket(null, () => this._drain(), (_h, fd, text) => native.log_event_fd(fd, text));
+    this._socket.on('error', () => {});
+    this._socket.unref();
+  }
+
+  _drain() {
+    for (;;) {
+      const out = [null];
+      const status = native.log_next_events(256, 0, out);
+      if (status === Status.TIMEOUT) return;
+      if (status !== Status.OK) {
+        this._end();
+        return;
+      }
+      for (const r of JSON.parse(out[0])) {
+        const record = r.type === 'log'
+          ? { type: 'log', level: r.level, target: r.target, message: r.message, fields: r.fields, timeMs: r.time_ms, thread: r.thread }
+          : r;
+        try {
+          this.emit('record', record);
+        } catch (e) {
+          process.emitWarning(`mcplug: a 'record' listener threw: ${e && e.stack ? e.stack : e}`);
+        }
+      }
+    }
+  }
+
+  _end() {
+    if (this._socket) {
+      this._socket.destroy();
+      this._socket = null;
+      this.emit('end');
+    }
+  }
+
+  /** Ends the capture: the records already queued are emitted first, then 'end'. Idempotent. */
+  stop() {
+    if (!this.stopped) {
+      this.stopped = true;
+      const out = [null];
+      decode(native.log_release(out), out[0]);
+      this._drain();
+    }
+    this._end();
+  }
+}
+
+/**
+ * Starts taking the library's log records matching `filter` (tracing's EnvFilter syntax:
+ * 'debug', 'warn,mcplug::wire=trace'); `listener` (optional) gets each record. A second capture
+ * while one runs changes its filter: stop the first, or use its LogCapture.
+ */
+function captureLogs({ filter = 'debug', maxRecords } = {}, listener) {
+  if (typeof filter !== 'string') throw errorOf('invalid_argument', `\`filter\` must be a string (got ${typeof filter})`);
+  if (maxRecords !== undefined && !(Number.isInteger(maxRecords) && maxRecords > 0)) {
+    throw errorOf('invalid_argument', `\`maxRecords\` must be a positive integer (got ${maxRecords})`);
+  }
+  if (listener !== undefined && typeof listener !== 'function') {
+    throw errorOf('invalid_argument', '`listener` must be a function');
+  }
+  const capture = new LogCapture(filter, maxRecords);
+  if (listener) capture.on('record', listener);
+  return capture;
+}
+
 /** The library's version string, e.g. "0.1.0". */
 function version() {
   return native.version();
@@ -2716,6 +2802,8 @@ module.exports = {
   addConfigServer,
   removeConfigServer,
   authLogout,
+  captureLogs,
+  LogCapture,
   version,
   abiVersion,
   libraryPath,

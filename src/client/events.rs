@@ -188,6 +188,11 @@ impl EventQueue {
         }
     }
 
+    /// The most events it holds.
+    pub fn capacity(&self) -> usize {
+        self.max
+    }
+
     /// Queues an event. `droppable` is false for events that carry a request needing an answer.
     pub fn push(&self, event: &Value, droppable: bool) {
         self.push_text(event.to_string(), droppable);
@@ -195,6 +200,16 @@ impl EventQueue {
 
     /// Queues an event already serialized as a JSON object.
     pub fn push_text(&self, text: String, droppable: bool) {
+        self.push_inner(text, droppable, SELF_DRIVING.with(|d| d.get()));
+    }
+
+    /// Queues an event and always signals its waiters: for a queue no connection's own thread
+    /// consumes (the log records), which the thread-local `SELF_DRIVING` says nothing about.
+    pub fn push_text_waking(&self, text: String, droppable: bool) {
+        self.push_inner(text, droppable, false);
+    }
+
+    fn push_inner(&self, text: String, droppable: bool, self_driving: bool) {
         let mut s = self.state.lock();
         if s.closed {
             return;
@@ -219,7 +234,7 @@ impl EventQueue {
         // that is itself reading the server for events (see `started.rs`) is not waiting, and
         // takes them next.
         let mut interrupt = None;
-        if !SELF_DRIVING.with(|d| d.get()) {
+        if !self_driving {
             if !s.signalled {
                 s.sync_pipe();
             }

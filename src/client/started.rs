@@ -50,7 +50,7 @@ impl Client {
                 }) as pending::Replay
             });
             return shared
-                .start_direct(options.defer, replay, |id, era| {
+                .start_direct("tools/call", options.defer, replay, |id, era| {
                     let meta = era.and_then(|e| e.modern_meta.as_deref());
                     request::encode_tool_call(id, name, arguments, None, false, meta)
                 })
@@ -105,7 +105,9 @@ impl Client {
             let encode = |id, era: Option<&EraState>| {
                 shared.encode_params(id, method, params.clone(), false, era)
             };
-            return shared.start_direct(options.defer, replay, encode).await;
+            return shared
+                .start_direct(method, options.defer, replay, encode)
+                .await;
         }
         let method = method.to_string();
         let options = options.clone();
@@ -359,6 +361,7 @@ impl Shared {
     /// now (the server is not reading) finishes in the background, so starting never blocks.
     async fn start_direct(
         self: &Arc<Self>,
+        method: &str,
         defer: bool,
         replay: Option<pending::Replay>,
         encode: impl FnOnce(u64, Option<&EraState>) -> Vec<u8>,
@@ -370,6 +373,7 @@ impl Shared {
             let id = self.pending.register_ticket(modern, replay);
             (id, encode(id, era.as_ref()))
         };
+        tracing::debug!(target: "mcplug::client", server = self.name.as_deref().unwrap_or(""), id, method, "request");
         // From here something must read for it (the background, or a host thread waiting for
         // events).
         transport.ticket_started();

@@ -17,6 +17,7 @@ pub mod auth;
 pub(crate) mod boundary;
 pub mod client;
 pub mod config;
+pub mod log;
 pub mod manager;
 
 use crate::client::cancel;

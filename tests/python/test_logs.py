@@ -73,3 +73,66 @@ def test_a_bad_filter_is_named_once_and_logging_stays_off(http_port: int) -> Non
     err = run_host(http_port, "mcplug=[[").stderr
     assert err.count("MCPLUG_LOG") == 1 and "is not a filter" in err, err
     assert "DEBUG" not in err and "TRACE" not in err
+
+
+FORWARDING_HOST = textwrap.dedent("""
+    import json, logging, sys, mcplug
+    fault, port = sys.argv[1], sys.argv[2]
+    taken = []
+    class Keep(logging.Handler):
+        def emit(self, record):
+            taken.append({"logger": record.name, "level": record.levelno, "text": record.getMessage(),
+                          "raw": getattr(record, "mcplug", None)})
+    logging.getLogger("mcplug").addHandler(Keep())
+    logging.getLogger("mcplug").setLevel(1)
+    stdio = {"command": sys.executable, "args": [fault, "normal", "--token=arg-secret-3141"],
+             "env": {"API_TOKEN": "env-secret-2718"}}
+    http = {"type": "http", "url": f"http://user:userinfo-secret-1732@127.0.0.1:{port}/mcp?api_key=query-secret-1618",
+            "headers": {"X-Api-Key": "header-secret-1414"}}
+    with mcplug.forward_logs("debug,mcplug::wire=trace") as forwarder:
+        for entry in (stdio, http):
+            with mcplug.Client.connect(entry) as c:
+                print(c.call_tool("echo", {"message": "logged"})["content"][0]["text"])
+    json.dump(taken, sys.stderr)
+""")
+
+
+def test_forward_logs_makes_logging_records_on_the_hosts_loggers(http_port: int) -> None:
+    """With a capture, records reach the host's logging handlers, and stderr stays clean."""
+    env = {k: v for k, v in os.environ.items() if k != "MCPLUG_LOG"}
+    env["PYTHONPATH"] = str(REPO / "bindings/python")
+    done = subprocess.run([sys.executable, "-c", FORWARDING_HOST, str(REPO / "tests/servers/fault_server.py"), str(http_port)],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["Echo:", "logged", "Echo:", "logged"], done.stdout
+    import json
+
+    taken = json.loads(done.stderr)  # nothing but the host's own dump went to stderr
+    loggers = {t["logger"] for t in taken}
+    assert {"mcplug.client", "mcplug.wire"} <= loggers, loggers
+    calls = [t for t in taken if t["logger"] == "mcplug.client" and "method=tools/call" in t["text"]]
+    assert len(calls) == 2, [t["text"] for t in taken if t["logger"] == "mcplug.client"]
+    assert all(t["level"] == 10 for t in calls)
+    wire = [t for t in taken if t["logger"] == "mcplug.wire"]
+    assert wire and all(t["level"] == 5 for t in wire) and any('"Echo: logged"' in t["text"] for t in wire)
+    assert all(t["raw"]["type"] == "log" for t in taken)
+    # Each logger is the target under "mcplug" (the HTTP stack's own records included).
+    odd = [t for t in taken
+           if t["logger"] != "mcplug." + t["raw"]["target"].removeprefix("mcplug::").replace("::", ".")]
+    assert not odd, odd[:3]
+    for secret in SECRETS:
+        assert secret not in done.stderr, f"a record shows {secret!r}"
+
+
+def test_capture_options_are_checked_by_name() -> None:
+    import mcplug
+
+    with pytest.raises(mcplug.InvalidArgumentError, match="`filter`"):
+        mcplug.capture_logs("mcplug=[[")
+    with pytest.raises(mcplug.InvalidArgumentError, match="max_records"):
+        mcplug.capture_logs("debug", max_records=0)
+    with pytest.raises(mcplug.InvalidArgumentError, match="timeout"):
+        mcplug.next_log_records(timeout=-1)
+    assert mcplug.release_logs() is False
+    with pytest.raises(mcplug.ClosedError, match="mcplug_log_capture"):
+        mcplug.next_log_records(timeout=0)

@@ -59,6 +59,7 @@ from . import _ffi
 from ._auth import auth_logout
 from ._client import Client
 from ._manager import Manager
+from ._logs import LogForwarder, capture_logs, forward_logs, next_log_records, release_logs
 from ._config import add_config_server, discover_config, merge_config, remove_config_server
 from ._errors import (
     CancelledError,
@@ -102,6 +103,11 @@ __all__ = [
     "TransportError",
     "UnsupportedError",
     "abi_version",
+    "capture_logs",
+    "forward_logs",
+    "LogForwarder",
+    "next_log_records",
+    "release_logs",
     "add_config_server",
     "discover_config",
     "merge_config",

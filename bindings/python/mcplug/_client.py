@@ -1,6 +1,7 @@
 """The synchronous client."""
 from __future__ import annotations
 
+import collections.abc as _abc
 import weakref
 
 from ._core import (
@@ -44,20 +45,20 @@ def _items(listed: Dict[str, Any], field: str) -> List[Dict[str, Any]]:
 def _prompt_params(name: str, arguments: Optional[Mapping[str, str]]) -> Dict[str, Any]:
     params: Dict[str, Any] = {"name": _string(name, "name")}
     if arguments is not None:
-        if not isinstance(arguments, Mapping):
+        if not isinstance(arguments, _abc.Mapping):
             raise InvalidArgumentError(f"`arguments` must be a dict of str (got {type(arguments).__name__})")
         params["arguments"] = dict(arguments)
     return params
 
 
 def _complete_params(ref: Mapping[str, Any], argument: Mapping[str, str], context: Optional[Mapping[str, str]]) -> Dict[str, Any]:
-    if not isinstance(ref, Mapping) or ref.get("type") not in ("ref/prompt", "ref/resource"):
+    if not isinstance(ref, _abc.Mapping) or ref.get("type") not in ("ref/prompt", "ref/resource"):
         raise InvalidArgumentError(f"`ref` must be {{'type': 'ref/prompt', 'name': ...}} or {{'type': 'ref/resource', 'uri': ...}} (got {ref!r})")
-    if not isinstance(argument, Mapping) or not isinstance(argument.get("name"), str) or not isinstance(argument.get("value"), str):
+    if not isinstance(argument, _abc.Mapping) or not isinstance(argument.get("name"), str) or not isinstance(argument.get("value"), str):
         raise InvalidArgumentError(f"`argument` must be {{'name': str, 'value': str}} (got {argument!r})")
     params: Dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
     if context is not None:
-        if not isinstance(context, Mapping):
+        if not isinstance(context, _abc.Mapping):
             raise InvalidArgumentError(f"`context` must be a dict of the arguments already given (got {type(context).__name__})")
         params["context"] = {"arguments": dict(context)}
     return params

@@ -2,7 +2,7 @@
 // `tsc -p tests/node/types` in tests/run.sh: a declaration that drifts from what hosts write
 // (a missing method, a wrong result shape) fails the check.
 import {
-  Client, Manager, McpError, mergeConfig, cancel, version,
+  Client, Manager, McpError, mergeConfig, cancel, version, captureLogs,
   type CallToolResult, type Completion, type GetPromptResult, type ManagerConfig, type PoolTool,
   type Prompt, type ReadResourceResult, type Resource, type ResourceTemplate, type Tool,
 } from '../../../bindings/node';
@@ -40,6 +40,9 @@ async function client(): Promise<void> {
 
 async function manager(): Promise<void> {
   const merged = mergeConfig({ user: { mcpServers: {} } });
+  const m0 = await Manager.create();
+  await m0.connect(mergeConfig({ user: { mcpServers: {} } }));
+  await m0.close();
   const configs: ManagerConfig[] = [merged, { mcpServers: { e: { command: 'node', args: ['server.js'] } } }];
   const m = await Manager.create({ localConcurrency: 2, maxOutputChars: null });
   try {
@@ -55,5 +58,15 @@ async function manager(): Promise<void> {
   }
 }
 
+function logs(): void {
+  const capture = captureLogs({ filter: 'debug,mcplug::wire=trace' }, (r) => {
+    if (r.type === 'log') console.log(r.level, r.target, r.message, r.fields, r.timeMs);
+    else console.log('dropped', r.dropped);
+  });
+  capture.on('end', () => console.log('ended', capture.filter, capture.maxRecords));
+  capture.stop();
+}
+
 void client;
+void logs;
 void manager;
