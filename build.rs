@@ -7,7 +7,9 @@
 use std::path::PathBuf;
 
 fn main() {
-    println!("cargo:rerun-if-changed=src/ffi");
+    // cbindgen reads the whole crate (a `pub const` anywhere can reach the header), so any
+    // source change may change the header.
+    println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=build.rs");
     let crate_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let config = cbindgen::Config {

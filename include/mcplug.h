@@ -15,46 +15,10 @@
 #include <stdint.h>
 
 /**
- * The most bytes of event text a queue holds (16 MiB): past it, as past `max_events`, the
- * oldest events that need no answer are dropped (an `overflow` event says how many).
- */
-#define MAX_EVENT_BYTES (16 << 20)
-
-/**
- * The most `InputRequiredResult` rounds one call takes before the server is called broken.
- */
-#define DEFAULT_MAX_INPUT_ROUNDS 16
-
-/**
- * The longest a value may grow by expansion: `${A}${A}...` in a small file must not become
- * hundreds of megabytes. A variable whose value would pass it stays as written, and is named
- * among the unresolved ones (a warning).
- */
-#define MAX_EXPANDED (1 << 20)
-
-/**
  * The incompatible-change counter of this ABI. Bindings refuse a library whose
  * `mcplug_abi_version()` differs from the one they were written for.
  */
 #define MCPLUG_ABI_VERSION 1
-
-/**
- * The records a capture queue holds by default before the oldest go.
- */
-#define DEFAULT_MAX_RECORDS 10000
-
-/**
- * Claude Code's defaults: local 3, remote 20, descriptions 2,048 characters, output 25,000
- * tokens (about 4 characters each), three terminal errors.
- */
-#define DEFAULT_MAX_OUTPUT_TOKENS 25000
-
-#define CHARS_PER_TOKEN 4
-
-/**
- * The longest tool name the model APIs accept.
- */
-#define MAX_NAME 64
 
 /**
  * Status of every fallible call. The numbers are fixed and never reused; each names the `kind`

@@ -37,7 +37,7 @@ use tracing_subscriber::{reload, EnvFilter, Layer, Registry};
 pub const LOG_ENV: &str = "MCPLUG_LOG";
 
 /// The records a capture queue holds by default before the oldest go.
-pub const DEFAULT_MAX_RECORDS: usize = 10_000;
+const DEFAULT_MAX_RECORDS: usize = 10_000;
 
 /// The installed subscriber's filter, and `MCPLUG_LOG`'s own (what [`release`] goes back to).
 struct Installed {

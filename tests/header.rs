@@ -41,3 +41,62 @@ fn committed_header_is_current() {
         );
     }
 }
+
+/// Every name the header gives a C host is the library's own: a `#define`, type, enumerator or
+/// function not prefixed `mcplug_`/`MCPLUG_` would collide with the host's (an engine constant
+/// made `pub` leaks into the header through cbindgen; keep those `pub(crate)`).
+#[test]
+fn every_header_name_is_prefixed() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let header =
+        std::fs::read_to_string(root.join("include/mcplug.h")).expect("read include/mcplug.h");
+    let mut code = String::new();
+    let mut in_comment = false;
+    for line in header.lines() {
+        let t = line.trim_start();
+        if in_comment {
+            if t.contains("*/") {
+                in_comment = false;
+            }
+            continue;
+        }
+        if t.starts_with("/*") {
+            in_comment = !t.contains("*/");
+            continue;
+        }
+        code.push_str(line);
+        code.push('\n');
+    }
+    let prefixed = |name: &str| name.starts_with("mcplug_") || name.starts_with("MCPLUG_");
+    let mut bad = Vec::new();
+    for line in code.lines() {
+        let t = line.trim();
+        let name = if let Some(rest) = t.strip_prefix("#define ") {
+            rest.split_whitespace().next()
+        } else if let Some(rest) = t.strip_prefix("typedef struct ") {
+            rest.split_whitespace().next()
+        } else if t.starts_with("enum ") && t.ends_with('{')
+            || t.starts_with("struct ") && t.ends_with('{')
+        {
+            t.split_whitespace().nth(1)
+        } else if let Some(open) = t.find('(') {
+            // A function declaration: the name before its parameter list.
+            t[..open].split([' ', '*']).next_back()
+        } else if t.contains(" = ") {
+            // An enumerator (`MCPLUG_OK = 0,`); parameter lines (`const char *name,`) have none.
+            t.split([' ', ',', '=']).next()
+        } else {
+            None
+        };
+        if let Some(name) = name.filter(|n| !n.is_empty()) {
+            if name != "MCPLUG_H" && !prefixed(name) {
+                bad.push(format!("{name}  ({t})"));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "include/mcplug.h names that are not prefixed mcplug_/MCPLUG_:\n  {}",
+        bad.join("\n  ")
+    );
+}

@@ -143,11 +143,9 @@ function errorOf(kind, message, extra) {
 // ---------------------------------------------------------------------------------------------
 // Loading the library
 
-function libraryFileName() {
-  if (process.platform === 'win32') return 'mcplug.dll';
-  if (process.platform === 'darwin') return 'libmcplug.dylib';
-  return 'libmcplug.so';
-}
+// The library is built for Linux only (pidfds, PR_SET_PDEATHSIG, /proc/self/fd); on another
+// system only a library named by MCPLUG_LIBRARY (a port of one's own) is tried.
+const LIBRARY_FILE = 'libmcplug.so';
 
 function findLibrary() {
   const fromEnv = process.env.MCPLUG_LIBRARY;
@@ -157,7 +155,11 @@ function findLibrary() {
     }
     return fromEnv;
   }
-  const file = libraryFileName();
+  if (process.platform !== 'linux') {
+    throw new Error(`mcplug: libmcplug supports Linux only (this is ${process.platform}); ` +
+      'set MCPLUG_LIBRARY to a library built for this system if you have one');
+  }
+  const file = LIBRARY_FILE;
   const candidates = [
     path.join(__dirname, file),
     path.join(__dirname, '..', '..', 'target', 'release', file),

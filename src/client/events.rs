@@ -162,7 +162,7 @@ impl State {
 
 /// The most bytes of event text a queue holds (16 MiB): past it, as past `max_events`, the
 /// oldest events that need no answer are dropped (an `overflow` event says how many).
-pub const MAX_EVENT_BYTES: usize = 16 << 20;
+const MAX_EVENT_BYTES: usize = 16 << 20;
 
 fn overflow_text(dropped: u64) -> String {
     json!({"type": "overflow", "dropped": dropped}).to_string()

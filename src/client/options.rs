@@ -142,7 +142,7 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// known to be legacy).
 pub const MAX_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The most `InputRequiredResult` rounds one call takes before the server is called broken.
-pub const DEFAULT_MAX_INPUT_ROUNDS: usize = 16;
+const DEFAULT_MAX_INPUT_ROUNDS: usize = 16;
 /// The extension identifier of tasks in the 2026-07-28 era.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 /// The syslog levels of MCP logging, least severe first.

@@ -338,7 +338,7 @@ pub fn expand(entry: &mut Value, syntax: Syntax, vars: &Vars) -> Vec<String> {
 /// The longest a value may grow by expansion: `${A}${A}...` in a small file must not become
 /// hundreds of megabytes. A variable whose value would pass it stays as written, and is named
 /// among the unresolved ones (a warning).
-pub const MAX_EXPANDED: usize = 1 << 20;
+const MAX_EXPANDED: usize = 1 << 20;
 
 pub fn expand_str(s: &str, syntax: Syntax, vars: &Vars, missing: &mut Vec<String>) -> String {
     let mut out = String::with_capacity(s.len().min(MAX_EXPANDED));

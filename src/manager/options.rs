@@ -29,8 +29,8 @@ pub struct ManagerOptions {
 
 /// Claude Code's defaults: local 3, remote 20, descriptions 2,048 characters, output 25,000
 /// tokens (about 4 characters each), three terminal errors.
-pub const DEFAULT_MAX_OUTPUT_TOKENS: usize = 25_000;
-pub const CHARS_PER_TOKEN: usize = 4;
+const DEFAULT_MAX_OUTPUT_TOKENS: usize = 25_000;
+const CHARS_PER_TOKEN: usize = 4;
 
 impl Default for ManagerOptions {
     fn default() -> Self {

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The longest tool name the model APIs accept.
-pub const MAX_NAME: usize = 64;
+const MAX_NAME: usize = 64;
 const HASH_HEX: usize = 8;
 
 /// `[^a-zA-Z0-9_-]` -> `_`.

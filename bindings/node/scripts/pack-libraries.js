@@ -14,11 +14,13 @@ const path = require('node:path');
 
 const here = path.resolve(__dirname, '..');
 const checkout = path.resolve(here, '..', '..');
-const names = process.platform === 'darwin'
-  ? ['libmcplug.dylib', 'libmcplug_schema.dylib']
-  : ['libmcplug.so', 'libmcplug_schema.so'];
+// The library is built for Linux only (see the README's supported platforms).
+const names = ['libmcplug.so', 'libmcplug_schema.so'];
 
 function add() {
+  if (process.platform !== 'linux') {
+    throw new Error(`mcplug: the package carries Linux libraries only; cannot pack on ${process.platform}`);
+  }
   let dir = process.env.MCPLUG_BUILD_LIBRARY_DIR;
   if (!dir) {
     if (!fs.existsSync(path.join(checkout, 'Cargo.toml'))) {
@@ -36,7 +38,7 @@ function add() {
     const copy = path.join(here, name);
     fs.copyFileSync(built, copy);
     fs.chmodSync(copy, 0o755);
-    if (process.platform !== 'darwin') execFileSync('strip', ['--strip-debug', '--strip-unneeded', copy]);
+    execFileSync('strip', ['--strip-debug', '--strip-unneeded', copy]);
   }
 }
 

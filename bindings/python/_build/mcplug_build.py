@@ -23,13 +23,13 @@ from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent.parent  # bindings/python
 CHECKOUT = HERE.parent.parent
-if sys.platform == "darwin":
-    LIBRARIES = ["libmcplug.dylib", "libmcplug_schema.dylib"]
-else:
-    LIBRARIES = ["libmcplug.so", "libmcplug_schema.so"]
+#: The library is built for Linux only (see the README's supported platforms).
+LIBRARIES = ["libmcplug.so", "libmcplug_schema.so"]
 
 
 def _built_libraries() -> Path:
+    if not sys.platform.startswith("linux"):
+        raise RuntimeError(f"mcplug: the package carries Linux libraries only; cannot build it on {sys.platform}")
     given = os.environ.get("MCPLUG_BUILD_LIBRARY_DIR")
     if given:
         return Path(given)

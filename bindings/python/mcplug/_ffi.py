@@ -33,12 +33,9 @@ CANCELLED = 3
 CLOSED = 4
 NOT_FOUND = 12
 
-if sys.platform == "darwin":
-    _LIB_NAME = "libmcplug.dylib"
-elif sys.platform == "win32":
-    _LIB_NAME = "mcplug.dll"
-else:
-    _LIB_NAME = "libmcplug.so"
+#: The library is built for Linux only (it uses pidfds, PR_SET_PDEATHSIG and /proc/self/fd); on
+#: another system only a library named by MCPLUG_LIBRARY (a port of one's own) is tried.
+_LIB_NAME = "libmcplug.so"
 
 
 def _candidates() -> List[str]:
@@ -69,6 +66,11 @@ def _load() -> Tuple[ctypes.CDLL, str]:
                 return ctypes.CDLL(path), path
             except OSError as e:
                 raise ImportError(f"mcplug: cannot load {path}: {e}") from e
+    if not sys.platform.startswith("linux"):
+        raise ImportError(
+            f"mcplug: libmcplug supports Linux only (this is {sys.platform}); set MCPLUG_LIBRARY to a "
+            "library built for this system if you have one"
+        )
     tried = ", ".join(str(p) for p in candidates)
     raise ImportError(
         f"mcplug: {_LIB_NAME} not found (tried {tried}). Build it with `cargo build --release` "
