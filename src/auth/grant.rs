@@ -1,7 +1,19 @@
 //! How an `OAuth` gets a token: the decision on a challenge, the client identity, each grant,
 //! and the refresh — and the `Credentials` the transports consult.
 
-use super::*;
+use super::discovery::Discovered;
+use super::jws::SigningKey;
+use super::net::{auth_error, ClientAuth};
+use super::{
+    challenge, discovery, flow, jws, needs_auth, now_ms, scope_set, token_of, ClientReg, Current,
+    Dpop, Flight, Grant, OAuth,
+};
+use crate::error::{Error, ErrorKind, Result};
+use crate::transport::credentials::{Applied, Credentials, Request, Verdict};
+use crate::transport::BoxFuture;
+use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, WWW_AUTHENTICATE};
+use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// The DPoP proof's `htu`: the URL without query and fragment.
 use super::net::strip_query;

@@ -22,13 +22,11 @@ pub mod ssrf;
 pub mod store;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::transport::credentials::{Applied, Credentials, Request, Verdict};
-use crate::transport::BoxFuture;
 use discovery::Discovered;
 use jws::SigningKey;
-use net::{auth_error, ClientAuth, Net};
+use net::{auth_error, Net};
 use parking_lot::{Mutex, RwLock};
-use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, WWW_AUTHENTICATE};
+use reqwest::header::HeaderValue;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -21,7 +21,18 @@
 //! depend on inputs outside the key), `ttlMs` absent, zero or negative. TTL is not a polling
 //! interval: nothing is re-fetched in the background.
 
-use super::*;
+use super::options::CallOptions;
+use super::request::{Body, Send};
+use super::{mrtr, Shared};
+use crate::error::{ErrorKind, Result};
+use crate::protocol::era::Era;
+use crate::protocol::RawJson;
+use parking_lot::Mutex;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// The methods whose results the spec makes cacheable (`server/discover` is sent once, at
 /// connect, and never again on a connection).
@@ -464,6 +475,7 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn raw(v: Value) -> RawJson {
         RawJson::from_value(&v)

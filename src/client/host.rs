@@ -5,8 +5,17 @@
 //! Also the one capability check that a server's request (legacy) and an input request of an
 //! `InputRequiredResult` (modern) both pass before they reach the host.
 
-use super::*;
+use super::options::{CallOptions, ConnectOptions};
+use super::request::{Body, Send};
+use super::Shared;
 use crate::client::options::{parse_log_level, parse_roots};
+use crate::error::{Error, Result};
+use crate::protocol;
+use crate::protocol::codes;
+use crate::protocol::era::Era;
+use parking_lot::{Mutex, RwLock};
+use serde_json::{json, Value};
+use std::collections::HashMap;
 
 #[derive(Default)]
 pub(super) struct HostState {

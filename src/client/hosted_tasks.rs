@@ -5,7 +5,17 @@
 //! answers all of it. Declared (`tasks.requests.*`) only for the requests the host serves, and
 //! only with the `tasks` option on.
 
-use super::*;
+use super::{HostAnswer, Shared};
+use crate::protocol;
+use crate::protocol::codes;
+use crate::protocol::era::Era;
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
 
 /// How often the server is told to poll a task of ours.
 const POLL_INTERVAL_MS: u64 = 500;

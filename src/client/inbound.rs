@@ -2,7 +2,15 @@
 //! under a timer), its notifications (events; progress and cancellation routed), and the framing
 //! of each incoming line (responses go to the pending table).
 
-use super::*;
+use super::{listen, HostAnswer, HostRequest, Shared, Shutdown};
+use crate::error::{Error, ErrorKind, Result};
+use crate::protocol;
+use crate::protocol::{codes, Incoming, RawJson};
+use crate::transport::Inbound;
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 impl Shared {
     pub(super) fn reply(&self, id: Value, outcome: std::result::Result<Value, Value>) {

@@ -23,11 +23,23 @@
 //! method (-32601) is not asked again: the host gets a `warning` event. Closing the connection
 //! closes the stream (stdio: `notifications/cancelled`; HTTP: the response stream is closed).
 
-use super::*;
+use super::options::CallOptions;
+use super::{options, with_limit, Shared};
+use crate::error::{Error, ErrorKind, Result};
+use crate::protocol::era::Era;
 use crate::protocol::pending::Outcome;
+use crate::protocol::{codes, RawJson};
 use options::ListenMode;
+use parking_lot::Mutex;
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tokio::sync::Notify;
 use tokio::sync::{oneshot, watch};
+use tokio::time::Instant;
 
 /// The `_meta` key that ties a notification to its `subscriptions/listen` request.
 pub(super) const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";

@@ -26,16 +26,14 @@ mod tasks;
 mod tool_headers;
 mod validator;
 
-use request::{Body, Send};
-
 use crate::error::{Error, ErrorKind, Result};
-use crate::protocol::era::{self, Era};
+use crate::protocol::era::Era;
 use crate::protocol::pending::PendingTable;
-use crate::protocol::{self, codes, Incoming, Outgoing, RawJson};
+use crate::protocol::{self, RawJson};
 use crate::transport::stdio::{Started, StdioLimits, StdioTransport};
 use crate::transport::{Inbound, Transport};
 use events::{EventQueue, Pulled};
-use once_cell::sync::{Lazy, OnceCell};
+use once_cell::sync::OnceCell;
 use options::{CallOptions, ConnectOptions, ServerSpec};
 use parking_lot::{Mutex, RwLock};
 use serde_json::value::RawValue;
@@ -45,7 +43,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::sync::Notify;
-use tokio::time::Instant;
 
 /// The most pages a list call follows before it calls the server broken.
 const MAX_PAGES: usize = 10_000;

@@ -8,8 +8,18 @@
 //! `requestState` byte for byte. Rounds are bounded (`max_input_rounds`); the host's cancel (by
 //! tag) reaches every wait.
 
-use super::*;
+use super::options::CallOptions;
+use super::request::{Body, Send};
+use super::{cancel, cancels_fired, tasks, HostAnswer, Shared};
 use crate::client::options::TaskMode;
+use crate::error::{Error, ErrorKind, Result};
+use crate::protocol::era::Era;
+use crate::protocol::{codes, RawJson};
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// What a host's call sends: params as a tree, or a tool call with the host's raw arguments.
 pub(super) enum Call<'a> {

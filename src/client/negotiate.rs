@@ -1,7 +1,17 @@
 //! Era negotiation (SPEC-CHECKLIST §1): the `server/discover` probe of the 2026-07-28 revision,
 //! the fallback to the legacy `initialize` handshake, and the era cache.
 
-use super::*;
+use super::request::{Body, Send};
+use super::{EraState, Shared};
+use crate::error::{Error, ErrorKind, Result};
+use crate::protocol;
+use crate::protocol::era::Era;
+use crate::protocol::{codes, era};
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
+use serde_json::{json, Map, Value};
+use std::collections::HashSet;
+use tokio::time::Instant;
 
 /// Servers (by signature) already found to be legacy: later connections skip the
 /// `server/discover` probe, which a silent legacy server would make them wait for.

@@ -1,9 +1,22 @@
 //! One request on the wire: its encoding for each era, its own timer, its cancel, and the
 //! check of what came back.
 
-use super::*;
+use super::options::CallOptions;
+use super::{cancel, EraState, ProgressRoute, Shared};
+use crate::error::{Error, ErrorKind, Result};
+use crate::protocol;
+use crate::protocol::era::Era;
+use crate::protocol::{era, Outgoing, RawJson};
+use crate::transport::Transport;
 use crate::transport::{Drive, DrivenRequest, RequestShape};
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::oneshot;
+use tokio::sync::Notify;
+use tokio::time::Instant;
 
 /// How long a caller driving the transport blocks at a time before it looks at its timer and
 /// its cancel again.

@@ -17,7 +17,14 @@
 //! limit. The per-skill limits of the SEP (512 files, 16 MiB in all) are checked from the entry
 //! before anything is read; a skill over them is declined (`denied`).
 
-use super::*;
+use super::options::CallOptions;
+use super::Client;
+use crate::error::{Error, ErrorKind, Result};
+use parking_lot::Mutex;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// The extension's identifier, under `capabilities.extensions`.
 pub const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";

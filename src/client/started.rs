@@ -10,14 +10,26 @@
 //!   it, with no task and no runtime wake-up of its own;
 //! - everything else runs [`Shared::send_request`] in a runtime task, with every option honoured.
 
-use super::*;
+use super::events::Pulled;
+use super::options::CallOptions;
+use super::{cache, cancel, events, mrtr, request, Client, EraState, Shared};
 use crate::client::events::Lines;
 use crate::client::options::{OwnCancel, TaskMode};
+use crate::error::{Error, ErrorKind, Result};
+use crate::protocol;
 use crate::protocol::pending::{self, Delivered};
+use crate::protocol::{codes, RawJson};
 use crate::transport::Drive;
+use crate::transport::Transport;
 use cancel::CancelSignal;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
 use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::task::Poll;
+use std::time::Duration;
+use tokio::time::Instant;
 
 impl Client {
     /// Writes the calls started with `defer`. Never blocks on the server.

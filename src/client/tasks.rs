@@ -7,8 +7,19 @@
 //! Polling honours the server's interval. The call's timeout bounds the whole wait and the
 //! host's cancel reaches it; either sends `tasks/cancel`.
 
-use super::*;
+use super::options::CallOptions;
+use super::request::{Body, Send};
+use super::{cancel, cancels_fired, Shared, MAX_PAGES};
 use crate::client::options::TaskMode;
+use crate::error::{Error, ErrorKind, Result};
+use crate::protocol::{codes, RawJson};
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// Polling interval when the server suggests none.
 const DEFAULT_POLL: Duration = Duration::from_millis(500);

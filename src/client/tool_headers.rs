@@ -7,8 +7,15 @@
 //! is learned here (`transport/param_headers.rs`). Other transports and the legacy era ignore
 //! the annotation, as the spec allows.
 
-use super::*;
+use super::options::CallOptions;
+use super::{Client, Shared};
+use crate::error::{Error, ErrorKind, Result};
+use crate::protocol::era::Era;
+use crate::protocol::RawJson;
 use crate::transport::param_headers::ParamHeaders;
+use serde_json::json;
+use serde_json::value::RawValue;
+use std::sync::Arc;
 
 /// -32020: the HTTP headers do not match the request body (`HeaderMismatch`).
 pub(super) const HEADER_MISMATCH: i64 = -32020;
