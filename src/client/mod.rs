@@ -20,6 +20,7 @@ mod negotiate;
 mod request;
 mod schema;
 mod skills;
+mod spec;
 pub(crate) use skills::fuzz_frontmatter;
 pub(crate) mod started;
 mod tasks;

@@ -1,0 +1,117 @@
+use super::{CallOptions, ConnectOptions, Limit, ServerSpec, TASKS_EXTENSION};
+use serde_json::json;
+use std::time::Duration;
+
+#[test]
+fn no_options_declare_what_empty_options_declare() {
+    let none = ConnectOptions::parse(None).unwrap();
+    let empty = ConnectOptions::parse(Some(&json!({}))).unwrap();
+    assert_eq!(none.modern_capabilities, empty.modern_capabilities);
+    assert_eq!(none.legacy_capabilities, empty.legacy_capabilities);
+    assert!(none.modern_capabilities["extensions"]
+        .get(TASKS_EXTENSION)
+        .is_some());
+}
+
+#[test]
+fn limits_parse_and_name_the_field() {
+    let o = CallOptions::parse(Some(&json!({"timeout_ms": 50, "tag": "t"}))).unwrap();
+    assert_eq!(o.timeout, Limit::After(Duration::from_millis(50)));
+    assert_eq!(
+        CallOptions::parse(Some(&json!({"timeout_ms": null})))
+            .unwrap()
+            .timeout,
+        Limit::Unbounded
+    );
+    let e = CallOptions::parse(Some(&json!({"timeout_ms": -1}))).unwrap_err();
+    assert!(e.message.contains("timeout_ms"), "{e}");
+    let e = CallOptions::parse(Some(&json!({"tag": 3}))).unwrap_err();
+    assert!(e.message.contains("tag"), "{e}");
+    let e = ConnectOptions::parse(Some(&json!({"protocol_versions": ["1999-01-01"]}))).unwrap_err();
+    assert!(e.message.contains("1999-01-01"), "{e}");
+}
+
+#[test]
+fn defaults_are_the_layered_timeouts() {
+    let o = ConnectOptions::parse(None).unwrap();
+    assert_eq!(o.connect_timeout, Some(Duration::from_secs(30)));
+    assert_eq!(o.request_timeout, Some(Duration::from_secs(60)));
+    assert_eq!(o.tool_timeout, None);
+    let o = ConnectOptions::parse(Some(
+        &json!({"tool_timeout_ms": 1000, "request_timeout_ms": null}),
+    ))
+    .unwrap();
+    assert_eq!(o.tool_timeout, Some(Duration::from_secs(1)));
+    assert_eq!(o.request_timeout, None);
+}
+
+#[test]
+fn roots_imply_the_roots_capability() {
+    let o = ConnectOptions::parse(Some(
+        &json!({"roots": [{"uri": "file:///tmp", "name": "tmp"}]}),
+    ))
+    .unwrap();
+    assert!(o.declares("roots"));
+    assert!(ConnectOptions::parse(Some(&json!({"roots": [{"name": "x"}]}))).is_err());
+}
+
+#[test]
+fn server_spec_errors_name_the_field() {
+    assert!(ServerSpec::parse(&json!({"args": []}))
+        .unwrap_err()
+        .message
+        .contains("command"));
+    assert!(ServerSpec::parse(&json!({"command": "x", "args": [1]}))
+        .unwrap_err()
+        .message
+        .contains("args[0]"));
+    assert!(ServerSpec::parse(&json!({"command": "x", "env": {"A": 1}}))
+        .unwrap_err()
+        .message
+        .contains("env.A"));
+    assert_eq!(
+        ServerSpec::parse(&json!({"type": "sdk", "name": "x"}))
+            .unwrap_err()
+            .kind,
+        crate::error::ErrorKind::InvalidArgument
+    );
+    for kind in ["http", "streamable-http", "sse", "sse-ide"] {
+        let s = ServerSpec::parse(
+            &json!({"type": kind, "url": "http://h:1/mcp", "headers": {"X-A": "b"}}),
+        )
+        .unwrap();
+        assert_eq!(s.signature(), "url:http://h:1/mcp");
+    }
+    assert!(matches!(
+        ServerSpec::parse(&json!({"type": "ws-ide", "url": "ws://h:1/"})).unwrap(),
+        ServerSpec::Ws { .. }
+    ));
+    assert!(
+        ServerSpec::parse(&json!({"type": "ws", "url": "http://h/"}))
+            .unwrap_err()
+            .message
+            .contains("ws://")
+    );
+    assert!(ServerSpec::parse(&json!({"type": "http"}))
+        .unwrap_err()
+        .message
+        .contains("url"));
+    assert!(
+        ServerSpec::parse(&json!({"type": "http", "url": "http://h/", "headers": {"A": 1}}))
+            .unwrap_err()
+            .message
+            .contains("headers.A")
+    );
+    assert!(ServerSpec::parse(
+        &json!({"type": "http", "url": "http://h/", "headers": {"A": "x\ny"}})
+    )
+    .unwrap_err()
+    .message
+    .contains("headers.A"));
+    assert!(ServerSpec::parse(&json!({"type": "carrier-pigeon"}))
+        .unwrap_err()
+        .message
+        .contains("carrier-pigeon"));
+    let s = ServerSpec::parse(&json!({"command": "npx", "args": ["-y", "x"]})).unwrap();
+    assert_eq!(s.signature(), r#"stdio:["npx","-y","x"]"#);
+}
