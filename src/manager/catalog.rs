@@ -4,9 +4,11 @@
 //! qualified name, `mcp__{server}__{prompt}`, made the way pool names are.
 
 use super::pool;
+use super::Server;
 use crate::client::options::CallOptions;
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
+use crate::protocol::RawJson;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -138,4 +140,92 @@ pub async fn resolve_prompt(t: &Target, qualified: &str, options: &CallOptions) 
                 ),
             )
         })
+}
+
+/// The manager's side: what a host asks of the servers' resources and prompts.
+impl super::Manager {
+    /// Every resource and template of the connected servers that have resources (or of one).
+    pub async fn list_resources(
+        &self,
+        server: Option<&str>,
+        options: &CallOptions,
+    ) -> Result<Value> {
+        let targets = self.inner.targets(server, "resources")?;
+        list_resources(targets, options, server.is_some()).await
+    }
+
+    /// `resources/read` on one server; the contents' text cleaned and capped like tool output.
+    pub async fn read_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        options: &CallOptions,
+    ) -> Result<RawJson> {
+        let t = self.inner.target(server)?;
+        let result = t
+            .client
+            .request("resources/read", Some(json!({ "uri": uri })), options)
+            .await?;
+        self.inner.clean(result)
+    }
+
+    /// Every prompt of the connected servers that have prompts (or of one), with qualified names.
+    pub async fn list_prompts(&self, server: Option<&str>, options: &CallOptions) -> Result<Value> {
+        let targets = self.inner.targets(server, "prompts")?;
+        list_prompts(targets, options, server.is_some()).await
+    }
+
+    /// `prompts/get` by the qualified name `mcp__{server}__{prompt}`.
+    pub async fn get_prompt(
+        &self,
+        qualified: &str,
+        arguments: Option<Value>,
+        options: &CallOptions,
+    ) -> Result<RawJson> {
+        let inner = &self.inner;
+        inner.check_open()?;
+        // The longest server prefix that fits (one server's name may prefix another's).
+        let mut owners: Vec<Arc<Server>> = inner
+            .servers
+            .lock()
+            .iter()
+            .filter(|s| qualified.starts_with(&format!("mcp__{}__", pool::normalize(&s.name))))
+            .cloned()
+            .collect();
+        owners.sort_by_key(|s| std::cmp::Reverse(s.name.len()));
+        let Some(owner) = owners.first() else {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!("no server of the manager has a prompt named {qualified:?} (prompt names are mcp__<server>__<prompt>)"),
+            ));
+        };
+        let t = inner.target(&owner.name)?;
+        let own = resolve_prompt(&t, qualified, options).await?;
+        let mut params = json!({ "name": own });
+        if let Some(a) = arguments {
+            if !a.is_object() {
+                return Err(Error::invalid(format!(
+                    "prompt arguments must be a JSON object (got {a})"
+                )));
+            }
+            params["arguments"] = a;
+        }
+        let result = t
+            .client
+            .request("prompts/get", Some(params), options)
+            .await?;
+        inner.clean(result)
+    }
+
+    /// Any request to one connected server, its result untouched.
+    pub async fn request(
+        &self,
+        server: &str,
+        method: &str,
+        params: Option<Value>,
+        options: &CallOptions,
+    ) -> Result<RawJson> {
+        let t = self.inner.target(server)?;
+        t.client.request(method, params, options).await
+    }
 }
