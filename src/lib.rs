@@ -9,6 +9,8 @@
 //! - [`transport`]: bytes to messages and back (stdio);
 //! - [`runtime`]: the one private tokio runtime.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 pub mod auth;
 pub mod client;
 pub mod config;

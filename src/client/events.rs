@@ -16,6 +16,8 @@
 //! that would find nothing per wake-up; a byte it had not read is left over (`stale`), and the
 //! next pull that finds nothing, or the library's own wait on the pipe, reads it back.
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 use parking_lot::{Condvar, Mutex};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -112,11 +114,15 @@ impl State {
         if want {
             // A full pipe (impossible with one byte) or a closed reader only means the host
             // stopped watching; nothing to do about either.
+            // SAFETY: writes one byte from a static buffer to a descriptor the queue owns (open while
+            // `pipe` is).
             let _ = unsafe { libc::write(pipe.write.as_raw_fd(), b"!".as_ptr().cast(), 1) };
         } else {
             // The host's own loop may have read the byte already (a Node socket reads eagerly);
             // then this finds nothing, which is fine.
             let mut sink = [0u8; 64];
+            // SAFETY: reads into `sink`, a local buffer of `sink.len()` bytes, from a descriptor the queue
+            // owns (open while `pipe` is).
             while unsafe { libc::read(pipe.read.as_raw_fd(), sink.as_mut_ptr().cast(), sink.len()) }
                 > 0
             {}
@@ -275,6 +281,7 @@ impl EventQueue {
     /// queue is closed (see the module's documentation).
     pub fn readiness_fd(&self) -> std::io::Result<RawFd> {
         let read = self.wake_fd().ok_or_else(std::io::Error::last_os_error)?;
+        // SAFETY: duplicates a descriptor the queue owns and keeps open; the copy is the caller's.
         let fd = unsafe { libc::fcntl(read, libc::F_DUPFD_CLOEXEC, 0) };
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
@@ -362,6 +369,7 @@ impl EventQueue {
         let mut s = self.state.lock();
         if s.pipe.is_none() {
             let mut fds = [0; 2];
+            // SAFETY: `fds` has room for the two descriptors pipe2 writes.
             if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
                 return None;
             }
@@ -553,6 +561,7 @@ mod tests {
             events: libc::POLLIN,
             revents: 0,
         };
+        // SAFETY: `p` is one valid pollfd, for the call only.
         unsafe { libc::poll(&mut p, 1, 0) == 1 }
     }
 
@@ -583,6 +592,7 @@ mod tests {
         // A host loop that read the byte itself: the next push still signals.
         q.push(&json!({"n": 3}), true);
         let mut b = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into the 8-byte `b`, from the test's own descriptor.
         assert_eq!(unsafe { libc::read(fd, b.as_mut_ptr().cast(), 8) }, 1);
         assert!(matches!(q.pull(Some(Duration::ZERO)), Pulled::Event(_)));
         q.push(&json!({"n": 4}), true);
@@ -592,6 +602,7 @@ mod tests {
         assert!(readable(fd), "a closed queue stays readable");
         assert!(matches!(q.pull(Some(Duration::ZERO)), Pulled::Closed));
         assert!(readable(fd));
+        // SAFETY: the test owns `fd` (readiness_fd hands it over) and closes it once.
         unsafe { libc::close(fd) };
     }
 
@@ -642,6 +653,7 @@ mod tests {
         assert!(readable(fd));
         // The host's loop reads the byte, then takes the event: nothing left to read back.
         let mut b = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into the 8-byte `b`, from the test's own descriptor.
         assert_eq!(unsafe { libc::read(fd, b.as_mut_ptr().cast(), 8) }, 1);
         assert!(matches!(lines(&q, 8, &mut buf, true), Lines::Taken(8)));
         assert!(!readable(fd));
@@ -672,6 +684,7 @@ mod tests {
         assert!(readable(fd), "a closed queue stays readable");
         assert_eq!(lines(&q, 8, &mut buf, true), Lines::Closed);
         assert!(readable(fd));
+        // SAFETY: the test owns `fd` (readiness_fd hands it over) and closes it once.
         unsafe { libc::close(fd) };
     }
 

@@ -35,6 +35,8 @@ pub fn write_out(out: *mut *mut c_char, text: String) {
     let c = CString::new(text).unwrap_or_else(|_| {
         CString::new("{\"error\":{\"kind\":\"panic\",\"message\":\"NUL in output\"}}").unwrap()
     });
+    // SAFETY: `out` is not NULL (checked above) and, by the module's contract, valid for one
+    // write; the string is the caller's to free with mcplug_string_free.
     unsafe { *out = c.into_raw() };
 }
 
@@ -58,6 +60,7 @@ pub fn finish_quiet(out: *mut *mut c_char, outcome: Result<(), Error>) -> mcplug
     match outcome {
         Ok(()) => {
             if !out.is_null() {
+                // SAFETY: `out` is not NULL and, by the module's contract, valid for one write.
                 unsafe { *out = std::ptr::null_mut() };
             }
             mcplug_status::MCPLUG_OK
@@ -117,6 +120,8 @@ pub fn str_arg<'a>(ptr: *const c_char, name: &str) -> Result<&'a str, Error> {
     if ptr.is_null() {
         return Err(Error::invalid(format!("`{name}` is NULL")));
     }
+    // SAFETY: `ptr` is not NULL and, by the module's contract, a NUL-terminated string that stays
+    // valid for this call (the borrow ends with it).
     let bytes = unsafe { CStr::from_ptr(ptr) }.to_bytes();
     std::str::from_utf8(bytes).map_err(|e| {
         Error::invalid(format!(

@@ -35,6 +35,8 @@ fn enter<'a>(c: *mut mcplug_client) -> Result<Active<'a>, Error> {
     if c.is_null() {
         return Err(Error::invalid("`client` is NULL"));
     }
+    // SAFETY: not NULL, and by the module's contract a handle mcplug_client_connect returned that
+    // has not been freed: mcplug_client_free waits for `active` to fall to 0 before it frees.
     let handle = unsafe { &*c };
     handle.active.fetch_add(1, Ordering::AcqRel);
     Ok(Active(handle))
@@ -148,6 +150,7 @@ pub unsafe extern "C" fn mcplug_client_connect(
             client: c,
             active: AtomicUsize::new(0),
         });
+        // SAFETY: `client` was checked not NULL above and is valid for one write (the contract).
         unsafe { *client = Box::into_raw(handle) };
         Ok(info.to_string())
     })
@@ -474,6 +477,7 @@ pub unsafe extern "C" fn mcplug_client_event_fd(
     fd: *mut i32,
     out: *mut *mut c_char,
 ) -> mcplug_status {
+    // SAFETY: this function's arguments are passed on under the same contract.
     unsafe { descriptor_out(client, fd, out, Client::event_fd) }
 }
 
@@ -492,6 +496,7 @@ unsafe fn descriptor_out(
             ));
         }
         let n = get(&h.0.client)?;
+        // SAFETY: `fd` is not NULL (checked above) and valid for one write (the contract).
         unsafe { *fd = n };
         Ok(())
     })
@@ -582,6 +587,7 @@ pub unsafe extern "C" fn mcplug_client_stdout_fd(
     fd: *mut i32,
     out: *mut *mut c_char,
 ) -> mcplug_status {
+    // SAFETY: this function's arguments are passed on under the same contract.
     unsafe { descriptor_out(client, fd, out, Client::stdout_fd) }
 }
 
@@ -604,6 +610,7 @@ pub unsafe extern "C" fn mcplug_client_feed(
 ) -> mcplug_status {
     ffi_boundary_quiet!(out, {
         let h = enter(client)?;
+        // SAFETY: `events_len` is NULL (refused below) or valid for one write (the contract).
         let Some(events_len) = (unsafe { events_len.as_mut() }) else {
             return Err(Error::invalid(
                 "`events_len` (the length out-parameter) is NULL",
@@ -816,12 +823,16 @@ pub unsafe extern "C" fn mcplug_client_free(client: *mut mcplug_client) {
         return;
     }
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: not NULL, a live handle (the contract); it is freed only below, after every
+        // call inside it (`active`) has left.
         let handle = unsafe { &*client };
         handle.client.begin_close(true);
         runtime::block_on(handle.client.close());
         while handle.active.load(Ordering::Acquire) != 0 {
             std::thread::sleep(Duration::from_millis(1));
         }
+        // SAFETY: the pointer came from Box::into_raw in mcplug_client_connect, is freed once (the
+        // host may not use it again), and no call is inside it any more.
         drop(unsafe { Box::from_raw(client) });
     }));
 }

@@ -78,6 +78,7 @@ pub unsafe extern "C" fn mcplug_log_event_fd(fd: *mut i32, out: *mut *mut c_char
             ));
         }
         let n = crate::log::records_fd()?;
+        // SAFETY: `fd` is not NULL (checked above) and valid for one write (the contract).
         unsafe { *fd = n };
         Ok(())
     })

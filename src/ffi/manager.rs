@@ -35,6 +35,8 @@ fn enter<'a>(m: *mut mcplug_manager) -> Result<Active<'a>, Error> {
     if m.is_null() {
         return Err(Error::invalid("`manager` is NULL"));
     }
+    // SAFETY: not NULL, and by the module's contract a handle mcplug_manager_new returned that
+    // has not been freed: mcplug_manager_free waits for `active` to fall to 0 before it frees.
     let handle = unsafe { &*m };
     handle.active.fetch_add(1, Ordering::AcqRel);
     Ok(Active(handle))
@@ -111,6 +113,7 @@ pub unsafe extern "C" fn mcplug_manager_new(
             manager: m,
             active: AtomicUsize::new(0),
         });
+        // SAFETY: `manager` was checked not NULL above and is valid for one write (the contract).
         unsafe { *manager = Box::into_raw(handle) };
         Ok(status)
     })
@@ -620,6 +623,7 @@ pub unsafe extern "C" fn mcplug_manager_event_fd(
             return Err(Error::invalid("`fd` is NULL"));
         }
         let n = h.0.manager.event_fd()?;
+        // SAFETY: `fd` is not NULL (checked above) and valid for one write (the contract).
         unsafe { *fd = n };
         Ok(())
     })
@@ -648,12 +652,16 @@ pub unsafe extern "C" fn mcplug_manager_free(manager: *mut mcplug_manager) {
         return;
     }
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: not NULL, a live handle (the contract); it is freed only below, after every
+        // call inside it (`active`) has left.
         let handle = unsafe { &*manager };
         handle.manager.abandon_events();
         runtime::block_on(handle.manager.close());
         while handle.active.load(Ordering::Acquire) != 0 {
             std::thread::sleep(Duration::from_millis(1));
         }
+        // SAFETY: the pointer came from Box::into_raw in mcplug_manager_new, is freed once (the
+        // host may not use it again), and no call is inside it any more.
         drop(unsafe { Box::from_raw(manager) });
     }));
 }

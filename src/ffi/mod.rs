@@ -12,6 +12,8 @@
 //! NULL, bad UTF-8 and malformed JSON are reported as `MCPLUG_INVALID_ARGUMENT`, never undefined
 //! behaviour.
 #![allow(clippy::missing_safety_doc)]
+// Every `unsafe` block here says why it is sound (the C boundary is where the contract is kept).
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod auth;
 pub(crate) mod boundary;
@@ -85,6 +87,8 @@ pub unsafe extern "C" fn mcplug_string_free(s: *mut c_char) {
     if s.is_null() {
         return;
     }
+    // SAFETY: not NULL, and by the contract a string this library returned (CString::into_raw)
+    // that was not freed before.
     let _ = std::panic::catch_unwind(|| drop(unsafe { CString::from_raw(s) }));
 }
 
