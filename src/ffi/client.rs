@@ -4,6 +4,7 @@ use super::boundary::{
     call_options, ffi_boundary, ffi_boundary_quiet, json_arg, json_required, raw_object_arg,
     str_arg,
 };
+use super::handle::{self, Entered, Entries, Handle};
 use super::mcplug_status;
 use crate::client::events::{Lines, Pulled};
 use crate::client::options::{CallOptions, ConnectOptions, ServerSpec};
@@ -11,7 +12,6 @@ use crate::client::Client;
 use crate::error::{Error, ErrorKind};
 use crate::runtime;
 use std::ffi::c_char;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// An open connection to one MCP server. Opaque; every function may be called on it from any
@@ -20,26 +20,20 @@ use std::time::Duration;
 pub struct mcplug_client {
     client: Client,
     /// Entry points currently running on this handle; `mcplug_client_free` waits for them.
-    active: AtomicUsize,
+    active: Entries,
 }
 
-struct Active<'a>(&'a mcplug_client);
-
-impl Drop for Active<'_> {
-    fn drop(&mut self) {
-        self.0.active.fetch_sub(1, Ordering::AcqRel);
+impl Handle for mcplug_client {
+    const NAME: &'static str = "client";
+    fn entries(&self) -> &Entries {
+        &self.active
     }
 }
 
-fn enter<'a>(c: *mut mcplug_client) -> Result<Active<'a>, Error> {
-    if c.is_null() {
-        return Err(Error::invalid("`client` is NULL"));
-    }
-    // SAFETY: not NULL, and by the module's contract a handle mcplug_client_connect returned that
-    // has not been freed: mcplug_client_free waits for `active` to fall to 0 before it frees.
-    let handle = unsafe { &*c };
-    handle.active.fetch_add(1, Ordering::AcqRel);
-    Ok(Active(handle))
+type Active<'a> = Entered<'a, mcplug_client>;
+
+fn enter<'a>(ptr: *mut mcplug_client) -> Result<Active<'a>, Error> {
+    handle::enter(ptr)
 }
 
 /// Starts (or reaches) one MCP server and negotiates the protocol.
@@ -146,12 +140,12 @@ pub unsafe extern "C" fn mcplug_client_connect(
         let started = Client::start_server(&spec)?;
         let connect = Client::connect_started(&spec, opts, tag.as_deref(), started);
         let (c, info) = runtime::block_on(Box::pin(connect))?;
-        let handle = Box::new(mcplug_client {
+        let handle = handle::into_raw(mcplug_client {
             client: c,
-            active: AtomicUsize::new(0),
+            active: Entries::default(),
         });
         // SAFETY: `client` was checked not NULL above and is valid for one write (the contract).
-        unsafe { *client = Box::into_raw(handle) };
+        unsafe { *client = handle };
         Ok(info.to_string())
     })
 }
@@ -819,20 +813,11 @@ pub unsafe extern "C" fn mcplug_client_close(
 /// it, then free).
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_client_free(client: *mut mcplug_client) {
-    if client.is_null() {
-        return;
+    // SAFETY: NULL or a handle this library returned, not used again by the host (the contract).
+    unsafe {
+        handle::free(client, |h| {
+            h.client.begin_close(true);
+            runtime::block_on(h.client.close());
+        })
     }
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: not NULL, a live handle (the contract); it is freed only below, after every
-        // call inside it (`active`) has left.
-        let handle = unsafe { &*client };
-        handle.client.begin_close(true);
-        runtime::block_on(handle.client.close());
-        while handle.active.load(Ordering::Acquire) != 0 {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        // SAFETY: the pointer came from Box::into_raw in mcplug_client_connect, is freed once (the
-        // host may not use it again), and no call is inside it any more.
-        drop(unsafe { Box::from_raw(client) });
-    }));
 }

@@ -3,6 +3,7 @@
 use super::boundary::{
     call_options, ffi_boundary, json_arg, json_required, on_spare_stack, raw_object_arg, str_arg,
 };
+use super::handle::{self, Entered, Entries, Handle};
 use super::mcplug_status;
 use crate::client::events::Pulled;
 use crate::error::{Error, ErrorKind};
@@ -11,7 +12,6 @@ use crate::manager::Manager;
 use crate::runtime;
 use serde_json::Value;
 use std::ffi::c_char;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Many MCP servers and their tools in one pool. Opaque; every function may be called on it from
@@ -20,26 +20,20 @@ use std::time::Duration;
 pub struct mcplug_manager {
     manager: Manager,
     /// Entry points currently running on this handle; `mcplug_manager_free` waits for them.
-    active: AtomicUsize,
+    active: Entries,
 }
 
-struct Active<'a>(&'a mcplug_manager);
-
-impl Drop for Active<'_> {
-    fn drop(&mut self) {
-        self.0.active.fetch_sub(1, Ordering::AcqRel);
+impl Handle for mcplug_manager {
+    const NAME: &'static str = "manager";
+    fn entries(&self) -> &Entries {
+        &self.active
     }
 }
 
-fn enter<'a>(m: *mut mcplug_manager) -> Result<Active<'a>, Error> {
-    if m.is_null() {
-        return Err(Error::invalid("`manager` is NULL"));
-    }
-    // SAFETY: not NULL, and by the module's contract a handle mcplug_manager_new returned that
-    // has not been freed: mcplug_manager_free waits for `active` to fall to 0 before it frees.
-    let handle = unsafe { &*m };
-    handle.active.fetch_add(1, Ordering::AcqRel);
-    Ok(Active(handle))
+type Active<'a> = Entered<'a, mcplug_manager>;
+
+fn enter<'a>(ptr: *mut mcplug_manager) -> Result<Active<'a>, Error> {
+    handle::enter(ptr)
 }
 
 /// The optional `server` option (a server's name) of a listing function.
@@ -109,12 +103,12 @@ pub unsafe extern "C" fn mcplug_manager_new(
         }
         let m = Manager::new(ManagerOptions::parse(options.as_ref())?);
         let status = m.status().to_string();
-        let handle = Box::new(mcplug_manager {
+        let handle = handle::into_raw(mcplug_manager {
             manager: m,
-            active: AtomicUsize::new(0),
+            active: Entries::default(),
         });
         // SAFETY: `manager` was checked not NULL above and is valid for one write (the contract).
-        unsafe { *manager = Box::into_raw(handle) };
+        unsafe { *manager = handle };
         Ok(status)
     })
 }
@@ -648,20 +642,11 @@ pub unsafe extern "C" fn mcplug_manager_close(
 /// on the handle to return. NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_manager_free(manager: *mut mcplug_manager) {
-    if manager.is_null() {
-        return;
+    // SAFETY: NULL or a handle this library returned, not used again by the host (the contract).
+    unsafe {
+        handle::free(manager, |h| {
+            h.manager.abandon_events();
+            runtime::block_on(h.manager.close());
+        })
     }
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: not NULL, a live handle (the contract); it is freed only below, after every
-        // call inside it (`active`) has left.
-        let handle = unsafe { &*manager };
-        handle.manager.abandon_events();
-        runtime::block_on(handle.manager.close());
-        while handle.active.load(Ordering::Acquire) != 0 {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        // SAFETY: the pointer came from Box::into_raw in mcplug_manager_new, is freed once (the
-        // host may not use it again), and no call is inside it any more.
-        drop(unsafe { Box::from_raw(manager) });
-    }));
 }

@@ -19,6 +19,7 @@ pub mod auth;
 pub(crate) mod boundary;
 pub mod client;
 pub mod config;
+pub(crate) mod handle;
 pub mod log;
 pub mod manager;
 
