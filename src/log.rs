@@ -47,12 +47,23 @@ struct Installed {
 
 static INSTALLED: OnceCell<Installed> = OnceCell::new();
 
-/// The host's capture queue while it takes the records.
-static CAPTURE: Mutex<Option<Arc<EventQueue>>> = Mutex::new(None);
+/// The host's capture queue, and whether the capture runs. A released capture keeps its
+/// (closed) queue here, so that the records it still holds are taken before a pull says closed.
+static CAPTURE: Mutex<Option<Capture>> = Mutex::new(None);
 
-/// The queue of the capture released last: closed, but the records it still holds are taken
-/// before a pull says closed.
-static RELEASED: Mutex<Option<Arc<EventQueue>>> = Mutex::new(None);
+struct Capture {
+    queue: Arc<EventQueue>,
+    running: bool,
+}
+
+/// The running capture's queue, if one runs.
+fn running() -> Option<Arc<EventQueue>> {
+    CAPTURE
+        .lock()
+        .as_ref()
+        .filter(|c| c.running)
+        .map(|c| c.queue.clone())
+}
 
 /// `MCPLUG_LOG`, when it is set to a filter this library can read (`report`: name one it cannot
 /// on stderr).
@@ -80,7 +91,7 @@ fn install() -> &'static Installed {
         let (filter, handle) = reload::Layer::new(EnvFilter::new(env.as_deref().unwrap_or("off")));
         let stderr = tracing_subscriber::fmt::layer()
             .with_writer(|| -> Box<dyn std::io::Write> {
-                if CAPTURE.lock().is_some() {
+                if running().is_some() {
                     Box::new(std::io::sink())
                 } else {
                     Box::new(std::io::stderr())
@@ -161,9 +172,16 @@ pub fn capture(filter: &str, max_records: usize) -> Result<usize, Error> {
     let installed = install();
     let bound = {
         let mut slot = CAPTURE.lock();
-        let queue = slot.get_or_insert_with(|| Arc::new(EventQueue::new(max_records)));
-        *RELEASED.lock() = None;
-        queue.capacity()
+        match slot.as_ref() {
+            Some(c) if c.running => c.queue.capacity(),
+            _ => {
+                *slot = Some(Capture {
+                    queue: Arc::new(EventQueue::new(max_records)),
+                    running: true,
+                });
+                max_records
+            }
+        }
     };
     installed.filter.reload(parsed).map_err(|e| {
         Error::new(
@@ -177,8 +195,15 @@ pub fn capture(filter: &str, max_records: usize) -> Result<usize, Error> {
 /// Ends the capture: the queue closes (waiting pulls return closed once it is drained) and the
 /// records go back to `MCPLUG_LOG` (stderr, or nowhere). False when none was running.
 pub fn release() -> bool {
-    let Some(queue) = CAPTURE.lock().take() else {
-        return false;
+    let queue = {
+        let mut slot = CAPTURE.lock();
+        match slot.as_mut() {
+            Some(c) if c.running => {
+                c.running = false;
+                c.queue.clone()
+            }
+            _ => return false,
+        }
     };
     if let Some(installed) = INSTALLED.get() {
         let _ = installed
@@ -186,15 +211,14 @@ pub fn release() -> bool {
             .reload(EnvFilter::new(installed.env.as_deref().unwrap_or("off")));
     }
     queue.close_with(None);
-    *RELEASED.lock() = Some(queue);
     true
 }
 
 /// The capture queue (the one released last, once none runs), or `closed` when the host never
 /// took records.
 fn queue() -> Result<Arc<EventQueue>, Error> {
-    let running = CAPTURE.lock().clone();
-    running.or_else(|| RELEASED.lock().clone()).ok_or_else(|| {
+    let queue = CAPTURE.lock().as_ref().map(|c| c.queue.clone());
+    queue.ok_or_else(|| {
         Error::new(
             ErrorKind::Closed,
             "no log capture is running (start one with mcplug_log_capture)",
@@ -220,7 +244,7 @@ struct Captured;
 
 impl<S: tracing::Subscriber> Layer<S> for Captured {
     fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
-        let Some(queue) = CAPTURE.lock().clone() else {
+        let Some(queue) = running() else {
             return;
         };
         let meta = event.metadata();
