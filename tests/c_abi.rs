@@ -199,6 +199,29 @@ fn build_with(name: &str, asan: bool) -> PathBuf {
 
 /// Runs a command with a wall-clock bound; returns its exit code (None: killed at the bound),
 /// its stdout followed by its stderr, and how long it took.
+/// The checks that failed, each with the output it printed, for the head of a failure message
+/// (a long log is cut from its head when shown).
+fn failed_checks(output: &str) -> String {
+    let lines: Vec<&str> = output.lines().collect();
+    let mut failed = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.starts_with("FAIL ") {
+            if i > 0 && lines[i - 1].starts_with("    out:") {
+                failed.push_str(&format!("\n  {}", lines[i - 1].trim()));
+            }
+            failed.push_str(&format!("\n  {line}"));
+            if let Some(at) = lines.get(i + 1).filter(|l| l.starts_with("    at ")) {
+                failed.push_str(&format!("\n  {}", at.trim()));
+            }
+        }
+    }
+    if failed.is_empty() {
+        failed
+    } else {
+        format!("failed checks:{failed}\n\n")
+    }
+}
+
 fn run_bounded(mut cmd: Command, bound: Duration) -> (Option<i32>, String, Duration) {
     cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -285,7 +308,7 @@ fn run_with(name: &str, extra: &[(&str, String)]) {
         for (var, value) in extra {
             again.push_str(&format!(" {var}={value}"));
         }
-        panic!("C test {name} failed (exit {code:?}); its output:\n{output}\nto run it again:\n    {again} {}", exe.display());
+        panic!("C test {name} failed (exit {code:?}).\n{}its output:\n{output}\nto run it again:\n    {again} {}", failed_checks(&output), exe.display());
     }
 
     if std::env::var("MCPLUG_ASAN").as_deref() == Ok("1") {
@@ -307,7 +330,10 @@ fn run_with(name: &str, extra: &[(&str, String)]) {
         match code {
             Some(0) => {}
             Some(98) => panic!("AddressSanitizer found a memory error in C test {name}:\n{output}"),
-            _ => panic!("C test {name} failed under AddressSanitizer (exit {code:?}):\n{output}"),
+            _ => panic!(
+                "C test {name} failed under AddressSanitizer (exit {code:?}).\n{}its output:\n{output}",
+                failed_checks(&output)
+            ),
         }
     }
 
@@ -316,6 +342,9 @@ fn run_with(name: &str, extra: &[(&str, String)]) {
         cmd.args([
             "--leak-check=full",
             "--errors-for-leak-kinds=definite",
+            // Only what fails the run is printed: "possibly lost" blocks (the runtime's threads,
+            // caches) buried the failed check of a CI log under thousands of lines.
+            "--show-leak-kinds=definite",
             "--error-exitcode=99",
             "--quiet",
         ])
@@ -332,7 +361,10 @@ fn run_with(name: &str, extra: &[(&str, String)]) {
             Some(99) => {
                 panic!("valgrind found definite leaks or memory errors in C test {name}:\n{output}")
             }
-            _ => panic!("C test {name} failed under valgrind (exit {code:?}):\n{output}"),
+            _ => panic!(
+                "C test {name} failed under valgrind (exit {code:?}).\n{}its output:\n{output}",
+                failed_checks(&output)
+            ),
         }
     }
 }

@@ -103,6 +103,12 @@ pub async fn applied(
 /// goes to them, and they say whether it is sent again (refreshed, authorized, with a nonce)
 /// or fails. Bounded by [`MAX_RETRIES`]. Runtime only. `what` names the request in errors.
 ///
+/// `repeatable`: the request may be sent once more when it is lost to a stale keep-alive
+/// connection — one the server closed as the request went out ("connection closed before
+/// message completed"), which a busy or slow host meets near the server's keep-alive timeout.
+/// For GETs, and for handshakes a server that saw them twice is none the worse for
+/// (`server/discover`, `initialize`): never for a call, which may have run.
+///
 /// Boxed: its state (reqwest's pending request, a challenge's) stays on the heap, so the futures
 /// that await it stay small — a host thread with a small stack polls some of them, and a debug
 /// build copies a large future several times on its way there.
@@ -112,6 +118,7 @@ pub fn send<'a, B>(
     url: &'a str,
     body: Option<&'a [u8]>,
     what: &'a str,
+    repeatable: bool,
     build: B,
 ) -> BoxFuture<'a, Result<reqwest::Response, Error>>
 where
@@ -119,10 +126,22 @@ where
 {
     Box::pin(async move {
         let send = |applied: &Applied| {
-            let sent = build(applied).send();
+            let request = build(applied);
+            // The same request again, for a stale connection (a body in memory always clones).
+            let again = if repeatable {
+                request.try_clone()
+            } else {
+                None
+            };
             async move {
-                sent.await
-                    .map_err(|e| super::remote::request_error(what, url, &e))
+                match (request.send().await, again) {
+                    (Err(e), Some(again)) if super::remote::is_stale_connection(&e) => {
+                        tracing::debug!(target: "mcplug::transport", "{what} {url}: the connection was closed as the request went out; sent again");
+                        again.send().await
+                    }
+                    (sent, _) => sent,
+                }
+                .map_err(|e| super::remote::request_error(what, url, &e))
             }
         };
         let Some(creds) = credentials else {
@@ -157,4 +176,68 @@ pub fn with(builder: reqwest::RequestBuilder, applied: &Applied) -> reqwest::Req
     applied.headers.iter().fold(builder, |b, (name, value)| {
         b.header(name.clone(), value.clone())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::send;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A server whose first connection reads the request and closes without an answer (as a
+    /// server closing an idle keep-alive connection does, just as a request arrives); every
+    /// later one answers 200. Returns its URL and how many requests it read.
+    async fn closes_the_first() -> (String, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counted = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let mut buf = vec![0u8; 4096];
+                let mut got = Vec::new();
+                while !got.ends_with(b"}") {
+                    match sock.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                if counted.fetch_add(1, Ordering::SeqCst) > 0 {
+                    let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}";
+                    let _ = sock.write_all(answer).await;
+                }
+            }
+        });
+        (url, seen)
+    }
+
+    #[test]
+    fn only_a_repeatable_request_is_sent_again_after_a_stale_connection() {
+        crate::runtime::block_on(async {
+            let http = reqwest::Client::new();
+            let body = br#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#;
+            for repeatable in [true, false] {
+                let (url, seen) = closes_the_first().await;
+                let sent = send(
+                    None,
+                    "POST",
+                    &url,
+                    Some(body),
+                    "POST (x)",
+                    repeatable,
+                    |_| http.post(&url).body(body.to_vec()),
+                )
+                .await;
+                if repeatable {
+                    assert_eq!(sent.expect("sent again").status(), 200);
+                    assert_eq!(seen.load(Ordering::SeqCst), 2);
+                } else {
+                    let e = sent.expect_err("not sent again").to_string();
+                    assert!(e.contains("POST (x)"), "{e}");
+                    assert_eq!(seen.load(Ordering::SeqCst), 1);
+                }
+            }
+        });
+    }
 }

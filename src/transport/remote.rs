@@ -80,12 +80,12 @@ pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, Erro
     Ok(map)
 }
 
-/// The HTTP client of one connection: a keep-alive pool, TCP_NODELAY (without it a request
-/// waits for the peer's delayed ACK: ~40 ms per call), connects bounded. Idle connections are
-/// given up after `IDLE_CONNECTION`, before the servers' own keep-alive timeouts (5 s in Node's
-/// http and in uvicorn): a request sent on a connection the server is closing at that moment
-/// fails with "connection closed before message completed".
-/// The HTTP client of one remote connection. Redirects are followed (10 at most) within the
+/// The HTTP client of one remote connection: a keep-alive pool, TCP_NODELAY (without it a
+/// request waits for the peer's delayed ACK: ~40 ms per call), connects bounded. Idle
+/// connections are given up after `IDLE_CONNECTION`, before the servers' own keep-alive
+/// timeouts (5 s in Node's http and in uvicorn): a request sent on a connection the server is
+/// closing at that moment fails with "connection closed before message completed" (see
+/// `is_stale_connection`). Redirects are followed (10 at most) within the
 /// origin; to another origin only when the entry sends no headers of its own (`headers`, a
 /// `headersHelper`'s): reqwest drops `Authorization` and `Cookie` on such a hop (OAuth's token
 /// with them; a DPoP proof is bound to the original URL), but would carry an `X-Api-Key` to
@@ -144,6 +144,28 @@ pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// A failed HTTP exchange as a `transport` error naming what was done and where.
+/// Whether a request failed because its connection was closed under it before any answer
+/// came: hyper's "connection closed before message completed", a reset or a broken pipe. On a
+/// kept-alive connection that is the server closing it as the request went out.
+pub(crate) fn is_stale_connection(e: &reqwest::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            if h.is_incomplete_message() {
+                return true;
+            }
+        }
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
+            if matches!(io.kind(), BrokenPipe | ConnectionReset) {
+                return true;
+            }
+        }
+        source = s.source();
+    }
+    false
+}
+
 pub(crate) fn request_error(what: &str, url: &str, e: &reqwest::Error) -> Error {
     if e.is_timeout() || e.is_connect() && chain(e).contains("timed out") {
         return Error::transport(format!("{what} {url}: connecting timed out ({})", chain(e)));

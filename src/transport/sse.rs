@@ -47,6 +47,7 @@ impl SseTransport {
                 url.as_str(),
                 None,
                 what,
+                true,
                 |applied| {
                     let get = http.get(url.clone()).headers(headers.clone());
                     credentials::with(get, applied).header(ACCEPT, "text/event-stream")
@@ -180,6 +181,7 @@ impl Transport for SseTransport {
                         this.endpoint.as_str(),
                         Some(&line),
                         &format!("POST ({what})"),
+                        what == "initialize",
                         |applied| {
                             let post = this.http.post(this.endpoint.clone());
                             credentials::with(post.headers(this.headers.clone()), applied)

@@ -219,10 +219,12 @@ impl HttpTransport {
         method: &str,
         body: Option<&[u8]>,
         what: &str,
+        repeatable: bool,
         build: impl Fn(&Applied) -> reqwest::RequestBuilder + Send + Sync,
     ) -> Result<reqwest::Response, Error> {
         let url = self.url.as_str();
-        credentials::send(self.credentials.as_deref(), method, url, body, what, build).await
+        let creds = self.credentials.as_deref();
+        credentials::send(creds, method, url, body, what, repeatable, build).await
     }
 
     /// The modern version in use, when the connection is of the modern era.
@@ -247,8 +249,9 @@ impl HttpTransport {
         };
         let session = self.state.lock().session.clone();
         let what = format!("POST ({})", out.method());
+        let handshake = matches!(out.method(), "initialize" | "server/discover");
         let resp = self
-            .send_authorized("POST", Some(line), &what, |applied| {
+            .send_authorized("POST", Some(line), &what, handshake, |applied| {
                 self.base(
                     self.http.post(self.url.clone()),
                     modern.as_deref(),

@@ -14,7 +14,7 @@ impl HttpTransport {
     /// GET with `Last-Event-ID`: the rest of a stream that broke.
     pub(super) async fn resume(&self, last_id: &str, what: &str) -> Result<Events, Error> {
         let resp = self
-            .send_authorized("GET", None, "GET (resuming a stream)", |applied| {
+            .send_authorized("GET", None, "GET (resuming a stream)", true, |applied| {
                 self.base(self.http.get(self.url.clone()), None, None, applied)
                     .header(ACCEPT, "text/event-stream")
                     .header(LAST_EVENT_ID, last_id)
@@ -143,6 +143,7 @@ impl HttpTransport {
                     "GET",
                     None,
                     "GET (the stream of server messages)",
+                    true,
                     |applied| {
                         let req = self
                             .base(self.http.get(self.url.clone()), None, None, applied)
