@@ -1,5 +1,13 @@
 //! Cancellation by tag: a blocking call that carries `tag` can be cancelled from any other thread
 //! with `mcplug_cancel(tag)`. The registry is process-wide, because a tag is what the host knows.
+//!
+//! Cancel tokens: a tag reaches only a call that has entered the library, so a binding whose call
+//! waits in a queue before it enters (libuv's threadpool, an executor) had to cancel again and
+//! again until it had. A token is made by the engine before the call is queued
+//! ([`token_new`]), named in the call's options (`cancel_token`), and cancelled at any time
+//! ([`token_cancel`]): a call that enters with a cancelled token ends `cancelled` at once, one
+//! already running is cancelled as by its tag. The binding frees it after the call
+//! ([`token_free`]).
 
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
@@ -165,9 +173,53 @@ pub fn cancel(tag: &str) -> usize {
     signals.len()
 }
 
+/// The cancel tokens not yet freed.
+static TOKENS: Lazy<Mutex<HashMap<u64, Arc<CancelSignal>>>> = Lazy::new(Default::default);
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+
+/// A new cancel token (never 0, never reused in the process).
+pub fn token_new() -> u64 {
+    let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
+    TOKENS.lock().insert(token, CancelSignal::new());
+    token
+}
+
+/// The signal of a token, for a call that names it; `None` when there is no such token (never
+/// made, or freed).
+pub fn token_signal(token: u64) -> Option<Arc<CancelSignal>> {
+    TOKENS.lock().get(&token).cloned()
+}
+
+/// Cancels the calls of a token, those running and those still to enter; whether it exists.
+pub fn token_cancel(token: u64) -> bool {
+    let signal = TOKENS.lock().get(&token).cloned();
+    signal.map(|s| s.fire()).is_some()
+}
+
+/// Forgets a token (a call that holds its signal keeps it); whether it existed.
+pub fn token_free(token: u64) -> bool {
+    TOKENS.lock().remove(&token).is_some()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_cancels_before_the_call_enters_and_after() {
+        let token = token_new();
+        assert_ne!(token, 0);
+        let early = token_signal(token).expect("made");
+        assert!(!early.is_fired());
+        assert!(token_cancel(token));
+        // A call entering now finds it cancelled.
+        assert!(token_signal(token).expect("still there").is_fired());
+        assert!(early.is_fired());
+        assert!(token_free(token));
+        assert!(token_signal(token).is_none());
+        assert!(!token_cancel(token), "a freed token is not found");
+        assert!(!token_free(token));
+    }
 
     #[test]
     fn cancel_reaches_registered_calls_only() {

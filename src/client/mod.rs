@@ -364,7 +364,10 @@ impl Client {
         let _ = shared.transport.set(transport);
         let client = Client { shared };
 
-        let guard = tag.map(cancel::register);
+        let guard = cancel::Cancels {
+            tag: tag.map(cancel::register),
+            own: client.shared.options.cancel.as_ref().map(|c| c.0.clone()),
+        };
         let signature = spec.era_cache_key();
         // Boxed: its state would otherwise sit inline in the connect future, which a host
         // thread with a small stack polls (tests/c/remote.c).
@@ -384,7 +387,7 @@ impl Client {
                 Some(r) => r,
                 None => Err(client.shared.connect_timed_out()),
             },
-            _ = cancelled(guard.as_ref()) => Err(Error::new(ErrorKind::Cancelled, "connect was cancelled by the host")),
+            _ = guard.fired() => Err(Error::new(ErrorKind::Cancelled, "connect was cancelled by the host")),
         };
         let server = client.shared.name.as_deref().unwrap_or("");
         match &outcome {
@@ -776,13 +779,6 @@ async fn with_limit<F: std::future::Future>(limit: Option<Duration>, fut: F) -> 
 async fn cancels_fired(cancels: Option<&cancel::Cancels>) {
     match cancels {
         Some(c) => c.fired().await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn cancelled(guard: Option<&cancel::CancelGuard>) {
-    match guard {
-        Some(g) => g.signal.fired().await,
         None => std::future::pending().await,
     }
 }

@@ -117,6 +117,8 @@ pub struct ConnectOptions {
     pub listen: ListenMode,
     /// Authorization (OAuth) of remote servers: the store, interactive or not, its limits.
     pub auth: crate::auth::AuthOptions,
+    /// The signal of the connect's `cancel_token` (see `client/cancel.rs`): cancels the connect.
+    pub(crate) cancel: Option<OwnCancel>,
 }
 
 /// The connection option `listen`: when the list changes the server offers are listened for
@@ -311,6 +313,7 @@ impl Default for ConnectOptions {
             cache: true,
             listen: ListenMode::Auto,
             auth: Default::default(),
+            cancel: None,
         };
         o.derive_capabilities();
         o
@@ -339,6 +342,7 @@ pub const CONNECT_KEYS: &[&str] = &[
     "cache",
     "listen",
     "tag",
+    "cancel_token",
 ];
 
 /// An unknown option: the key, and the ones that would be understood (a misspelt option
@@ -474,6 +478,9 @@ impl ConnectOptions {
                 )))
             }
         };
+        if let Some(v) = obj.get("cancel_token") {
+            o.cancel = cancel_token_of(v)?.map(OwnCancel);
+        }
         Ok(o)
     }
 
@@ -573,7 +580,8 @@ pub struct CallOptions {
     pub task: TaskMode,
     /// The task lifetime asked of a legacy server when the call is made a task.
     pub task_ttl: Option<u64>,
-    /// Set by the engine only: a started call's own cancel (`cancel_call`), besides the tag.
+    /// A started call's own cancel (`cancel_call`), or the signal of the call's `cancel_token`;
+    /// besides the tag.
     pub(crate) own_cancel: Option<OwnCancel>,
     /// For tool calls: check the arguments against the tool's `inputSchema` before sending
     /// (`None`: the connection's `validate_arguments`).
@@ -622,6 +630,7 @@ pub const CALL_KEYS: &[&str] = &[
     "task_ttl_ms",
     "validate_arguments",
     "cache",
+    "cancel_token",
 ];
 
 impl CallOptions {
@@ -673,6 +682,7 @@ impl CallOptions {
             ("task_ttl_ms", wire.task_ttl_ms),
             ("validate_arguments", wire.validate_arguments),
             ("cache", wire.cache),
+            ("cancel_token", wire.cancel_token),
         ] {
             let Some(raw) = raw else { continue };
             let v: Value = serde_json::from_str(raw.get()).ok()?;
@@ -730,6 +740,11 @@ impl CallOptions {
             "task_ttl_ms" => o.task_ttl = usize_of(key, v)?.map(|n| n as u64),
             "validate_arguments" => o.validate_arguments = bool_of(key, v)?,
             "cache" => o.cache = bool_of(key, v)?,
+            "cancel_token" => {
+                if let Some(signal) = cancel_token_of(v)? {
+                    o.own_cancel = Some(OwnCancel(signal));
+                }
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -765,6 +780,8 @@ struct Wire<'a> {
     validate_arguments: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "raw")]
     cache: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw")]
+    cancel_token: Option<&'a RawValue>,
 }
 
 fn raw<'de, D: serde::Deserializer<'de>>(
@@ -780,6 +797,25 @@ fn limit_of(key: &str, v: &Value) -> Result<Limit> {
             Some(ms) if ms > 0 => Ok(Limit::After(Duration::from_millis(ms))),
             _ => Err(Error::invalid(format!(
                 "option `{key}` must be a positive number of milliseconds, or null for no limit (got {v})"
+            ))),
+        },
+    }
+}
+
+/// The option `cancel_token`: the signal of a token of `mcplug_cancel_token_new`.
+pub(crate) fn cancel_token_of(
+    v: &Value,
+) -> Result<Option<std::sync::Arc<crate::client::cancel::CancelSignal>>> {
+    match v {
+        Value::Null => Ok(None),
+        v => match v.as_u64().filter(|&t| t > 0) {
+            Some(token) => crate::client::cancel::token_signal(token).map(Some).ok_or_else(|| {
+                Error::invalid(format!(
+                    "option `cancel_token`: there is no cancel token {token} (never made by mcplug_cancel_token_new, or freed)"
+                ))
+            }),
+            None => Err(Error::invalid(format!(
+                "option `cancel_token` must be a token of mcplug_cancel_token_new (got {v})"
             ))),
         },
     }

@@ -66,6 +66,14 @@ impl Shared {
             tag: options.and_then(|o| o.tag.as_deref()).map(cancel::register),
             own: options.and_then(|o| o.own_cancel.as_ref().map(|c| c.0.clone())),
         };
+        // Cancelled before it entered (a cancel token fired while the call was queued): nothing
+        // is sent.
+        if guard.is_fired() {
+            return Err(Error::new(
+                ErrorKind::Cancelled,
+                format!("{} was cancelled by the host", send.method),
+            ));
+        }
         let (id, mut answer) = self.pending.register();
         if self.closed.load(Ordering::SeqCst) {
             self.pending.forget(id);

@@ -508,7 +508,11 @@ impl Shared {
         F: FnOnce(Arc<Shared>, CallOptions) -> Fut + std::marker::Send + 'static,
         Fut: Future<Output = Result<RawJson>> + std::marker::Send + 'static,
     {
-        let own = CancelSignal::new();
+        // A `cancel_token`'s signal is the call's own: cancel_call fires it too.
+        let own = match options.own_cancel.take() {
+            Some(token) => token.0,
+            None => CancelSignal::new(),
+        };
         options.own_cancel = Some(OwnCancel(own.clone()));
         self.started.lock().insert(call, own);
         let shared = self.clone();

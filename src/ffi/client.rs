@@ -135,6 +135,13 @@ pub unsafe extern "C" fn mcplug_client_connect(
         };
         let mut opts = ConnectOptions::parse(options.as_ref())?;
         opts.apply_entry(&server);
+        // Cancelled while the host's call waited to enter: no server is started.
+        if opts.cancel.as_ref().is_some_and(|c| c.0.is_fired()) {
+            return Err(Error::new(
+                crate::ErrorKind::Cancelled,
+                "connect was cancelled by the host",
+            ));
+        }
         // A stdio server starts before the call enters the runtime: on the host's first connect
         // the runtime is then built while the server starts up, not before.
         let started = Client::start_server(&spec)?;

@@ -97,8 +97,8 @@ pub unsafe extern "C" fn mcplug_string_free(s: *mut c_char) {
 /// Each such call returns `MCPLUG_CANCELLED` and the server is sent `notifications/cancelled`.
 ///
 /// Returns `MCPLUG_OK` if at least one call was found, `MCPLUG_NOT_FOUND` if none was — it may
-/// have finished already, or not have started yet: a host that starts a call on a worker thread
-/// and cancels it at once should retry while the call has not returned —,
+/// have finished already, or not have started yet (a host that queues a call on a worker thread
+/// and may cancel it before it enters uses a cancel token instead: `mcplug_cancel_token_new`) —,
 /// `MCPLUG_INVALID_ARGUMENT` if `tag` is NULL or not UTF-8.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_cancel(tag: *const c_char) -> mcplug_status {
@@ -113,4 +113,46 @@ pub unsafe extern "C" fn mcplug_cancel(tag: *const c_char) -> mcplug_status {
         Ok(String::new())
     });
     status
+}
+
+/// Makes a cancel token, for a call the host will make later (or is queuing on a worker thread):
+/// named in the call's options (`"cancel_token": N`, connect's too), it can be cancelled with
+/// `mcplug_cancel_token_cancel` at any time — before the call enters the library (it then returns
+/// `MCPLUG_CANCELLED` at once, nothing sent and no server started), while it runs (as
+/// `mcplug_cancel` of its tag), or after (nothing happens). Unlike a tag, no retry is needed. A
+/// token is not reused: once cancelled, every call naming it is cancelled. Free it with
+/// `mcplug_cancel_token_free` once its calls have returned. Writes the token (never 0) to `*token`;
+/// `MCPLUG_INVALID_ARGUMENT` if `token` is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_cancel_token_new(token: *mut u64) -> mcplug_status {
+    if token.is_null() {
+        return mcplug_status::MCPLUG_INVALID_ARGUMENT;
+    }
+    // SAFETY: not NULL, and by the contract valid for one write.
+    unsafe { *token = cancel::token_new() };
+    mcplug_status::MCPLUG_OK
+}
+
+/// Cancels the calls that name `token` in their options, those running and those still to come.
+/// `MCPLUG_OK`, or `MCPLUG_NOT_FOUND` if there is no such token (never made, or freed). From any
+/// thread.
+#[no_mangle]
+pub extern "C" fn mcplug_cancel_token_cancel(token: u64) -> mcplug_status {
+    if cancel::token_cancel(token) {
+        mcplug_status::MCPLUG_OK
+    } else {
+        mcplug_status::MCPLUG_NOT_FOUND
+    }
+}
+
+/// Frees a cancel token: a call that names it afterwards is refused (`MCPLUG_INVALID_ARGUMENT`);
+/// a call running with it keeps it until it returns. `MCPLUG_OK`, or `MCPLUG_NOT_FOUND` if there
+/// was no such token.
+#[no_mangle]
+pub extern "C" fn mcplug_cancel_token_free(token: u64) -> mcplug_status {
+    if cancel::token_free(token) {
+        mcplug_status::MCPLUG_OK
+    } else {
+        mcplug_status::MCPLUG_NOT_FOUND
+    }
 }

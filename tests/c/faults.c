@@ -285,6 +285,65 @@ static mcplug_status cancel_when_running(const char *tag, double wait_s) {
     return st;
 }
 
+/* Cancel tokens: cancelled before the call enters (it ends at once), or while it runs (one
+ * mcplug_cancel_token_cancel, no retry); a freed token is refused by name; a connect too. */
+static void cancel_tokens(void) {
+    char server[4096], options[128], *out = NULL;
+    mcplug_client *c, *none = NULL;
+    pthread_t th;
+    struct bg_call a;
+    uint64_t early = 0, running = 0;
+    mcplug_status st;
+    double t0;
+
+    fault_server_json(server, sizeof server, "normal");
+    c = connect_or_die(server, NULL, "the fault server (cancel tokens)");
+    CHECK(mcplug_cancel_token_new(&early) == MCPLUG_OK && early != 0, "mcplug_cancel_token_new -> OK, a token (%llu)",
+          (unsigned long long)early);
+    CHECK(mcplug_cancel_token_new(&running) == MCPLUG_OK && running != 0 && running != early, "a second token is another one");
+
+    CHECK(mcplug_cancel_token_cancel(early) == MCPLUG_OK, "a token is cancelled before any call names it -> OK");
+    snprintf(options, sizeof options, "{\"cancel_token\":%llu}", (unsigned long long)early);
+    t0 = now_s();
+    st = mcplug_client_call_tool(c, "sleep", "{\"ms\":10000}", options, &out);
+    CHECK_STATUS(st, MCPLUG_CANCELLED, out, "a call naming the cancelled token -> CANCELLED (got %s)", status_name(st));
+    CHECK(now_s() - t0 < bound_s(1.0), "... at once (%.3f s), without waiting for the server", now_s() - t0);
+    drop(&out);
+    out = cancelled_ids(c);
+    CHECK_OUT(contains(out, "\"text\":\"[]\""), out, "... and nothing was sent: the server was never asked to cancel");
+    drop(&out);
+
+    memset(&a, 0, sizeof a);
+    snprintf(options, sizeof options, "{\"cancel_token\":%llu}", (unsigned long long)running);
+    a.c = c, a.name = "sleep", a.args = "{\"ms\":10000}", a.options = options;
+    CHECK(pthread_create(&th, NULL, bg_call_run, &a) == 0, "a thread calls sleep 10 s with the other token");
+    sleep_ms(100);
+    t0 = now_s();
+    CHECK(mcplug_cancel_token_cancel(running) == MCPLUG_OK, "mcplug_cancel_token_cancel from the main thread -> OK, first time");
+    pthread_join(th, NULL);
+    CHECK_STATUS(a.st, MCPLUG_CANCELLED, a.out, "the running call -> CANCELLED (got %s)", status_name(a.st));
+    CHECK(now_s() - t0 < bound_s(1.0), "... within %.3f s of the cancel", now_s() - t0);
+    mcplug_string_free(a.out);
+
+    CHECK(mcplug_cancel_token_free(early) == MCPLUG_OK && mcplug_cancel_token_free(running) == MCPLUG_OK, "both tokens freed -> OK");
+    CHECK(mcplug_cancel_token_free(early) == MCPLUG_NOT_FOUND, "freed again -> NOT_FOUND");
+    CHECK(mcplug_cancel_token_cancel(early) == MCPLUG_NOT_FOUND, "a freed token cancelled -> NOT_FOUND");
+    snprintf(options, sizeof options, "{\"cancel_token\":%llu}", (unsigned long long)early);
+    st = mcplug_client_call_tool(c, "sleep", "{\"ms\":1}", options, &out);
+    CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && contains(out, "cancel_token"), out, "a call naming a freed token -> INVALID_ARGUMENT naming cancel_token");
+    drop(&out);
+    mcplug_client_free(c);
+
+    CHECK(mcplug_cancel_token_new(&early) == MCPLUG_OK && mcplug_cancel_token_cancel(early) == MCPLUG_OK, "a token for a connect, cancelled");
+    snprintf(options, sizeof options, "{\"cancel_token\":%llu}", (unsigned long long)early);
+    t0 = now_s();
+    st = mcplug_client_connect(server, options, &none, &out);
+    CHECK_OUT(st == MCPLUG_CANCELLED && none == NULL, out, "a connect naming it -> CANCELLED, no client (got %s)", status_name(st));
+    CHECK(now_s() - t0 < bound_s(1.0), "... at once (%.3f s)", now_s() - t0);
+    drop(&out);
+    CHECK(mcplug_cancel_token_free(early) == MCPLUG_OK, "freed");
+}
+
 static void cancel_from_another_thread(void) {
     char server[4096], *out;
     mcplug_client *c;
@@ -538,6 +597,7 @@ int main(void) {
     crash_mid_call();
     call_timeout();
     cancel_from_another_thread();
+    cancel_tokens();
     no_process_left("ignore-term");
     no_process_left("grandchild");
     big_and_stderr();

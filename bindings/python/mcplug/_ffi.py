@@ -103,6 +103,9 @@ _declare("mcplug_version", c_char_p, [])  # static string: copying it into bytes
 _declare("mcplug_abi_version", c_uint32, [])
 _declare("mcplug_string_free", None, [c_void_p])
 _declare("mcplug_cancel", c_int, [c_char_p])
+_declare("mcplug_cancel_token_new", c_int, [POINTER(c_uint64)])
+_declare("mcplug_cancel_token_cancel", c_int, [c_uint64])
+_declare("mcplug_cancel_token_free", c_int, [c_uint64])
 _declare("mcplug_client_connect", c_int, [c_char_p, c_char_p, _handle_out, _out])
 _declare("mcplug_client_list_tools", c_int, [c_void_p, c_char_p, _out])
 _declare("mcplug_client_call_tool", c_int, [c_void_p, c_char_p, c_char_p, c_char_p, _out])
@@ -212,6 +215,25 @@ def version() -> str:
 
 def abi_version() -> int:
     return int(lib.mcplug_abi_version())
+
+
+def cancel_token_new() -> int:
+    """A cancel token of the library's, for a call still to enter it (see mcplug_cancel_token_new)."""
+    token = c_uint64(0)
+    status = int(lib.mcplug_cancel_token_new(ctypes.byref(token)))
+    if status != OK:
+        raise error_from_json(status, None)
+    return int(token.value)
+
+
+def cancel_token_cancel(token: int) -> bool:
+    """Cancels the calls naming `token`, running or still to enter; False if it is gone."""
+    return int(lib.mcplug_cancel_token_cancel(token)) == OK
+
+
+def cancel_token_free(token: int) -> None:
+    """Forgets `token` (a call running with it keeps it)."""
+    lib.mcplug_cancel_token_free(token)
 
 
 def cancel(tag: str) -> bool:

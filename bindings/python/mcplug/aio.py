@@ -195,14 +195,20 @@ class _Cancelled:
 
 async def _run(
     job: Callable[[], T],
-    tag: Optional[str],
+    opts: Optional[Dict[str, Any]],
     orphan: Optional[Callable[[T], None]] = None,
 ) -> T:
-    """Runs a blocking call on the pool. If the awaiting task is cancelled, the call is cancelled
-    in the library by its tag (retrying until the call has registered it), and ``orphan`` gets a
-    result that arrives anyway (a connection nobody will own)."""
+    """Runs a blocking call on the pool. With ``opts`` (the call's options, read by ``job`` when it
+    runs), the call carries a cancel token of the library's: if the awaiting task is cancelled,
+    the token is, and the call ends ``cancelled`` whether it is running or has not entered the
+    library yet (then nothing is sent). ``orphan`` gets a result that arrives anyway (a
+    connection nobody will own)."""
     loop = asyncio.get_running_loop()
     state = _Cancelled()
+    token = None
+    if opts is not None:
+        token = _ffi.cancel_token_new()
+        opts["cancel_token"] = token
 
     def guarded() -> T:
         if state.flag:
@@ -210,6 +216,8 @@ async def _run(
         return job()
 
     cfut = _EXECUTOR.submit(guarded)
+    if token is not None:
+        cfut.add_done_callback(lambda _f: _ffi.cancel_token_free(token))
     afut = asyncio.wrap_future(cfut, loop=loop)
     try:
         return await asyncio.shield(afut)
@@ -221,21 +229,9 @@ async def _run(
                 if not f.cancelled() and f.exception() is None:
                     orphan(f.result())
             cfut.add_done_callback(adopt)
-        if tag is not None and not cfut.cancel():
-            _cancel_until_done(loop, cfut, tag, 0)
+        if token is not None and not cfut.cancel():
+            _ffi.cancel_token_cancel(token)
         raise
-
-
-def _cancel_until_done(loop: asyncio.AbstractEventLoop, cfut: "concurrent.futures.Future[Any]", tag: str, attempt: int) -> None:
-    # The call may not have reached the library yet: keep trying until it is found or finishes.
-    if cfut.done() or attempt > 300:
-        return
-    try:
-        if _ffi.cancel(tag):
-            return
-    except Exception:
-        return
-    loop.call_later(min(0.005 * (attempt + 1), 0.1), _cancel_until_done, loop, cfut, tag, attempt + 1)
 
 
 def _settle(future: "asyncio.Future[Any]", event: Dict[str, Any]) -> None:
@@ -316,7 +312,7 @@ class Client(_Info, AsyncManaged):
             elicitation_defaults=elicitation_defaults, validate_arguments=validate_arguments,
             allow_async=True,
         )
-        tag = opts.setdefault("tag", new_tag())
+        opts.setdefault("tag", new_tag())
         sink = _LoopSink(loop)
         runner = _LoopRunner(loop)
 
@@ -340,7 +336,7 @@ class Client(_Info, AsyncManaged):
             return core
 
         try:
-            core = await _run(job, tag, orphan=lambda c: c.close())
+            core = await _run(job, opts, orphan=lambda c: c.close())
         except BaseException:
             _auth.unregister(channel)
             raise
@@ -353,28 +349,28 @@ class Client(_Info, AsyncManaged):
         self, *, timeout: Timeout = None, tag: Optional[str] = None, cache: Optional[bool] = None
     ) -> List[Dict[str, Any]]:
         opts = put_cache_option(call_options(timeout, tag or new_tag()), cache)
-        return await _run(lambda: self._core.list_tools(opts), opts["tag"])
+        return await _run(lambda: self._core.list_tools(opts), opts)
 
     async def list_skills(self, *, timeout: Timeout = None, tag: Optional[str] = None) -> List[Dict[str, Any]]:
         """See ``mcplug.Client.list_skills``."""
         opts = call_options(timeout, tag or new_tag())
-        return await _run(lambda: self._core.list_skills(opts), opts["tag"])
+        return await _run(lambda: self._core.list_skills(opts), opts)
 
     async def get_skill(self, uri: str, *, timeout: Timeout = None, tag: Optional[str] = None) -> Dict[str, Any]:
         """See ``mcplug.Client.get_skill``."""
         opts = call_options(timeout, tag or new_tag())
-        return await _run(lambda: self._core.get_skill(uri, opts), opts["tag"])
+        return await _run(lambda: self._core.get_skill(uri, opts), opts)
 
     async def load_skill(self, uri: str, *, timeout: Timeout = None, tag: Optional[str] = None) -> Dict[str, Any]:
         """See ``mcplug.Client.load_skill``."""
         opts = call_options(timeout, tag or new_tag())
-        return await _run(lambda: self._core.load_skill(uri, opts), opts["tag"])
+        return await _run(lambda: self._core.load_skill(uri, opts), opts)
 
     async def read_skill_file(self, skill: str, file: str, *, timeout: Timeout = None,
                               tag: Optional[str] = None) -> Dict[str, Any]:
         """See ``mcplug.Client.read_skill_file``."""
         opts = call_options(timeout, tag or new_tag())
-        return await _run(lambda: self._core.read_skill_file(skill, file, opts), opts["tag"])
+        return await _run(lambda: self._core.read_skill_file(skill, file, opts), opts)
 
     async def call_tool(
         self,
@@ -393,7 +389,7 @@ class Client(_Info, AsyncManaged):
         if arguments is not None and not isinstance(arguments, Mapping):
             raise InvalidArgumentError(f"`arguments` must be a dict (got {type(arguments).__name__})")
         opts = put_task_options(call_options(timeout, tag or new_tag()), task, task_ttl, validate_arguments)
-        return await _run(lambda: self._core.call_tool(name, arguments, opts, progress), opts["tag"])
+        return await _run(lambda: self._core.call_tool(name, arguments, opts, progress), opts)
 
     async def request(
         self,
@@ -414,7 +410,7 @@ class Client(_Info, AsyncManaged):
         put_cache_option(opts, cache)
         if all_pages:
             opts["all_pages"] = True
-        return await _run(lambda: self._core.request(method, params, opts, progress), opts["tag"])
+        return await _run(lambda: self._core.request(method, params, opts, progress), opts)
 
     async def list_resources(self, *, timeout: Timeout = None, tag: Optional[str] = None, cache: Optional[bool] = None) -> List[Dict[str, Any]]:
         """See ``mcplug.Client.list_resources``."""
@@ -585,7 +581,7 @@ class Manager(AsyncManaged):
     async def read_resource(self, server: str, uri: str, *, timeout: Timeout = None, tag: Optional[str] = None) -> Dict[str, Any]:
         """See ``mcplug.Manager.read_resource``."""
         opts = call_options(timeout, tag or new_tag())
-        return await _run(lambda: self._core.read_resource(server, uri, opts), opts["tag"])
+        return await _run(lambda: self._core.read_resource(server, uri, opts), opts)
 
     async def list_prompts(self, server: Optional[str] = None, *, timeout: Timeout = None) -> Dict[str, Any]:
         """See ``mcplug.Manager.list_prompts``."""
@@ -597,7 +593,7 @@ class Manager(AsyncManaged):
     ) -> Dict[str, Any]:
         """See ``mcplug.Manager.get_prompt``."""
         opts = call_options(timeout, tag or new_tag())
-        return await _run(lambda: self._core.get_prompt(qualified_name, arguments, opts), opts["tag"])
+        return await _run(lambda: self._core.get_prompt(qualified_name, arguments, opts), opts)
 
     async def request(
         self,
@@ -611,7 +607,7 @@ class Manager(AsyncManaged):
     ) -> Dict[str, Any]:
         """See ``mcplug.Manager.request``."""
         opts = request_options(timeout, tag or new_tag(), all_pages)
-        return await _run(lambda: self._core.request(server, method, params, opts, None), opts["tag"])
+        return await _run(lambda: self._core.request(server, method, params, opts, None), opts)
 
     async def reconnect(self, server: str) -> Dict[str, Any]:
         """See ``mcplug.Manager.reconnect``."""
