@@ -16,7 +16,7 @@ trap 'rm -rf "$scratch"' EXIT
 tarball=$(ls "$scratch"/mcplug-*.tgz)
 listing=$(tar -tzf "$tarball" | sort)
 echo "$listing"
-for f in package/libmcplug.so package/libmcplug_schema.so package/index.js package/index.d.ts; do
+for f in package/libmcplug.so package/libmcplug_schema.so package/index.js package/index.d.ts package/lib/client.js package/lib/handle.js; do
   grep -qx "$f" <<<"$listing" || { echo "the tarball lacks $f" >&2; exit 1; }
 done
 if [ -e bindings/node/libmcplug.so ]; then
