@@ -7,37 +7,22 @@ use std::fmt;
 
 /// The stable error kinds. Their snake_case names are the `kind` field of the error
 /// object in the C ABI and the exception classes in the bindings; the C status numbers
-/// are fixed in `ffi::Status`.
+/// are fixed in `ffi::mcplug_status`; what each means is [`ErrorKind::meaning`], the one table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
-    /// The caller passed something unusable (NULL, bad UTF-8, malformed JSON, bad option).
     InvalidArgument,
-    /// A local timer ran out (connect, request, or a wait on events).
     Timeout,
-    /// The host cancelled the call (by tag).
     Cancelled,
-    /// The connection is closed: the server exited, or the client was closed.
     Closed,
-    /// The transport failed: the process could not start, a pipe broke, a message was too big.
     Transport,
-    /// The server broke the protocol (bad handshake answer, unsupported version, bad result).
     Protocol,
-    /// The server answered with a JSON-RPC error (`code`, `message`, `data` kept).
     Rpc,
-    /// The server needs authorization first.
     NeedsAuth,
-    /// Refused by policy.
     Denied,
-    /// A configuration problem.
     Config,
-    /// A panic inside the library was caught at the boundary.
     Panic,
-    /// Nothing matched (for example `mcplug_cancel` with a tag that no call carries).
     NotFound,
-    /// A feature this version of the library does not implement yet.
     NotImplemented,
-    /// The server's result broke a contract the server itself declared: a tool's
-    /// `structuredContent` does not match the tool's `outputSchema` (or is missing).
     InvalidResult,
 }
 
@@ -60,7 +45,40 @@ const ALL_KINDS: [ErrorKind; 14] = [
     ErrorKind::InvalidResult,
 ];
 
+/// The one table of what each kind means (its C status number is its place in [`ALL_KINDS`]):
+/// the header's comments, `mcplug_error_kinds` and the bindings' tables come from here.
 impl ErrorKind {
+    /// What an error of this kind means, for every binding's documentation.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidArgument => "the caller passed something unusable (NULL, invalid UTF-8, malformed JSON, an unknown or bad option); the message names it",
+            ErrorKind::Timeout => "a local timer ran out (connect, request, tool call, or a wait for events)",
+            ErrorKind::Cancelled => "the host cancelled the call (its tag, its cancel token, its started call's cancel)",
+            ErrorKind::Closed => "the connection is closed: the server exited, or the handle was closed",
+            ErrorKind::Transport => "the transport failed: the server could not start, a pipe or socket broke, an HTTP error, a message too large",
+            ErrorKind::Protocol => "the server broke the protocol (handshake, version, a malformed message or result)",
+            ErrorKind::Rpc => "the server answered with a JSON-RPC error; `code`, `message` and `data` are its own",
+            ErrorKind::NeedsAuth => "the server needs authorization (OAuth) first; `data` says what it asked for",
+            ErrorKind::Denied => "refused, though everything worked: the host answered the server's input request with an error, the server left a subscription out of its acknowledgement, or a limit of the library (a skill over 512 files or 16 MiB)",
+            ErrorKind::Config => "a configuration could not be read, merged or written; the message names the file and field",
+            ErrorKind::Panic => "a bug in mcplug was caught at the boundary; the handle may still be used or freed",
+            ErrorKind::NotFound => "nothing matched: no call carries that tag, no such server, tool, task or token",
+            ErrorKind::NotImplemented => "a feature this version of mcplug does not implement",
+            ErrorKind::InvalidResult => "the server's result breaks what it declared: a tool's structuredContent does not match its outputSchema; `data` has `tool`, `errors` and the untouched `result`",
+        }
+    }
+
+    /// Every kind with its C status number and meaning, as JSON: `[{"kind", "status", "meaning"}]`.
+    pub fn table() -> Value {
+        Value::Array(
+            ALL_KINDS
+                .iter()
+                .enumerate()
+                .map(|(i, k)| json!({"kind": k.as_str(), "status": i + 1, "meaning": k.meaning()}))
+                .collect(),
+        )
+    }
+
     /// The kind named by its snake_case name (an error object's `kind`).
     pub fn from_name(name: &str) -> Option<ErrorKind> {
         ALL_KINDS.into_iter().find(|k| k.as_str() == name)

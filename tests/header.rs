@@ -100,3 +100,38 @@ fn every_header_name_is_prefixed() {
         bad.join("\n  ")
     );
 }
+
+/// The header's comment of each `MCPLUG_<KIND>` status says what the engine's one table of error
+/// kinds says (`ErrorKind::meaning`, which `mcplug_error_kinds` returns), with its number.
+#[test]
+fn the_status_comments_are_the_error_kind_table() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let header =
+        std::fs::read_to_string(root.join("include/mcplug.h")).expect("read include/mcplug.h");
+    let table = mcplug::ErrorKind::table();
+    for entry in table.as_array().expect("an array") {
+        let kind = entry["kind"].as_str().expect("kind");
+        let status = entry["status"].as_u64().expect("status");
+        let meaning = entry["meaning"].as_str().expect("meaning");
+        let name = format!("MCPLUG_{} = {status},", kind.to_uppercase());
+        let at = header
+            .find(&name)
+            .unwrap_or_else(|| panic!("the header has no `{name}`"));
+        // The comment just above the enumerator: `/** ... */`.
+        let before = &header[..at];
+        let open = before.rfind("/**").expect("a comment above");
+        let comment: Vec<&str> = before[open + 3..]
+            .lines()
+            .map(|l| {
+                l.trim()
+                    .trim_end_matches("*/")
+                    .trim_start_matches('*')
+                    .trim()
+            })
+            .filter(|l| !l.is_empty())
+            .collect();
+        let comment = comment.join(" ");
+        let want = format!("{}{}.", meaning[..1].to_uppercase(), &meaning[1..]);
+        assert_eq!(comment, want, "the comment of {name}");
+    }
+}

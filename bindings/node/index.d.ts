@@ -22,7 +22,9 @@ export type ErrorKind =
   | 'protocol'
   | 'rpc'
   | 'needs_auth'
-  /** The host answered a server's input request with an error (a handler threw): `code`/`data` are the handler's. */
+  /** Refused, though everything worked: the host answered the server's input request with an error
+   *  (a handler threw: `code`/`data` are the handler's), the server left a subscription out of its
+   *  acknowledgement, or a limit of the library (a skill over 512 files or 16 MiB). */
   | 'denied'
   | 'config'
   | 'panic'
@@ -32,7 +34,7 @@ export type ErrorKind =
    *  (`[{message, instance_path, schema_path}]`) and the untouched `result`. */
   | 'invalid_result';
 
-/** `mcplug_status` values of the C ABI. */
+/** `mcplug_status` values of the C ABI (made at load from the library's `mcplug_error_kinds`). */
 export declare const Status: Readonly<{
   OK: 0;
   INVALID_ARGUMENT: 1;

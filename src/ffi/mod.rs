@@ -38,32 +38,38 @@ pub const MCPLUG_ABI_VERSION: u32 = 1;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum mcplug_status {
     MCPLUG_OK = 0,
-    /// A NULL pointer, invalid UTF-8, malformed JSON, or an unusable option; the message names it.
+    /// The caller passed something unusable (NULL, invalid UTF-8, malformed JSON, an unknown or bad
+    /// option); the message names it.
     MCPLUG_INVALID_ARGUMENT = 1,
-    /// A local timer ran out (connect, request, tool call, or waiting for an event).
+    /// A local timer ran out (connect, request, tool call, or a wait for events).
     MCPLUG_TIMEOUT = 2,
-    /// The call was cancelled with `mcplug_cancel`.
+    /// The host cancelled the call (its tag, its cancel token, its started call's cancel).
     MCPLUG_CANCELLED = 3,
-    /// The connection is closed (the server exited, or the handle is being freed).
+    /// The connection is closed: the server exited, or the handle was closed.
     MCPLUG_CLOSED = 4,
-    /// The transport failed (the server could not start, a pipe broke, a message was too large).
+    /// The transport failed: the server could not start, a pipe or socket broke, an HTTP error, a
+    /// message too large.
     MCPLUG_TRANSPORT = 5,
-    /// The server broke the protocol (handshake, version, malformed result).
+    /// The server broke the protocol (handshake, version, a malformed message or result).
     MCPLUG_PROTOCOL = 6,
-    /// The server answered with a JSON-RPC error; `code`, `message` and `data` are in `out`.
+    /// The server answered with a JSON-RPC error; `code`, `message` and `data` are its own.
     MCPLUG_RPC = 7,
+    /// The server needs authorization (OAuth) first; `data` says what it asked for.
     MCPLUG_NEEDS_AUTH = 8,
+    /// Refused, though everything worked: the host answered the server's input request with an error,
+    /// the server left a subscription out of its acknowledgement, or a limit of the library (a skill
+    /// over 512 files or 16 MiB).
     MCPLUG_DENIED = 9,
+    /// A configuration could not be read, merged or written; the message names the file and field.
     MCPLUG_CONFIG = 10,
     /// A bug in mcplug was caught at the boundary; the handle may still be used or freed.
     MCPLUG_PANIC = 11,
-    /// Nothing matched (for `mcplug_cancel`: no call in flight carries that tag).
+    /// Nothing matched: no call carries that tag, no such server, tool, task or token.
     MCPLUG_NOT_FOUND = 12,
-    /// The request needs a feature this version of mcplug does not implement.
+    /// A feature this version of mcplug does not implement.
     MCPLUG_NOT_IMPLEMENTED = 13,
-    /// The server's result does not match what it declared: a tool's `structuredContent` does not
-    /// match its `outputSchema`. `message` says where and why; `data` has `tool`, `errors`
-    /// (`[{"message", "instance_path", "schema_path"}]`) and the untouched `result`.
+    /// The server's result breaks what it declared: a tool's structuredContent does not match its
+    /// outputSchema; `data` has `tool`, `errors` and the untouched `result`.
     MCPLUG_INVALID_RESULT = 14,
 }
 
@@ -79,6 +85,21 @@ pub extern "C" fn mcplug_version() -> *const c_char {
 #[no_mangle]
 pub extern "C" fn mcplug_abi_version() -> u32 {
     MCPLUG_ABI_VERSION
+}
+
+/// Every error kind as JSON, `[{"kind": "invalid_argument", "status": 1, "meaning": "..."}, ...]`,
+/// in status order: the one table the bindings build theirs from (and the comments of
+/// `mcplug_status` say the same). Static: never free it.
+#[no_mangle]
+pub extern "C" fn mcplug_error_kinds() -> *const c_char {
+    ERROR_KINDS.as_ptr()
+}
+
+/// The text of `mcplug_error_kinds`, made once.
+static ERROR_KINDS: once_cell::sync::Lazy<CString> = once_cell::sync::Lazy::new(error_kinds_text);
+
+fn error_kinds_text() -> CString {
+    CString::new(crate::error::ErrorKind::table().to_string()).expect("JSON has no NUL")
 }
 
 /// Frees a string that mcplug returned through an `out` parameter. NULL is a no-op. Never pass a

@@ -32,6 +32,12 @@ static void static_functions(void) {
     CHECK(mcplug_cancel(NULL) == MCPLUG_INVALID_ARGUMENT, "mcplug_cancel(NULL) -> INVALID_ARGUMENT");
     CHECK(mcplug_cancel(BAD_UTF8) == MCPLUG_INVALID_ARGUMENT, "mcplug_cancel(invalid UTF-8) -> INVALID_ARGUMENT");
     CHECK(mcplug_cancel("no-call-has-this-tag") == MCPLUG_NOT_FOUND, "mcplug_cancel(unknown tag) -> NOT_FOUND");
+    {
+        const char *kinds = mcplug_error_kinds();
+        CHECK(kinds != NULL && strncmp(kinds, "[{\"kind\":\"invalid_argument\",\"status\":1,\"meaning\":\"", 50) == 0 &&
+                  strstr(kinds, "{\"kind\":\"invalid_result\",\"status\":14,") != NULL && kinds == mcplug_error_kinds(),
+              "mcplug_error_kinds: the table of kinds, from invalid_argument (1) to invalid_result (14), static");
+    }
     CHECK(mcplug_cancel_token_new(NULL) == MCPLUG_INVALID_ARGUMENT, "mcplug_cancel_token_new(NULL) -> INVALID_ARGUMENT");
     CHECK(mcplug_cancel_token_cancel(0) == MCPLUG_NOT_FOUND, "mcplug_cancel_token_cancel(0) -> NOT_FOUND");
     CHECK(mcplug_cancel_token_free(0) == MCPLUG_NOT_FOUND, "mcplug_cancel_token_free(0) -> NOT_FOUND");

@@ -132,3 +132,27 @@ test('every name the modules use is defined or imported, and every import is use
     });
   assert.deepEqual(found, []);
 });
+
+test("index.d.ts's ErrorKind and Status are the library's table of error kinds", () => {
+  const ts = typescript();
+  const file = ts.createSourceFile(dts, fs.readFileSync(dts, 'utf8'), ts.ScriptTarget.Latest, true);
+  let kinds = null;
+  let status = null;
+  const visit = (node) => {
+    if (ts.isTypeAliasDeclaration(node) && node.name.text === 'ErrorKind') {
+      kinds = node.type.types.map((t) => t.literal.text);
+    }
+    if (ts.isVariableDeclaration(node) && node.name.getText(file) === 'Status') {
+      const literal = node.type.typeArguments[0];
+      status = Object.fromEntries(literal.members.map((m) => [m.name.getText(file), Number(m.type.literal.text)]));
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(file);
+  const table = JSON.parse(require('../../bindings/node/lib/native').native.error_kinds());
+  assert.ok(table.length >= 14, 'the table has every kind');
+  assert.deepEqual(kinds, table.map((e) => e.kind), 'ErrorKind, in status order');
+  assert.deepEqual(status, { OK: 0, ...Object.fromEntries(table.map((e) => [e.kind.toUpperCase(), e.status])) }, 'Status');
+  assert.deepEqual([...mcplug.ERROR_KINDS], table.map((e) => e.kind), 'ERROR_KINDS at run time');
+  assert.deepEqual({ ...mcplug.Status }, status, 'Status at run time');
+});

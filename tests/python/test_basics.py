@@ -168,3 +168,20 @@ def test_client_cannot_be_built_directly() -> None:
 
 def test_cancel_with_no_such_tag() -> None:
     assert mcplug.cancel("py-never-used-tag") is False
+
+
+def test_the_exception_classes_are_the_librarys_table_of_error_kinds() -> None:
+    """One McpError subclass per kind of the library's table (mcplug_error_kinds), and the kind
+    of a status without an error object taken from that table."""
+    from mcplug import _errors, _ffi
+
+    table = _ffi.error_kinds()
+    assert [e["status"] for e in table] == list(range(1, len(table) + 1))
+    assert sorted(_errors._BY_KIND) == sorted(e["kind"] for e in table)
+    for e in table:
+        cls = _errors._BY_KIND[e["kind"]]
+        assert issubclass(cls, mcplug.McpError) and cls.kind == e["kind"]
+        assert getattr(mcplug, cls.__name__) is cls, f"{cls.__name__} is exported"
+        assert e["meaning"], e
+        err = _errors.error_from_json(e["status"], None)
+        assert type(err) is cls and err.kind == e["kind"]

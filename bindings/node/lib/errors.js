@@ -2,32 +2,21 @@
 // The C ABI's statuses and error kinds, McpError, and turning a status and its text into a
 // value or an error.
 
+const { native } = require('./native');
 
-/** `mcplug_status` values, fixed by the C ABI. */
-const Status = Object.freeze({
-  OK: 0,
-  INVALID_ARGUMENT: 1,
-  TIMEOUT: 2,
-  CANCELLED: 3,
-  CLOSED: 4,
-  TRANSPORT: 5,
-  PROTOCOL: 6,
-  RPC: 7,
-  NEEDS_AUTH: 8,
-  DENIED: 9,
-  CONFIG: 10,
-  PANIC: 11,
-  NOT_FOUND: 12,
-  NOT_IMPLEMENTED: 13,
-  INVALID_RESULT: 14,
-});
+/**
+ * The library's one table of error kinds (`mcplug_error_kinds`): `[{kind, status, meaning}]`, in
+ * status order. Status, ERROR_KINDS and the kind of a status are made from it, not kept by hand.
+ */
+const ERROR_TABLE = Object.freeze(JSON.parse(native.error_kinds()).map((e) => Object.freeze(e)));
 
-/** Every error kind, indexed by status number. */
-const ERROR_KINDS = Object.freeze([
-  'invalid_argument', 'timeout', 'cancelled', 'closed', 'transport', 'protocol', 'rpc',
-  'needs_auth', 'denied', 'config', 'panic', 'not_found', 'not_implemented', 'invalid_result',
-]);
-const KIND_BY_STATUS = ['ok', ...ERROR_KINDS];
+/** `mcplug_status` values, fixed by the C ABI: `Status.TIMEOUT === 2`. */
+const Status = Object.freeze(Object.fromEntries([['OK', 0], ...ERROR_TABLE.map((e) => [e.kind.toUpperCase(), e.status])]));
+
+/** Every error kind, in status order. */
+const ERROR_KINDS = Object.freeze(ERROR_TABLE.map((e) => e.kind));
+const KIND_BY_STATUS = ['ok'];
+for (const e of ERROR_TABLE) KIND_BY_STATUS[e.status] = e.kind;
 
 class McpError extends Error {
   /**
@@ -82,6 +71,7 @@ function cancelledError(label) {
 }
 
 module.exports = {
+  ERROR_TABLE,
   Status,
   ERROR_KINDS,
   McpError,

@@ -76,6 +76,7 @@ const RawOut = 'void *';
 const native = {
   version: lib.func('mcplug_version', 'str', []),
   abi_version: lib.func('mcplug_abi_version', 'uint32', []),
+  error_kinds: lib.func('mcplug_error_kinds', 'str', []),
   cancel: lib.func('mcplug_cancel', 'int', ['str']),
   cancel_token_new: lib.func('mcplug_cancel_token_new', 'int', [RawOut]),
   cancel_token_cancel: lib.func('mcplug_cancel_token_cancel', 'int', ['uint64']),

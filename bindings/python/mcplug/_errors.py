@@ -7,7 +7,7 @@ from ._codec import loads
 
 TYPE_CHECKING = False  # not typing's: see _codec
 if TYPE_CHECKING:
-    from typing import Any, Dict, Optional, Type
+    from typing import Any, Dict, List, Optional, Type
 
 
 class McpError(Exception):
@@ -104,12 +104,15 @@ _BY_KIND: Dict[str, Type[McpError]] = {
     )
 }
 
-# The C status numbers, for the rare error that comes without an error object.
-_BY_STATUS = {
-    1: "invalid_argument", 2: "timeout", 3: "cancelled", 4: "closed", 5: "transport", 6: "protocol",
-    7: "rpc", 8: "needs_auth", 9: "denied", 10: "config", 11: "panic", 12: "not_found", 13: "not_implemented",
-    14: "invalid_result",
-}
+# The kind of each C status number, for the rare error that comes without an error object:
+# filled from the library's table (`mcplug_error_kinds`) when it is loaded.
+_BY_STATUS: Dict[int, str] = {}
+
+
+def kinds_by_status(table: List[Dict[str, Any]]) -> None:
+    """Takes the library's table of error kinds (see ``_ffi.error_kinds``)."""
+    _BY_STATUS.clear()
+    _BY_STATUS.update({int(e["status"]): str(e["kind"]) for e in table})
 
 
 def make_error(kind: str, message: str, code: Optional[int] = None, data: Any = None) -> McpError:

@@ -17,11 +17,12 @@ import sys
 from ctypes import POINTER, c_char_p, c_int, c_int32, c_uint32, c_uint64, c_void_p
 
 from . import _codec
+from . import _errors
 from ._errors import error_from_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, List, Optional, Tuple
+    from typing import Any, Dict, List, Optional, Tuple
 
 #: The ABI this binding was written for; a library reporting another number is refused.
 ABI_VERSION = 1
@@ -101,6 +102,7 @@ def _declare(name: str, restype: Any, argtypes: List[Any]) -> None:
 
 _declare("mcplug_version", c_char_p, [])  # static string: copying it into bytes is right
 _declare("mcplug_abi_version", c_uint32, [])
+_declare("mcplug_error_kinds", c_char_p, [])
 _declare("mcplug_string_free", None, [c_void_p])
 _declare("mcplug_cancel", c_int, [c_char_p])
 _declare("mcplug_cancel_token_new", c_int, [POINTER(c_uint64)])
@@ -179,6 +181,17 @@ if _loaded_abi != ABI_VERSION:
         f"mcplug: the library {LIBRARY_PATH} has ABI version {_loaded_abi}, but this Python binding "
         f"was written for ABI version {ABI_VERSION}; use a matching build of libmcplug"
     )
+
+
+def error_kinds() -> List[Dict[str, Any]]:
+    """The library's one table of error kinds: ``[{"kind", "status", "meaning"}]``, in status order."""
+    from ._codec import loads
+
+    return list(loads(lib.mcplug_error_kinds().decode("utf-8")))
+
+
+# The kind of a status that comes without an error object, from the library's table.
+_errors.kinds_by_status(error_kinds())
 
 
 def take_string(out: c_char_p) -> Optional[str]:
