@@ -22,6 +22,8 @@ mod schema;
 mod skills;
 mod spec;
 pub(crate) use skills::fuzz_frontmatter;
+#[cfg(test)]
+mod core_tests;
 pub(crate) mod started;
 mod tasks;
 mod tool_headers;
@@ -237,6 +239,36 @@ fn connect_as_sse<'a>(
     })
 }
 
+/// A connection's state, before its transport is set (`http`: a Streamable HTTP connection,
+/// which keeps the tools' parameter headers).
+fn new_shared(name: Option<&str>, options: ConnectOptions, http: bool) -> Arc<Shared> {
+    let cache_enabled = options.cache;
+    Arc::new(Shared {
+        events: EventQueue::new(options.max_events),
+        host: host::HostState::new(&options),
+        name: name.map(str::to_string),
+        options,
+        transport: OnceCell::new(),
+        pending: PendingTable::new(),
+        started: Mutex::new(HashMap::new()),
+        deferred: Mutex::new(Default::default()),
+        has_deferred: AtomicBool::new(false),
+        host_requests: Mutex::new(HashMap::new()),
+        next_event_id: AtomicU64::new(1),
+        progress: Mutex::new(HashMap::new()),
+        era: RwLock::new(None),
+        closed: AtomicBool::new(false),
+        closed_now: Notify::new(),
+        close_reason: Mutex::new(None),
+        last_invalid: Mutex::new(None),
+        schemas: schema::ToolSchemas::default(),
+        param_headers: http.then(Default::default),
+        skills: Default::default(),
+        cache: cache::ResultCache::new(cache_enabled),
+        listen: Arc::new(listen::Listen::new()),
+    })
+}
+
 /// The stdio transport of a connect: attaches the server `started` started, or starts one. Not
 /// inlined: its temporaries would widen the frame of every poll of the connect future, which a
 /// host thread with a small stack runs (tests/c/remote.c's 192 KiB thread, in the debug build).
@@ -289,32 +321,9 @@ impl Client {
         if tracing::enabled!(target: "mcplug::client", tracing::Level::DEBUG) {
             log_connect(spec);
         }
-        let cache_enabled = options.cache;
         let original = spec;
-        let shared = Arc::new(Shared {
-            events: EventQueue::new(options.max_events),
-            host: host::HostState::new(&options),
-            name: spec.name().map(str::to_string),
-            options,
-            transport: OnceCell::new(),
-            pending: PendingTable::new(),
-            started: Mutex::new(HashMap::new()),
-            deferred: Mutex::new(Default::default()),
-            has_deferred: AtomicBool::new(false),
-            host_requests: Mutex::new(HashMap::new()),
-            next_event_id: AtomicU64::new(1),
-            progress: Mutex::new(HashMap::new()),
-            era: RwLock::new(None),
-            closed: AtomicBool::new(false),
-            closed_now: Notify::new(),
-            close_reason: Mutex::new(None),
-            last_invalid: Mutex::new(None),
-            schemas: schema::ToolSchemas::default(),
-            param_headers: matches!(spec, ServerSpec::Http { .. }).then(Default::default),
-            skills: Default::default(),
-            cache: cache::ResultCache::new(cache_enabled),
-            listen: Arc::new(listen::Listen::new()),
-        });
+        let http_spec = matches!(spec, ServerSpec::Http { .. });
+        let shared = new_shared(spec.name(), options, http_spec);
         let sink: Weak<dyn Inbound> = Arc::downgrade(&shared) as Weak<dyn Inbound>;
         let authorized;
         let spec = match spec {
@@ -364,32 +373,56 @@ impl Client {
         let _ = shared.transport.set(transport);
         let client = Client { shared };
 
+        // An interactive authorization inside the connect has its own limit on top.
+        let authorizing = !matches!(spec, ServerSpec::Stdio { .. });
+        let outcome = client
+            .negotiated(tag, &spec.era_cache_key(), authorizing)
+            .await;
+        match outcome {
+            Ok(info) => Ok((client, info)),
+            Err(e) => {
+                client.close().await;
+                // An http entry refused as an HTTP+SSE server would be is connected again as
+                // one, with the same options (this connect's tag handed on, not held twice).
+                if let Some(refusal) = http.and_then(|h| h.refused_initialize()) {
+                    let options = client.shared.options.clone();
+                    return connect_as_sse(original, options, tag, refusal).await;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The negotiation of a connect whose transport is set, within the connect's limit (with an
+    /// interactive authorization's on top when `authorizing`) and until its cancel; a connected
+    /// client then opens its `subscriptions/listen` stream when it should.
+    async fn negotiated(
+        &self,
+        tag: Option<&str>,
+        signature: &str,
+        authorizing: bool,
+    ) -> Result<Value> {
         let guard = cancel::Cancels {
             tag: tag.map(cancel::register),
-            own: client.shared.options.cancel.as_ref().map(|c| c.0.clone()),
+            own: self.shared.options.cancel.as_ref().map(|c| c.0.clone()),
         };
-        let signature = spec.era_cache_key();
         // Boxed: its state would otherwise sit inline in the connect future, which a host
         // thread with a small stack polls (tests/c/remote.c).
-        let negotiate = Box::pin(client.shared.negotiate(&signature));
-        // An interactive authorization inside the connect has its own limit on top.
-        let limit = match client.shared.options.connect_timeout {
-            Some(l)
-                if client.shared.options.auth.interactive
-                    && !matches!(spec, ServerSpec::Stdio { .. }) =>
-            {
-                Some(l + client.shared.options.auth.timeout)
+        let negotiate = Box::pin(self.shared.negotiate(signature));
+        let limit = match self.shared.options.connect_timeout {
+            Some(l) if authorizing && self.shared.options.auth.interactive => {
+                Some(l + self.shared.options.auth.timeout)
             }
             l => l,
         };
         let outcome = tokio::select! {
             r = with_limit(limit, negotiate) => match r {
                 Some(r) => r,
-                None => Err(client.shared.connect_timed_out()),
+                None => Err(self.shared.connect_timed_out()),
             },
             _ = guard.fired() => Err(Error::new(ErrorKind::Cancelled, "connect was cancelled by the host")),
         };
-        let server = client.shared.name.as_deref().unwrap_or("");
+        let server = self.shared.name.as_deref().unwrap_or("");
         match &outcome {
             Ok(info) => tracing::debug!(target: "mcplug::client", server,
                 era = info.get("era").and_then(serde_json::Value::as_str).unwrap_or(""),
@@ -398,20 +431,30 @@ impl Client {
             Err(e) => tracing::debug!(target: "mcplug::client", server, kind = e.kind.as_str(),
                 "connect failed: {}", e.message),
         }
-        match outcome {
-            Ok(info) => {
-                client.shared.listen_at_connect();
-                Ok((client, info))
-            }
+        if outcome.is_ok() {
+            self.shared.listen_at_connect();
+        }
+        outcome
+    }
+
+    /// Connects over a transport made by `make` from the connection's inbound sink (the seam the
+    /// in-memory transport of the unit tests uses); `signature` keys the era cache.
+    #[cfg(test)]
+    pub(crate) async fn connect_with(
+        name: Option<&str>,
+        options: ConnectOptions,
+        signature: &str,
+        make: impl FnOnce(Weak<dyn Inbound>) -> Arc<dyn Transport>,
+    ) -> Result<(Client, Value)> {
+        crate::log::init();
+        let shared = new_shared(name, options, false);
+        let sink: Weak<dyn Inbound> = Arc::downgrade(&shared) as Weak<dyn Inbound>;
+        let _ = shared.transport.set(make(sink));
+        let client = Client { shared };
+        match client.negotiated(None, signature, false).await {
+            Ok(info) => Ok((client, info)),
             Err(e) => {
                 client.close().await;
-                // An http entry refused as an HTTP+SSE server would be is connected again as
-                // one, with the same options (this connect's tag handed on, not held twice).
-                if let Some(refusal) = http.and_then(|h| h.refused_initialize()) {
-                    drop(guard);
-                    let options = client.shared.options.clone();
-                    return connect_as_sse(original, options, tag, refusal).await;
-                }
                 Err(e)
             }
         }

@@ -6,6 +6,8 @@
 
 pub mod credentials;
 pub mod http;
+#[cfg(test)]
+pub(crate) mod memory;
 pub mod param_headers;
 pub mod remote;
 pub mod sse;
