@@ -15,21 +15,31 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# `stage NAME` starts a stage: prints its name, and how long the one before took (CI's budget is
+# 30 minutes on 2 cores: these figures say where it goes).
+stage_name="" stage_start=$SECONDS
+stage() {
+  [ -z "$stage_name" ] || echo "   [$stage_name: $((SECONDS - stage_start)) s; $((SECONDS / 60)) min $((SECONDS % 60)) s in all]"
+  stage_name="$1" stage_start=$SECONDS
+  [ -z "$1" ] || echo "== $1"
+}
+
+stage "the test peers and binding dependencies (tests/install-deps.sh)"
 tests/install-deps.sh
 
-echo "== cargo build --release --lib (the library the bindings load)"
+stage "cargo build --release --lib (the library the bindings load)"
 cargo build --release --lib
 
-echo "== cargo test (unit tests, C ABI tests, header check; builds the examples too)"
+stage "cargo test (unit tests, C ABI tests, header check; builds the examples too)"
 cargo test
 
 # The README's first command runs this demo in release mode; here the build cargo test just made
 # is run (a release build of the example would cost CI another minute of LTO for no more proof).
-echo "== the demo (examples/demo.rs, against its bundled server)"
+stage "the demo (examples/demo.rs, against its bundled server)"
 target/debug/examples/demo
 
 if [ "${MCPLUG_SKIP_VALGRIND:-0}" != 1 ] && command -v valgrind >/dev/null; then
-  echo "== C ABI tests under valgrind"
+  stage "C ABI tests under valgrind"
   MCPLUG_VALGRIND=1 cargo test --test c_abi
 fi
 
@@ -37,25 +47,26 @@ fi
 # watches every malloc and free of the process, the library's included).
 if [ "${MCPLUG_SKIP_ASAN:-0}" != 1 ] && echo 'int main(void){return 0;}' | ${CC:-cc} -fsanitize=address -x c - -o /tmp/mcplug-asan-probe.$$ 2>/dev/null; then
   rm -f /tmp/mcplug-asan-probe.$$
-  echo "== C ABI tests under AddressSanitizer"
+  stage "C ABI tests under AddressSanitizer"
   MCPLUG_ASAN=1 cargo test --test c_abi
 fi
 
-echo "== the bindings' types: mypy --strict over the Python package, tsc --strict over a Node host (tests/node/types)"
+stage "the bindings' types: mypy --strict over the Python package, tsc --strict over a Node host (tests/node/types)"
 .deps/venv/bin/python -m mypy --strict bindings/python/mcplug
 .deps/npm/node_modules/.bin/tsc -p tests/node/types
 
-echo "== Python binding (pytest)"
+stage "Python binding (pytest)"
 PYTHONPATH=bindings/python .deps/venv/bin/python -m pytest tests/python -q
 
-echo "== Node binding (node --test)"
+stage "Node binding (node --test)"
 node --test tests/node/
 
-echo "== conformance suite through C, Python and Node (tests/conformance/run.sh)"
+stage "conformance suite through C, Python and Node (tests/conformance/run.sh)"
 tests/conformance/run.sh
 
-echo "== the packages: pip install ./bindings/python and npm pack's tarball, used from outside the checkout"
+stage "the packages: pip install ./bindings/python and npm pack's tarball, used from outside the checkout"
 tests/install_python.sh
 tests/install_node.sh
 
+stage ""
 echo "== all mcplug tests passed"
