@@ -5,7 +5,7 @@ const { Status, errorOf, errorFromNative, cancelledError } = require('./errors')
 const { EVENT_BATCH, native, callAsync, workGate, textOut, lenOut, stdoutBuf, takeLen, utf8Slice, takeText } = require('./native');
 const { authRegister, authUnregister } = require('./auth');
 const { toJson, handlerAnswer, answerText, checkString, optionalObject, checkPlainObject, timeoutValue, handlerCapabilities, mergeCapabilities, checkLogLevel, checkBoolean, checkCount, taskAndSchemaOptions, cacheOption, NAMED_NOTIFICATIONS, checkHandlers } = require('./values');
-const { internalTag, Op, runOp, NO_OPTIONS, TOOL_LABEL, openStdoutSocket } = require('./calls');
+const { internalTag, Op, runOp, NO_OPTIONS, openStdoutSocket } = require('./calls');
 const { Handle } = require('./handle');
 
 /** The buffer `mcplug_client_take_events` writes events into (grown when an event needs more). */
@@ -209,23 +209,9 @@ class Client extends Handle {
 
   /** Calls a tool; resolves with the CallToolResult (an `isError: true` result still resolves). */
   callTool(name, args, options) {
-    // Not `async`: a bad argument still rejects (never throws), and the hot path saves the
-    // wrapper promise.
-    try {
-      checkString(name, 'name');
-      const argsJson = args === undefined ? '{}' : optionalObject(args, 'arguments');
-      if (options === undefined || options === null) return this._start(native.call_tool_start, TOOL_LABEL, name, argsJson, NO_OPTIONS, null);
-      const { timeoutMs, tag, signal, onProgress, resetTimeoutOnProgress, maxTotalTimeoutMs } = options;
-      let extra = null;
-      if (resetTimeoutOnProgress) extra = { reset_timeout_on_progress: true };
-      const maxTotal = timeoutValue(maxTotalTimeoutMs, 'maxTotalTimeoutMs');
-      if (maxTotal !== undefined) (extra || (extra = {})).max_total_timeout_ms = maxTotal;
-      extra = taskAndSchemaOptions(extra, options);
-      return this._start(native.call_tool_start, TOOL_LABEL, name, argsJson, { timeoutMs, tag, signal, onProgress }, extra);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+    return this._callTool(native.call_tool_start, 'name', name, args, options);
   }
+
 
   /** Sends any request and resolves with its raw result. `allPages` follows nextCursor. */
   request(method, params, options) {

@@ -8,8 +8,8 @@
 const { EventEmitter } = require('events');
 const { Status, McpError, errorOf, errorFromNative, cancelledError } = require('./errors');
 const { FALLBACK_POLL_MS, callAsync, workGate, controlGate, textOut, callOut, takeCall, takeText, controlGateRun } = require('./native');
-const { toJson, checkString, timeoutValue } = require('./values');
-const { internalTag, Op, runOp, DEFER_OPTIONS, Started, openEventSocket } = require('./calls');
+const { toJson, checkString, optionalObject, timeoutValue, taskAndSchemaOptions } = require('./values');
+const { internalTag, Op, runOp, NO_OPTIONS, TOOL_LABEL, DEFER_OPTIONS, Started, openEventSocket } = require('./calls');
 
 /**
  * @typedef {object} Natives the native functions of one kind of handle
@@ -146,6 +146,28 @@ class Handle extends EventEmitter {
         signal.addEventListener('abort', rec.onAbort, { once: true });
       }
     });
+  }
+
+  /**
+   * A tool call as a started call (Client.callTool, Manager.callTool; `fn` is the handle's
+   * call_tool_start, `what` the name's argument name). Not `async`: a bad argument still
+   * rejects (never throws), and the hot path saves the wrapper promise.
+   */
+  _callTool(fn, what, name, args, options) {
+    try {
+      checkString(name, what);
+      const argsJson = args === undefined ? '{}' : optionalObject(args, 'arguments');
+      if (options === undefined || options === null) return this._start(fn, TOOL_LABEL, name, argsJson, NO_OPTIONS, null);
+      const { timeoutMs, tag, signal, onProgress, resetTimeoutOnProgress, maxTotalTimeoutMs } = options;
+      let extra = null;
+      if (resetTimeoutOnProgress) extra = { reset_timeout_on_progress: true };
+      const maxTotal = timeoutValue(maxTotalTimeoutMs, 'maxTotalTimeoutMs');
+      if (maxTotal !== undefined) (extra || (extra = {})).max_total_timeout_ms = maxTotal;
+      extra = taskAndSchemaOptions(extra, options);
+      return this._start(fn, TOOL_LABEL, name, argsJson, { timeoutMs, tag, signal, onProgress }, extra);
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 
   /** Cancels a started call of ours (see Started.cancel). */

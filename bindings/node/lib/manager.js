@@ -2,8 +2,8 @@
 
 const { Status, McpError, errorOf, decode, errorFromNative } = require('./errors');
 const { EVENT_BATCH, libraryPath, mnative, callAsync, workGate, controlGate, textOut, takeText } = require('./native');
-const { toJson, handlerAnswer, answerText, checkString, optionalObject, timeoutValue, handlerCapabilities, mergeCapabilities, checkBoolean, checkCount, taskAndSchemaOptions, NAMED_NOTIFICATIONS, snakeKeys, checkHandlers, hostToolResult } = require('./values');
-const { Op, runOp, NO_OPTIONS, TOOL_LABEL } = require('./calls');
+const { toJson, handlerAnswer, answerText, checkString, optionalObject, timeoutValue, handlerCapabilities, mergeCapabilities, checkBoolean, checkCount, NAMED_NOTIFICATIONS, snakeKeys, checkHandlers, hostToolResult } = require('./values');
+const { Op, runOp } = require('./calls');
 const { Handle } = require('./handle');
 
 // ---------------------------------------------------------------------------------------------
@@ -198,23 +198,9 @@ class Manager extends Handle {
    * `signal`, `onProgress`, `task`, ...). Kind `not_found` for a name not in the pool.
    */
   callTool(poolName, args, options) {
-    // A started call, as the Client's: it holds no thread while it runs (a host tool's handler
-    // may itself call the manager, with any number of calls in flight).
-    try {
-      checkString(poolName, 'poolName');
-      const argsJson = args === undefined ? '{}' : optionalObject(args, 'arguments');
-      if (options === undefined || options === null) return this._start(mnative.call_tool_start, TOOL_LABEL, poolName, argsJson, NO_OPTIONS, null);
-      const { timeoutMs, tag, signal, onProgress, resetTimeoutOnProgress, maxTotalTimeoutMs } = options;
-      let extra = null;
-      if (resetTimeoutOnProgress) extra = { reset_timeout_on_progress: true };
-      const maxTotal = timeoutValue(maxTotalTimeoutMs, 'maxTotalTimeoutMs');
-      if (maxTotal !== undefined) (extra || (extra = {})).max_total_timeout_ms = maxTotal;
-      extra = taskAndSchemaOptions(extra, options);
-      return this._start(mnative.call_tool_start, TOOL_LABEL, poolName, argsJson, { timeoutMs, tag, signal, onProgress }, extra);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+    return this._callTool(mnative.call_tool_start, 'poolName', poolName, args, options);
   }
+
 
   /**
    * Resources of every connected server with the resources capability (or `server`'s):
