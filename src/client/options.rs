@@ -595,6 +595,19 @@ pub struct CallOptions {
 #[derive(Clone)]
 pub(crate) struct OwnCancel(pub(crate) std::sync::Arc<crate::client::cancel::CancelSignal>);
 
+impl CallOptions {
+    /// The signal a started call is cancelled by (`cancel_call`): its `cancel_token`'s when it
+    /// names one (so that both reach it), else a new one; kept as the call's own.
+    pub(crate) fn started_cancel(&mut self) -> std::sync::Arc<crate::client::cancel::CancelSignal> {
+        let signal = match self.own_cancel.take() {
+            Some(token) => token.0,
+            None => crate::client::cancel::CancelSignal::new(),
+        };
+        self.own_cancel = Some(OwnCancel(signal.clone()));
+        signal
+    }
+}
+
 impl std::fmt::Debug for OwnCancel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("OwnCancel")

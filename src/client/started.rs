@@ -12,16 +12,15 @@
 
 use super::events::Pulled;
 use super::options::CallOptions;
-use super::{cache, cancel, events, mrtr, request, Client, EraState, Shared};
+use super::{cache, events, mrtr, request, Client, EraState, Shared};
 use crate::client::events::Lines;
-use crate::client::options::{OwnCancel, TaskMode};
+use crate::client::options::TaskMode;
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol;
 use crate::protocol::pending::{self, Delivered};
 use crate::protocol::{codes, RawJson};
 use crate::transport::Drive;
 use crate::transport::Transport;
-use cancel::CancelSignal;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::future::Future;
@@ -508,12 +507,7 @@ impl Shared {
         F: FnOnce(Arc<Shared>, CallOptions) -> Fut + std::marker::Send + 'static,
         Fut: Future<Output = Result<RawJson>> + std::marker::Send + 'static,
     {
-        // A `cancel_token`'s signal is the call's own: cancel_call fires it too.
-        let own = match options.own_cancel.take() {
-            Some(token) => token.0,
-            None => CancelSignal::new(),
-        };
-        options.own_cancel = Some(OwnCancel(own.clone()));
+        let own = options.started_cancel();
         self.started.lock().insert(call, own);
         let shared = self.clone();
         crate::runtime::spawn(async move {

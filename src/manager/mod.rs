@@ -467,12 +467,7 @@ impl Manager {
             return Err(inner.unknown_tool(pool_name));
         }
         let call = inner.next_call.fetch_add(1, Ordering::Relaxed);
-        // A `cancel_token`'s signal is the call's own: cancel_call fires it too.
-        let signal = match options.own_cancel.take() {
-            Some(token) => token.0,
-            None => cancel::CancelSignal::new(),
-        };
-        options.own_cancel = Some(crate::client::options::OwnCancel(signal.clone()));
+        let signal = options.started_cancel();
         inner.started.lock().insert(call, signal);
         let me = Manager {
             inner: inner.clone(),

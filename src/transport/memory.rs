@@ -7,15 +7,14 @@ use super::{remote, BoxFuture, Inbound, Transport};
 use crate::error::Error;
 use parking_lot::Mutex;
 use serde_json::Value;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// The client's side: what [`crate::client::Client::connect_with`] sends through.
+/// `to_server` is `None` once closed.
 pub(crate) struct MemoryTransport {
     to_server: Mutex<Option<mpsc::UnboundedSender<Value>>>,
-    closed: AtomicBool,
 }
 
 /// The server's side, held by a test.
@@ -36,7 +35,6 @@ pub(crate) fn pair() -> (
         *slot.lock() = Some(sink);
         Arc::new(MemoryTransport {
             to_server: Mutex::new(Some(tx)),
-            closed: AtomicBool::new(false),
         }) as Arc<dyn Transport>
     };
     let server = MemoryServer {
@@ -50,7 +48,7 @@ impl Transport for MemoryTransport {
     fn send(self: Arc<Self>, message: Vec<u8>) -> BoxFuture<'static, Result<(), Error>> {
         Box::pin(async move {
             let to = self.to_server.lock().clone();
-            let Some(to) = to.filter(|_| !self.closed.load(Ordering::SeqCst)) else {
+            let Some(to) = to else {
                 return Err(Error::closed("the in-memory transport is closed"));
             };
             for line in remote::lines(&message) {
@@ -64,7 +62,6 @@ impl Transport for MemoryTransport {
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
-        self.closed.store(true, Ordering::SeqCst);
         self.to_server.lock().take();
         Box::pin(async {})
     }
