@@ -7,16 +7,17 @@
 //! - [`client`]: one server — era negotiation, requests, timeouts, cancellation, events;
 //! - [`protocol`]: JSON-RPC framing, the pending-request table, era rules;
 //! - [`transport`]: bytes to messages and back (stdio);
-//! - [`runtime`]: the one private tokio runtime.
+//! - [`runtime`]: the one private tokio runtime;
+//! - `sys`: the platform layer — everything that talks to the OS below std (Linux).
 
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod auth;
 pub mod client;
 pub mod config;
 pub mod error;
 pub mod ffi;
-pub(crate) mod fsx;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod log;
@@ -24,6 +25,7 @@ pub mod manager;
 pub mod protocol;
 pub(crate) mod redact;
 pub mod runtime;
+pub(crate) mod sys;
 pub mod transport;
 
 pub use client::options::{CallOptions, ConnectOptions, ServerSpec};

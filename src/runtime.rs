@@ -17,11 +17,11 @@ use tokio::runtime::{Builder, Runtime};
 
 static RUNTIME: Lazy<Runtime> = Lazy::new(|| {
     crate::log::init();
-    ignore_default_sigpipe();
+    crate::sys::signal::ignore_default_sigpipe();
     Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("mcplug-rt")
-        .on_thread_start(block_sigpipe_in_this_thread)
+        .on_thread_start(crate::sys::signal::block_sigpipe_in_this_thread)
         .enable_all()
         .build()
         .expect("mcplug: could not start its tokio runtime")
@@ -114,29 +114,6 @@ where
     F::Output: Send + 'static,
 {
     RUNTIME.spawn(fut)
-}
-
-fn ignore_default_sigpipe() {
-    unsafe {
-        let mut current: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut current) == 0
-            && current.sa_sigaction == libc::SIG_DFL
-        {
-            let mut ignore: libc::sigaction = std::mem::zeroed();
-            ignore.sa_sigaction = libc::SIG_IGN;
-            libc::sigemptyset(&mut ignore.sa_mask);
-            libc::sigaction(libc::SIGPIPE, &ignore, std::ptr::null_mut());
-        }
-    }
-}
-
-fn block_sigpipe_in_this_thread() {
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGPIPE);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-    }
 }
 
 /// The stack of a spare thread: for work that recurses with its input (compiling a schema,

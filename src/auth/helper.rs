@@ -169,9 +169,9 @@ impl HeadersHelper {
             Ok(Ok(done)) => done,
             Ok(Err(e)) => return Err(fail(format!("its reader failed: {e}"))),
             Err(_) => {
-                // SAFETY: kill(2) on the process group the child leads (process_group(0));
-                // the blocking reader then sees its pipes close and reaps it.
-                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                // The process group the child leads (process_group(0)); the blocking reader
+                // then sees its pipes close and reaps it.
+                let _ = crate::sys::process::signal_group(pid, crate::sys::process::Signal::KILL);
                 return Err(fail(format!(
                     "did not finish within {} ms (headers_helper_timeout_ms); it was killed",
                     self.timeout.as_millis()

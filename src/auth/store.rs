@@ -19,10 +19,9 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::fs::{self, DirBuilder, File};
 use std::io::{self, Read};
-use std::os::unix::ffi::OsStringExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -137,7 +136,7 @@ impl Store {
                 prepare_dir(dir)?;
                 let stem = file_stem(key);
                 // Dropping the file closes it, which releases the lock, also when `f` panics.
-                let _lock = crate::fsx::lock(&dir.join(format!("{stem}.lock")), timeout)?;
+                let _lock = crate::sys::fs::lock(&dir.join(format!("{stem}.lock")), timeout)?;
                 let path = dir.join(format!("{stem}.json"));
                 let current = read_file(&path, Some(key))?.map(|(_, v)| v);
                 let new = f(current.clone());
@@ -164,7 +163,7 @@ impl Store {
             Store::Dir(dir) => {
                 prepare_dir(dir)?;
                 let path = dir.join(format!("{}.{name}.lock", file_stem(key)));
-                crate::fsx::lock(&path, LOCK_TIMEOUT).map(|f| Exclusive(Some(f)))
+                crate::sys::fs::lock(&path, LOCK_TIMEOUT).map(|f| Exclusive(Some(f)))
             }
         }
     }
@@ -259,34 +258,7 @@ fn home_dir() -> Option<PathBuf> {
     {
         return Some(home);
     }
-    let mut buf = vec![0u8; 4096];
-    loop {
-        // SAFETY: `pwd` and `buf` outlive the call, and `buf.len()` is the size of `buf`.
-        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
-        let mut found: *mut libc::passwd = std::ptr::null_mut();
-        let rc = unsafe {
-            libc::getpwuid_r(
-                libc::geteuid(),
-                &mut pwd,
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                &mut found,
-            )
-        };
-        if rc == libc::ERANGE && buf.len() < 1 << 20 {
-            buf.resize(buf.len() * 2, 0);
-            continue;
-        }
-        if rc != 0 || found.is_null() || pwd.pw_dir.is_null() {
-            return None;
-        }
-        // SAFETY: on success `pw_dir` points to a NUL-terminated string inside `buf`.
-        let dir = unsafe { std::ffi::CStr::from_ptr(pwd.pw_dir) }
-            .to_bytes()
-            .to_vec();
-        let dir = PathBuf::from(OsString::from_vec(dir));
-        return dir.is_absolute().then_some(dir);
-    }
+    crate::sys::user::home_from_passwd()
 }
 
 /// Creates the directory if need be and makes sure only we can get into it: the files hold
@@ -316,7 +288,7 @@ fn prepare_dir(dir: &Path) -> Result<(), String> {
     }
     let mode = meta.mode() & 0o7777;
     if mode & 0o077 != 0 {
-        if meta.uid() != euid() {
+        if meta.uid() != crate::sys::user::euid() {
             return Err(format!(
                 "the auth store directory {} has mode {mode:04o} (open to group or others) and is \
                  owned by uid {}, not by us: refusing to keep tokens there",
@@ -332,11 +304,6 @@ fn prepare_dir(dir: &Path) -> Result<(), String> {
         })?;
     }
     Ok(())
-}
-
-fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
 }
 
 /// The first 32 hex digits of SHA-256(`key`): 128 bits make a collision practically
@@ -361,16 +328,10 @@ fn record_path(dir: &Path, key: &str) -> PathBuf {
 /// the file cannot be swapped between check and read.
 fn read_file(path: &Path, expect: Option<&str>) -> Result<Option<(String, Value)>, String> {
     let shown = path.display();
-    let mut file = match OpenOptions::new()
-        .read(true)
-        // O_NOFOLLOW: a symlink could point at a file others control; O_NONBLOCK: a FIFO must
-        // not hang the open (it is refused below as not a regular file).
-        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-    {
+    let mut file = match crate::sys::fs::open_no_follow(path) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+        Err(e) if crate::sys::fs::is_symlink_refused(&e) => {
             return Err(format!(
                 "refusing the auth record {shown}: it is a symbolic link"
             ))
@@ -385,11 +346,11 @@ fn read_file(path: &Path, expect: Option<&str>) -> Result<Option<(String, Value)
             "refusing the auth record {shown}: it is not a regular file"
         ));
     }
-    if meta.uid() != euid() {
+    if meta.uid() != crate::sys::user::euid() {
         return Err(format!(
             "refusing the auth record {shown}: it is owned by uid {}, not by us (uid {})",
             meta.uid(),
-            euid()
+            crate::sys::user::euid()
         ));
     }
     let mode = meta.mode() & 0o7777;
@@ -438,7 +399,7 @@ fn read_file(path: &Path, expect: Option<&str>) -> Result<Option<(String, Value)
     Ok(Some((key, record)))
 }
 
-/// Writes the record atomically (see `fsx::write_atomic`): a crash leaves the old record or
+/// Writes the record atomically (see `sys::fs::write_atomic`): a crash leaves the old record or
 /// the new one, never a torn file or a rename the disk forgot.
 fn write_file(path: &Path, key: &str, record: &Value) -> Result<(), String> {
     let mut object = Map::new();
@@ -447,13 +408,13 @@ fn write_file(path: &Path, key: &str, record: &Value) -> Result<(), String> {
     let mut bytes = serde_json::to_vec(&Value::Object(object))
         .map_err(|e| format!("cannot encode the auth record for {}: {e}", path.display()))?;
     bytes.push(b'\n');
-    crate::fsx::write_atomic(path, &bytes, 0o600)
+    crate::sys::fs::write_atomic(path, &bytes, 0o600)
 }
 
 /// Deletes a record; one already gone is fine (the outcome asked for).
 fn remove_file(dir: &Path, path: &Path) -> Result<(), String> {
     match fs::remove_file(path) {
-        Ok(()) => crate::fsx::sync_dir(dir),
+        Ok(()) => crate::sys::fs::sync_dir(dir),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(format!(
             "cannot remove the auth record {}: {e}",
@@ -690,7 +651,7 @@ mod tests {
         let tmp = TempDir::new("timeout");
         let store = tmp.store();
         let lock_path = tmp.0.join(format!("{}.lock", file_stem("k")));
-        let holder = crate::fsx::lock(&lock_path, Duration::from_secs(1)).unwrap();
+        let holder = crate::sys::fs::lock(&lock_path, Duration::from_secs(1)).unwrap();
         let start = Instant::now();
         let err = store
             .update_within("k", Duration::from_millis(150), |_| Some(json!(1)))
@@ -702,28 +663,6 @@ mod tests {
         store.update("k", |_| Some(json!(1))).unwrap();
     }
 
-    /// Reads one byte, retrying on EINTR: the number of bytes read (0 at end of file).
-    fn read_byte(fd: libc::c_int) -> isize {
-        let mut byte = 0u8;
-        loop {
-            let n = unsafe { libc::read(fd, (&mut byte as *mut u8).cast(), 1) };
-            if n >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                return n;
-            }
-        }
-    }
-
-    fn wait_child(pid: libc::pid_t) -> libc::c_int {
-        let mut status = 0;
-        loop {
-            let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
-            if rc == pid {
-                return status;
-            }
-            assert_eq!(io::Error::last_os_error().raw_os_error(), Some(libc::EINTR));
-        }
-    }
-
     #[test]
     fn cross_process_lock_sees_the_other_write() {
         let tmp = TempDir::new("fork");
@@ -732,34 +671,29 @@ mod tests {
         // never waits on a once-lock another thread of the harness held at fork time.
         assert_eq!(store.read("k").unwrap(), None);
 
-        let mut fds = [0 as libc::c_int; 2];
-        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
-        let (rd, wr) = (fds[0], fds[1]);
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork failed: {}", io::Error::last_os_error());
-        if pid == 0 {
-            // The child: never return into the test harness, whatever happens.
-            unsafe { libc::close(rd) };
-            let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                store
-                    .update("k", |_| {
-                        let byte = 1u8;
-                        // The lock is held here: tell the parent.
-                        let n = unsafe { libc::write(wr, (&byte as *const u8).cast(), 1) };
-                        std::thread::sleep(Duration::from_millis(300));
-                        (n == 1).then(|| json!({"n": 1}))
-                    })
-                    .is_ok_and(|v| v == Some(json!({"n": 1})))
-            }));
-            unsafe { libc::_exit(if matches!(ok, Ok(true)) { 0 } else { 1 }) };
-        }
-
-        unsafe { libc::close(wr) };
-        let n = read_byte(rd);
-        unsafe { libc::close(rd) };
-        if n != 1 {
-            let status = wait_child(pid);
-            panic!("the child never took the lock (read {n}, wait status {status:#x})");
+        let (rd, wr) = crate::sys::fd::pipe(false).unwrap();
+        let child = crate::sys::process::fork(|| {
+            store
+                .update("k", |_| {
+                    // The lock is held here: tell the parent.
+                    let told = crate::sys::fd::write(&wr, &[1]).is_ok_and(|n| n == 1);
+                    std::thread::sleep(Duration::from_millis(300));
+                    told.then(|| json!({"n": 1}))
+                })
+                .is_ok_and(|v| v == Some(json!({"n": 1})))
+        })
+        .expect("fork");
+        drop(wr);
+        let n = loop {
+            match crate::sys::fd::read(&rd, &mut [0u8; 1]) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        drop(rd);
+        if !matches!(n, Ok(1)) {
+            let status = child.wait();
+            panic!("the child never took the lock (read {n:?}, exit {status:?})");
         }
         let start = Instant::now();
         let got = store.update("k", |cur| {
@@ -767,9 +701,7 @@ mod tests {
             Some(json!({"n": n + 1}))
         });
         let waited = start.elapsed();
-        let status = wait_child(pid);
-        assert!(libc::WIFEXITED(status), "child did not exit: {status:#x}");
-        assert_eq!(libc::WEXITSTATUS(status), 0, "child failed");
+        assert_eq!(child.wait().unwrap(), Some(0), "the child failed");
         assert_eq!(got.unwrap(), Some(json!({"n": 2})));
         assert_eq!(store.read("k").unwrap(), Some(json!({"n": 2})));
         assert!(

@@ -16,12 +16,10 @@
 //! that would find nothing per wake-up; a byte it had not read is left over (`stale`), and the
 //! next pull that finds nothing, or the library's own wait on the pipe, reads it back.
 
-#![deny(clippy::undocumented_unsafe_blocks)]
-
 use parking_lot::{Condvar, Mutex};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 thread_local! {
@@ -114,18 +112,12 @@ impl State {
         if want {
             // A full pipe (impossible with one byte) or a closed reader only means the host
             // stopped watching; nothing to do about either.
-            // SAFETY: writes one byte from a static buffer to a descriptor the queue owns (open while
-            // `pipe` is).
-            let _ = unsafe { libc::write(pipe.write.as_raw_fd(), b"!".as_ptr().cast(), 1) };
+            let _ = crate::sys::fd::write(&pipe.write, b"!");
         } else {
             // The host's own loop may have read the byte already (a Node socket reads eagerly);
             // then this finds nothing, which is fine.
             let mut sink = [0u8; 64];
-            // SAFETY: reads into `sink`, a local buffer of `sink.len()` bytes, from a descriptor the queue
-            // owns (open while `pipe` is).
-            while unsafe { libc::read(pipe.read.as_raw_fd(), sink.as_mut_ptr().cast(), sink.len()) }
-                > 0
-            {}
+            while crate::sys::fd::read(&pipe.read, &mut sink).is_ok_and(|n| n > 0) {}
             self.stale = false;
         }
         self.signalled = want;
@@ -281,12 +273,10 @@ impl EventQueue {
     /// queue is closed (see the module's documentation).
     pub fn readiness_fd(&self) -> std::io::Result<RawFd> {
         let read = self.wake_fd().ok_or_else(std::io::Error::last_os_error)?;
-        // SAFETY: duplicates a descriptor the queue owns and keeps open; the copy is the caller's.
-        let fd = unsafe { libc::fcntl(read, libc::F_DUPFD_CLOEXEC, 0) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(fd)
+        // SAFETY: the queue owns `read` and keeps it open while it lives (its pipe is never
+        // replaced), and `self` lives through this call.
+        let read = unsafe { BorrowedFd::borrow_raw(read) };
+        crate::sys::fd::dup_cloexec(read).map(IntoRawFd::into_raw_fd)
     }
 
     /// Queues the last event and marks the queue closed: once it is drained, every wait returns
@@ -368,18 +358,8 @@ impl EventQueue {
     pub fn wake_fd(&self) -> Option<RawFd> {
         let mut s = self.state.lock();
         if s.pipe.is_none() {
-            let mut fds = [0; 2];
-            // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
-                return None;
-            }
-            // SAFETY: pipe2 just returned these two descriptors, owned by nobody else.
-            s.pipe = Some(unsafe {
-                Pipe {
-                    read: OwnedFd::from_raw_fd(fds[0]),
-                    write: OwnedFd::from_raw_fd(fds[1]),
-                }
-            });
+            let (read, write) = crate::sys::fd::pipe(true).ok()?;
+            s.pipe = Some(Pipe { read, write });
             s.signalled = false;
             s.sync_pipe();
         }
@@ -502,6 +482,7 @@ impl EventQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::FromRawFd;
 
     #[test]
     fn overflow_drops_notifications_not_requests() {
@@ -555,21 +536,27 @@ mod tests {
         assert_eq!(q.state.lock().bytes, 0);
     }
 
-    fn readable(fd: RawFd) -> bool {
-        let mut p = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: `p` is one valid pollfd, for the call only.
-        unsafe { libc::poll(&mut p, 1, 0) == 1 }
+    fn readable(fd: &OwnedFd) -> bool {
+        crate::sys::fd::wait_ready(fd, crate::sys::fd::Ready::Read, Duration::ZERO)
+    }
+
+    /// The host's descriptor, owned by the test.
+    fn readiness(q: &EventQueue) -> OwnedFd {
+        let fd = q.readiness_fd().unwrap();
+        // SAFETY: readiness_fd hands over a new descriptor, owned by nobody else.
+        unsafe { OwnedFd::from_raw_fd(fd) }
+    }
+
+    /// The host's loop reads the byte that woke it.
+    fn read_byte(fd: &OwnedFd) {
+        assert_eq!(crate::sys::fd::read(fd, &mut [0u8; 8]).unwrap(), 1);
     }
 
     #[test]
     fn the_readiness_fd_follows_the_queue() {
         let q = EventQueue::new(10);
         q.push(&json!({"n": 0}), true);
-        let fd = q.readiness_fd().unwrap();
+        let fd = &readiness(&q);
         assert!(readable(fd), "events queued before the fd was asked for");
         assert!(matches!(q.pull(Some(Duration::ZERO)), Pulled::Event(_)));
         assert!(
@@ -591,9 +578,7 @@ mod tests {
         ));
         // A host loop that read the byte itself: the next push still signals.
         q.push(&json!({"n": 3}), true);
-        let mut b = [0u8; 8];
-        // SAFETY: reads at most 8 bytes into the 8-byte `b`, from the test's own descriptor.
-        assert_eq!(unsafe { libc::read(fd, b.as_mut_ptr().cast(), 8) }, 1);
+        read_byte(fd);
         assert!(matches!(q.pull(Some(Duration::ZERO)), Pulled::Event(_)));
         q.push(&json!({"n": 4}), true);
         assert!(readable(fd));
@@ -602,8 +587,6 @@ mod tests {
         assert!(readable(fd), "a closed queue stays readable");
         assert!(matches!(q.pull(Some(Duration::ZERO)), Pulled::Closed));
         assert!(readable(fd));
-        // SAFETY: the test owns `fd` (readiness_fd hands it over) and closes it once.
-        unsafe { libc::close(fd) };
     }
 
     fn lines(q: &EventQueue, max: usize, buf: &mut [u8], edge: bool) -> Lines {
@@ -647,14 +630,12 @@ mod tests {
     #[test]
     fn edge_pulls_leave_the_pipe_to_the_host() {
         let q = EventQueue::new(10);
-        let fd = q.readiness_fd().unwrap();
+        let fd = &readiness(&q);
         let mut buf = [0u8; 64];
         q.push(&json!({"n": 1}), true);
         assert!(readable(fd));
         // The host's loop reads the byte, then takes the event: nothing left to read back.
-        let mut b = [0u8; 8];
-        // SAFETY: reads at most 8 bytes into the 8-byte `b`, from the test's own descriptor.
-        assert_eq!(unsafe { libc::read(fd, b.as_mut_ptr().cast(), 8) }, 1);
+        read_byte(fd);
         assert!(matches!(lines(&q, 8, &mut buf, true), Lines::Taken(8)));
         assert!(!readable(fd));
         // The next event signals again.
@@ -684,8 +665,6 @@ mod tests {
         assert!(readable(fd), "a closed queue stays readable");
         assert_eq!(lines(&q, 8, &mut buf, true), Lines::Closed);
         assert!(readable(fd));
-        // SAFETY: the test owns `fd` (readiness_fd hands it over) and closes it once.
-        unsafe { libc::close(fd) };
     }
 
     #[test]

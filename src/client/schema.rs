@@ -118,44 +118,21 @@ const CHECK_IN_PLACE: usize = 1 << 20;
 /// pointer is not inside the thread's own stack — as under koffi, whose `.async` calls run on a
 /// 128 KiB stack of its own, where an overflow kills the host.
 fn stack_room() -> Option<usize> {
-    #[cfg(target_os = "linux")]
-    {
-        use std::cell::Cell;
-        thread_local! {
-            /// This thread's stack as (lowest address, highest address); (0, 0) when unknown.
-            static BOUNDS: Cell<Option<(usize, usize)>> = const { Cell::new(None) };
-        }
-        let (low, high) = BOUNDS.with(|b| {
-            if let Some(known) = b.get() {
-                return known;
-            }
-            let found = unsafe {
-                let mut attr: libc::pthread_attr_t = std::mem::zeroed();
-                if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
-                    (0, 0)
-                } else {
-                    let mut addr: *mut libc::c_void = std::ptr::null_mut();
-                    let mut size: libc::size_t = 0;
-                    let ok = libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0;
-                    libc::pthread_attr_destroy(&mut attr);
-                    if ok {
-                        (addr as usize, addr as usize + size)
-                    } else {
-                        (0, 0)
-                    }
-                }
-            };
-            b.set(Some(found));
-            found
-        });
-        let marker = 0u8;
-        let here = std::ptr::addr_of!(marker) as usize;
-        (low < here && here < high).then(|| here - low)
+    use std::cell::Cell;
+    thread_local! {
+        /// This thread's stack as (lowest address, highest address); (0, 0) when unknown.
+        static BOUNDS: Cell<Option<(usize, usize)>> = const { Cell::new(None) };
     }
-    #[cfg(not(target_os = "linux"))]
-    {
-        None
-    }
+    let (low, high) = BOUNDS.with(|b| {
+        let known = b
+            .get()
+            .unwrap_or_else(|| crate::sys::thread::stack_bounds().unwrap_or((0, 0)));
+        b.set(Some(known));
+        known
+    });
+    let marker = 0u8;
+    let here = std::ptr::addr_of!(marker) as usize;
+    (low < here && here < high).then(|| here - low)
 }
 
 /// Runs a check here when this thread's stack surely has room for it, else on a spare stack.

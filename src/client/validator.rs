@@ -18,8 +18,7 @@
 
 use once_cell::sync::OnceCell;
 use serde_json::Value;
-use std::ffi::{c_char, c_void, CStr, CString, OsStr};
-use std::os::unix::ffi::OsStrExt;
+use std::ffi::{c_char, c_void, CStr, OsStr};
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 
@@ -34,13 +33,15 @@ type CheckFn =
 type FreeFn = unsafe extern "C" fn(*mut c_void);
 type StringFreeFn = unsafe extern "C" fn(*mut c_char);
 
-/// The companion's functions (its handle is never closed: validators live as long as anyone
-/// holds them, and the library with them).
+/// The companion's functions, and the library they are in (held in a static, so never closed:
+/// validators live as long as anyone holds them, and the library with them; a library refused
+/// while being checked is closed at once).
 struct Companion {
     compile: CompileFn,
     check: CheckFn,
     free: FreeFn,
     string_free: StringFreeFn,
+    _library: libloading::os::unix::Library,
 }
 
 static COMPANION: OnceCell<Result<Companion, String>> = OnceCell::new();
@@ -109,96 +110,61 @@ fn candidates(name: &str) -> Vec<PathBuf> {
 }
 
 /// The folder of the file this code was loaded from: libmcplug itself, or the program that links
-/// the engine (the loader names the main program with an empty name).
+/// the engine.
 fn own_dir() -> Option<PathBuf> {
-    // SAFETY: dladdr only reads the loader's tables; `info` is plain data it fills.
-    let file = unsafe {
-        let mut info: libc::Dl_info = std::mem::zeroed();
-        let here = own_dir as *const c_void;
-        if libc::dladdr(here, &mut info) == 0 || info.dli_fname.is_null() {
-            None
-        } else {
-            Some(PathBuf::from(OsStr::from_bytes(
-                CStr::from_ptr(info.dli_fname).to_bytes(),
-            )))
-        }
-    };
-    let file = match file {
-        Some(f) if !f.as_os_str().is_empty() && f.exists() => f,
+    let file = match crate::sys::dl::own_file() {
+        Some(f) if f.exists() => f,
         _ => std::env::current_exe().ok()?,
     };
     let file = std::fs::canonicalize(&file).unwrap_or(file);
     file.parent().map(Path::to_path_buf)
 }
 
-/// The loader's last error on this thread.
-fn dlerror() -> String {
-    // SAFETY: dlerror's string is valid until the next dl* call on this thread; copied at once.
-    unsafe {
-        let e = libc::dlerror();
-        if e.is_null() {
-            "unknown error".into()
-        } else {
-            CStr::from_ptr(e).to_string_lossy().into_owned()
-        }
-    }
-}
-
+/// Loads the companion at `path` (`RTLD_LOCAL`: its symbols stay its own) and checks that it is
+/// the companion of this version before taking its functions.
 fn open(path: &Path) -> Result<Companion, String> {
-    let c_path = CString::new(path.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+    use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
     // SAFETY: loading a library runs its initialisers; this one is ours (checked below before
     // any of its functions but the two version ones is called).
-    let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-    if handle.is_null() {
-        return Err(dlerror());
+    let lib =
+        unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| e.to_string())?;
+    /// A function of the companion's, by name.
+    ///
+    /// # Safety
+    /// `T` must be the type of the companion's function of that name.
+    unsafe fn function<T: Copy>(lib: &Library, name: &str) -> Result<T, String> {
+        // SAFETY: the caller vouches for `T`; the pointer is copied out of the symbol, and the
+        // library stays loaded as long as the companion (for ever, once accepted).
+        unsafe { lib.get::<T>(name.as_bytes()) }
+            .map(|symbol| *symbol)
+            .map_err(|_| format!("it has no {name}"))
     }
-    let symbol = |name: &CStr| -> Result<*mut c_void, String> {
-        // SAFETY: a lookup in the handle just opened.
-        let p = unsafe { libc::dlsym(handle, name.as_ptr()) };
-        if p.is_null() {
-            Err(format!("it has no {}", name.to_string_lossy()))
-        } else {
-            Ok(p)
+    // SAFETY: each function is the companion's of that name and signature (src/schema/lib.rs),
+    // its interface version checked first.
+    unsafe {
+        let abi: extern "C" fn() -> u32 = function(&lib, "mcplug_schema_abi")?;
+        if abi() != ABI {
+            return Err(format!(
+                "its interface is version {}, this libmcplug speaks {ABI}",
+                abi()
+            ));
         }
-    };
-    let checked = (|| {
-        // SAFETY: each symbol is the companion's function of that name and signature
-        // (src/schema/lib.rs), the interface version checked first.
-        unsafe {
-            let abi: extern "C" fn() -> u32 =
-                std::mem::transmute::<*mut c_void, _>(symbol(c"mcplug_schema_abi")?);
-            if abi() != ABI {
-                return Err(format!(
-                    "its interface is version {}, this libmcplug speaks {ABI}",
-                    abi()
-                ));
-            }
-            let version: extern "C" fn() -> *const c_char =
-                std::mem::transmute::<*mut c_void, _>(symbol(c"mcplug_schema_version")?);
-            let theirs = CStr::from_ptr(version()).to_string_lossy();
-            if theirs != env!("CARGO_PKG_VERSION") {
-                return Err(format!(
-                    "it is version {theirs}, this libmcplug is {}",
-                    env!("CARGO_PKG_VERSION")
-                ));
-            }
-            Ok(Companion {
-                compile: std::mem::transmute::<*mut c_void, CompileFn>(symbol(
-                    c"mcplug_schema_compile",
-                )?),
-                check: std::mem::transmute::<*mut c_void, CheckFn>(symbol(c"mcplug_schema_check")?),
-                free: std::mem::transmute::<*mut c_void, FreeFn>(symbol(c"mcplug_schema_free")?),
-                string_free: std::mem::transmute::<*mut c_void, StringFreeFn>(symbol(
-                    c"mcplug_schema_string_free",
-                )?),
-            })
+        let version: extern "C" fn() -> *const c_char = function(&lib, "mcplug_schema_version")?;
+        let theirs = CStr::from_ptr(version()).to_string_lossy();
+        if theirs != env!("CARGO_PKG_VERSION") {
+            return Err(format!(
+                "it is version {theirs}, this libmcplug is {}",
+                env!("CARGO_PKG_VERSION")
+            ));
         }
-    })();
-    if checked.is_err() {
-        // SAFETY: nothing of it is in use.
-        unsafe { libc::dlclose(handle) };
+        Ok(Companion {
+            compile: function(&lib, "mcplug_schema_compile")?,
+            check: function(&lib, "mcplug_schema_check")?,
+            free: function(&lib, "mcplug_schema_free")?,
+            string_free: function(&lib, "mcplug_schema_string_free")?,
+            _library: lib,
+        })
     }
-    checked
 }
 
 /// A compiled schema (JSON Schema 2020-12 unless its `$schema` names draft 4, 6, 7 or 2019-09;
@@ -211,6 +177,7 @@ pub struct Validator {
 // SAFETY: the companion's validators are immutable once compiled and may be used by many threads
 // at once (jsonschema's `Validator` is Send + Sync).
 unsafe impl Send for Validator {}
+// SAFETY: as for Send: nothing of a compiled validator changes after compiling.
 unsafe impl Sync for Validator {}
 
 impl Validator {
@@ -268,6 +235,7 @@ impl Companion {
         let copy = unsafe { CStr::from_ptr(text) }
             .to_string_lossy()
             .into_owned();
+        // SAFETY: the companion's own string, copied above and freed here, once.
         unsafe { (self.string_free)(text) };
         copy
     }

@@ -117,7 +117,7 @@ fn read(path: &Path, comments: bool) -> Read {
         column: 0,
         message,
     };
-    match crate::fsx::read_regular(path, super::edit::MAX_CONFIG_BYTES) {
+    match crate::sys::fs::read_regular(path, super::edit::MAX_CONFIG_BYTES) {
         Ok(None) => None,
         Ok(Some(bytes)) => Some(match String::from_utf8(bytes) {
             Ok(t) => text::parse(&label, &t, comments),

@@ -2,7 +2,7 @@
 //!
 //! The file is read as a `serde_json::Value` with the crate's `preserve_order` feature, so keys
 //! keep their order and unknown content stays as it was; it is written back pretty-printed (two
-//! spaces, as Claude Code writes these files) atomically (`fsx::write_atomic`: a unique temporary
+//! spaces, as Claude Code writes these files) atomically (`sys::fs::write_atomic`: a unique temporary
 //! file renamed over the original) with the original's permissions, 0600 for a new file
 //! (`~/.claude.json` holds tokens). Each read-modify-write holds a lock shared by every edit of
 //! that file, from any thread or process, so none is lost; a symlinked file is edited at its
@@ -85,7 +85,7 @@ const EDIT_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10
 /// The file's content (an empty object when it does not exist yet) and whether it existed.
 fn load(file: &Path) -> Result<(Value, bool), Error> {
     let config = |m: String| Error::new(ErrorKind::Config, m);
-    let Some(bytes) = crate::fsx::read_regular(file, MAX_CONFIG_BYTES).map_err(config)? else {
+    let Some(bytes) = crate::sys::fs::read_regular(file, MAX_CONFIG_BYTES).map_err(config)? else {
         return Ok((json!({}), false));
     };
     let t = String::from_utf8(bytes).map_err(|e| {
@@ -114,7 +114,7 @@ fn store(file: &Path, v: &Value) -> Result<(), Error> {
     let mode = std::fs::metadata(file)
         .map(|m| m.permissions().mode() & 0o7777)
         .unwrap_or(0o600);
-    crate::fsx::write_atomic(file, text.as_bytes(), mode)
+    crate::sys::fs::write_atomic(file, text.as_bytes(), mode)
         .map_err(|e| Error::new(ErrorKind::Config, e))
 }
 
@@ -126,7 +126,7 @@ fn edit<R>(
     f: impl FnOnce(&mut Value, bool) -> Result<(R, bool), Error>,
 ) -> Result<R, Error> {
     let config = |m: String| Error::new(ErrorKind::Config, m);
-    let file = crate::fsx::resolve(&t.file).map_err(config)?;
+    let file = crate::sys::fs::resolve(&t.file).map_err(config)?;
     let dir = file.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| {
         config(format!(
@@ -138,7 +138,7 @@ fn edit<R>(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let _lock = crate::fsx::lock(&dir.join(format!(".{name}.mcplug-lock")), EDIT_LOCK_TIMEOUT)
+    let _lock = crate::sys::fs::lock(&dir.join(format!(".{name}.mcplug-lock")), EDIT_LOCK_TIMEOUT)
         .map_err(config)?;
     let (mut root, existed) = load(&file)?;
     let (r, write) = f(&mut root, existed)?;

@@ -11,6 +11,9 @@
 //! other. Every function may be called from any thread; a validator may be used by many threads
 //! at once. Nothing panics across the boundary (a panic becomes an error).
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 use jsonschema::{Retrieve, Uri, Validator};
 use serde_json::{json, Value};
 use std::ffi::{c_char, CString};
@@ -169,6 +172,7 @@ unsafe fn text_arg<'a>(text: *const u8, len: usize) -> Result<&'a str, String> {
     if text.is_null() {
         return Err("no text (NULL)".into());
     }
+    // SAFETY: not NULL, and the caller vouches for `len` readable bytes.
     let bytes = unsafe { std::slice::from_raw_parts(text, len) };
     std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))
 }
@@ -186,6 +190,7 @@ pub unsafe extern "C" fn mcplug_schema_compile(
     error: *mut *mut c_char,
 ) -> *mut Validator {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the caller vouches for `text` and `len` (this function's contract).
         compile(unsafe { text_arg(text, len) }?)
     }))
     .unwrap_or_else(|p| Err(panicked(p)));
@@ -193,6 +198,7 @@ pub unsafe extern "C" fn mcplug_schema_compile(
         Ok(v) => Box::into_raw(Box::new(v)),
         Err(why) => {
             if !error.is_null() {
+                // SAFETY: not NULL, and writable by this function's contract.
                 unsafe { *error = owned(why) };
             }
             std::ptr::null_mut()
@@ -218,7 +224,9 @@ pub unsafe extern "C" fn mcplug_schema_check(
     out: *mut *mut c_char,
 ) -> i32 {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: NULL or a live validator of ours (this function's contract).
         let v = unsafe { validator.as_ref() }.ok_or("no validator (NULL)")?;
+        // SAFETY: the caller vouches for `instance` and `len`.
         check(v, unsafe { text_arg(instance, len) }?, max)
     }))
     .unwrap_or_else(|p| Err(panicked(p)));
@@ -228,6 +236,7 @@ pub unsafe extern "C" fn mcplug_schema_check(
         Err(why) => (-1, why),
     };
     if !out.is_null() {
+        // SAFETY: not NULL, and writable by this function's contract.
         unsafe { *out = owned(text) };
     }
     status
@@ -240,6 +249,7 @@ pub unsafe extern "C" fn mcplug_schema_check(
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_schema_free(validator: *mut Validator) {
     if !validator.is_null() {
+        // SAFETY: a validator of ours, not freed before (this function's contract).
         drop(unsafe { Box::from_raw(validator) });
     }
 }
@@ -251,6 +261,7 @@ pub unsafe extern "C" fn mcplug_schema_free(validator: *mut Validator) {
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_schema_string_free(text: *mut c_char) {
     if !text.is_null() {
+        // SAFETY: a string of ours, not freed before (this function's contract).
         drop(unsafe { CString::from_raw(text) });
     }
 }
@@ -261,7 +272,9 @@ mod tests {
     use std::ffi::CStr;
 
     fn take(s: *mut c_char) -> String {
+        // SAFETY: live buffers of the test, and pointers these functions returned, each freed once.
         let text = unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned();
+        // SAFETY: live buffers of the test, and pointers these functions returned, each freed once.
         unsafe { mcplug_schema_string_free(s) };
         text
     }
@@ -270,17 +283,20 @@ mod tests {
     fn compiles_checks_and_reports_through_the_c_functions() {
         let schema = br#"{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}"#;
         let mut err = std::ptr::null_mut();
+        // SAFETY: live buffers of the test, and pointers these functions returned, each freed once.
         let v = unsafe { mcplug_schema_compile(schema.as_ptr(), schema.len(), &mut err) };
         assert!(!v.is_null() && err.is_null());
         let mut out = std::ptr::null_mut();
         let good = br#"{"n": 3}"#;
         assert_eq!(
+            // SAFETY: live buffers of the test, and pointers these functions returned, each freed once.
             unsafe { mcplug_schema_check(v, good.as_ptr(), good.len(), 8, &mut out) },
             1
         );
         assert!(out.is_null());
         let bad = br#"{"n": "x"}"#;
         assert_eq!(
+            // SAFETY: live buffers of the test, and pointers these functions returned, each freed once.
             unsafe { mcplug_schema_check(v, bad.as_ptr(), bad.len(), 8, &mut out) },
             0
         );
@@ -289,10 +305,12 @@ mod tests {
         assert!(found[0]["message"].as_str().unwrap().contains("integer"));
         let broken = b"{";
         assert_eq!(
+            // SAFETY: live buffers of the test, and pointers these functions returned, each freed once.
             unsafe { mcplug_schema_check(v, broken.as_ptr(), 1, 8, &mut out) },
             -1
         );
         assert!(take(out).contains("EOF"));
+        // SAFETY: live buffers of the test, and pointers these functions returned, each freed once.
         unsafe { mcplug_schema_free(v) };
     }
 
@@ -308,12 +326,14 @@ mod tests {
             (b"\xff", "not UTF-8"),
         ] {
             let mut err = std::ptr::null_mut();
+            // SAFETY: live buffers of the test, and pointers these functions returned, each freed once.
             let v = unsafe { mcplug_schema_compile(schema.as_ptr(), schema.len(), &mut err) };
             assert!(v.is_null());
             let message = take(err);
             assert!(message.contains(why), "{message}");
         }
         assert_eq!(mcplug_schema_abi(), ABI);
+        // SAFETY: live buffers of the test, and pointers these functions returned, each freed once.
         let version = unsafe { CStr::from_ptr(mcplug_schema_version()) };
         assert_eq!(version.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
     }

@@ -9,9 +9,11 @@
 use super::stdio_read::SharedReader;
 use super::{BoxFuture, Drive, Inbound, Transport};
 use crate::error::Error;
+use crate::sys::{self, process::Signal};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{IntoRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -116,7 +118,6 @@ impl Started {
     /// stdout (tokio's would be registered with the reactor first, and the first write would wait
     /// for it: see `StdinPipe`).
     pub fn start(config: &StdioConfig) -> Result<Started, Error> {
-        use std::os::unix::process::CommandExt;
         let (stdin_theirs, stdin_ours) = pipe_pair("stdin")?;
         let (stdout_ours, stdout_theirs) = pipe_pair("stdout")?;
         let mut cmd = std::process::Command::new(&config.command);
@@ -168,30 +169,14 @@ impl Started {
 fn spawn_bound_to_us(mut cmd: std::process::Command) -> std::io::Result<std::process::Child> {
     #[cfg(target_os = "linux")]
     {
-        use std::os::unix::process::CommandExt;
         type Job = (
             std::process::Command,
             std::sync::mpsc::SyncSender<std::io::Result<std::process::Child>>,
         );
-        // SAFETY: getpid has no preconditions.
-        let parent = unsafe { libc::getpid() };
-        // SAFETY: the closure runs in the child between fork and exec and calls only
-        // async-signal-safe functions (prctl, getppid, _exit).
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if libc::getppid() != parent {
-                    libc::_exit(1); // the parent died before the signal was asked for
-                }
-                Ok(())
-            });
-        }
+        sys::process::die_with_parent(&mut cmd);
         // The main thread lives as long as the process: it forks itself (no thread hop, no
         // spawner thread to start — a C host's first connect is a cold start that counts).
-        // SAFETY: gettid and getpid have no preconditions.
-        if unsafe { libc::gettid() == libc::getpid() } {
+        if sys::process::on_main_thread() {
             let child = cmd.spawn();
             drop(cmd);
             return child;
@@ -251,8 +236,7 @@ impl Drop for Started {
 
 /// Kills a server that never got its reaper, with its group, and waits for it.
 fn kill_and_reap(pgid: i32, mut child: std::process::Child) {
-    // SAFETY: signals our own child's process group.
-    unsafe { libc::killpg(pgid, libc::SIGKILL) };
+    let _ = sys::process::signal_group(pgid, Signal::KILL);
     let _ = child.wait();
 }
 
@@ -411,15 +395,12 @@ impl StdioTransport {
     }
 
     fn group_alive(&self) -> bool {
-        self.pgid > 0 && unsafe { libc::killpg(self.pgid, 0) } == 0
+        sys::process::group_alive(self.pgid)
     }
 
-    fn signal_group(&self, signal: i32) {
-        if self.pgid > 0 {
-            unsafe {
-                libc::killpg(self.pgid, signal);
-            }
-        }
+    fn signal_group(&self, signal: Signal) {
+        // An error means the group is gone already (or never was: pgid 0).
+        let _ = sys::process::signal_group(self.pgid, signal);
     }
 
     async fn wait_exit(&self, limit: Duration) -> bool {
@@ -472,7 +453,7 @@ impl Transport for StdioTransport {
     }
 
     fn send_now(&self, message: &[u8]) -> bool {
-        if message.len() > libc::PIPE_BUF {
+        if message.len() > sys::fd::PIPE_BUF {
             return false;
         }
         // Busy (another writer, or one waiting) or closed: the ordinary path waits its turn or
@@ -505,18 +486,18 @@ impl Transport for StdioTransport {
             let mut exited = self.wait_exit(self.grace).await;
             // 2. and 3. Then the whole group: SIGTERM, then SIGKILL.
             if !exited {
-                self.signal_group(libc::SIGTERM);
+                self.signal_group(Signal::TERM);
                 exited = self.wait_exit(self.grace).await;
             }
             if !exited {
-                self.signal_group(libc::SIGKILL);
+                self.signal_group(Signal::KILL);
                 self.wait_exit(Duration::from_secs(5)).await;
             }
             // The leader is gone; anything it left behind in its group goes the same way.
             if self.group_alive() {
-                self.signal_group(libc::SIGTERM);
+                self.signal_group(Signal::TERM);
                 if !self.wait_group_gone(self.grace).await {
-                    self.signal_group(libc::SIGKILL);
+                    self.signal_group(Signal::KILL);
                     self.wait_group_gone(Duration::from_secs(2)).await;
                 }
             }
@@ -590,17 +571,19 @@ impl Transport for StdioTransport {
 
     fn host_reader(&self) -> Option<Result<std::os::fd::RawFd, Error>> {
         self.start_tasks();
-        Some(self.reader.host_take().and_then(|()| {
-            let fd = unsafe { libc::fcntl(self.reader.fd(), libc::F_DUPFD_CLOEXEC, 0) };
-            if fd < 0 {
-                let e = std::io::Error::last_os_error();
-                self.reader.host_release();
-                return Err(Error::transport(format!(
-                    "cannot give the host a descriptor of the server's stdout: {e}"
-                )));
-            }
-            Ok(fd)
-        }))
+        Some(
+            self.reader
+                .host_take()
+                .and_then(|()| match sys::fd::dup_cloexec(self.reader.fd()) {
+                    Ok(fd) => Ok(fd.into_raw_fd()),
+                    Err(e) => {
+                        self.reader.host_release();
+                        Err(Error::transport(format!(
+                            "cannot give the host a descriptor of the server's stdout: {e}"
+                        )))
+                    }
+                }),
+        )
     }
 
     fn feed(&self, data: &[u8]) {
@@ -621,7 +604,7 @@ impl Drop for StdioTransport {
     fn drop(&mut self) {
         // A backstop for a transport dropped without close(): never leave the server running.
         if !self.closing.load(Ordering::SeqCst) && self.exit.borrow().is_none() {
-            self.signal_group(libc::SIGKILL);
+            self.signal_group(Signal::KILL);
         }
         // Never used: the reaper must still reap it.
         self.start_tasks();
@@ -645,16 +628,12 @@ async fn reap_with(mut child: std::process::Child, pidfd: bool) -> Exit {
         (None, Some(sig)) => Exit::Signal(sig),
         _ => Exit::Unknown,
     };
-    // SAFETY: pidfd_open on our own child, which is not reaped before this function reaps it.
-    let pidfd = match pidfd {
-        true => unsafe { libc::syscall(libc::SYS_pidfd_open, child.id() as libc::pid_t, 0) },
-        false => -1,
-    };
-    let watched = (pidfd >= 0)
-        // SAFETY: a new descriptor that nobody else owns.
-        .then(|| unsafe { OwnedFd::from_raw_fd(pidfd as i32) })
-        // SAFETY: the AsyncFd owns the descriptor, registered until it is dropped with it.
+    // Our own child, which nothing reaps before this function does.
+    let watched = pidfd
+        .then(|| sys::process::pidfd(&child).ok())
+        .flatten()
         .and_then(|fd| {
+            // SAFETY: the AsyncFd owns the descriptor, registered until it is dropped with it.
             unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.ok()
         });
     let Some(fd) = watched else {
@@ -729,11 +708,9 @@ struct StdinPipe {
 
 impl StdinPipe {
     fn new(fd: OwnedFd) -> Result<Self, Error> {
-        // SAFETY: fcntl on a descriptor we own.
-        unsafe {
-            let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-            libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
-        }
+        sys::fd::set_nonblocking(&fd, true).map_err(|e| {
+            Error::transport(format!("cannot make the server's stdin non-blocking: {e}"))
+        })?;
         // SAFETY: the AsyncFd owns the descriptor, so it stays open for as long as it is
         // registered (the registration goes before the descriptor is closed).
         let fd = unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::WRITABLE) }
@@ -745,30 +722,29 @@ impl StdinPipe {
     /// the write failed: the ordinary path then says why). Only for `buf` of at most
     /// `PIPE_BUF` bytes, which a pipe takes whole or not at all.
     fn write_now(&mut self, buf: &[u8]) -> Option<()> {
-        debug_assert!(buf.len() <= libc::PIPE_BUF);
+        debug_assert!(buf.len() <= sys::fd::PIPE_BUF);
         loop {
-            // SAFETY: a write of our own live buffer to our own descriptor.
-            let n = unsafe { libc::write(self.fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
-            if n >= 0 {
-                // A pipe writes up to PIPE_BUF bytes atomically: all of them.
-                debug_assert_eq!(n as usize, buf.len());
-                return (n as usize == buf.len()).then_some(());
-            }
-            if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                return None;
+            match sys::fd::write(self.fd.get_ref(), buf) {
+                Ok(n) => {
+                    // A pipe writes up to PIPE_BUF bytes atomically: all of them.
+                    debug_assert_eq!(n, buf.len());
+                    return (n == buf.len()).then_some(());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
             }
         }
     }
 
     async fn write_all(&mut self, mut buf: &[u8]) -> std::io::Result<()> {
         while !buf.is_empty() {
-            // SAFETY: a write of our own live buffer to our own descriptor.
-            let n = unsafe { libc::write(self.fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
-            if n >= 0 {
-                buf = &buf[n as usize..];
-                continue;
-            }
-            let err = std::io::Error::last_os_error();
+            let err = match sys::fd::write(self.fd.get_ref(), buf) {
+                Ok(n) => {
+                    buf = &buf[n..];
+                    continue;
+                }
+                Err(err) => err,
+            };
             match err.kind() {
                 std::io::ErrorKind::Interrupted => {}
                 std::io::ErrorKind::WouldBlock => {
@@ -785,16 +761,8 @@ impl StdinPipe {
 
 /// A pipe (close-on-exec, blocking): its read end, then its write end.
 fn pipe_pair(what: &str) -> Result<(OwnedFd, OwnedFd), Error> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills the two descriptors, which nobody else owns.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(Error::transport(format!(
-            "cannot make a pipe for the server's {what}: {}",
-            std::io::Error::last_os_error()
-        )));
-    }
-    // SAFETY: as above.
-    unsafe { Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))) }
+    sys::fd::pipe(false)
+        .map_err(|e| Error::transport(format!("cannot make a pipe for the server's {what}: {e}")))
 }
 
 #[cfg(test)]
@@ -810,8 +778,7 @@ mod tests {
     }
 
     fn gone(pid: i32) -> bool {
-        // SAFETY: signal 0 only asks whether the process exists.
-        unsafe { libc::kill(pid, 0) != 0 }
+        !sys::process::alive(pid)
     }
 
     #[test]
@@ -836,7 +803,10 @@ mod tests {
             crate::runtime::block_on(reap(child))
         };
         assert_eq!(code(&["exit 7"]), Exit::Code(7));
-        assert_eq!(code(&["kill -TERM $$"]), Exit::Signal(libc::SIGTERM));
+        assert_eq!(
+            code(&["kill -TERM $$"]),
+            Exit::Signal(Signal::TERM.as_raw())
+        );
     }
 
     #[test]
@@ -893,10 +863,8 @@ mod tests {
         let mut filler = vec![b' '; 4096];
         let mut filled = line.len();
         loop {
-            let n =
-                unsafe { libc::write(stdin.fd.as_raw_fd(), filler.as_ptr().cast(), filler.len()) };
-            if n > 0 {
-                filled += n as usize;
+            if let Ok(n) = sys::fd::write(stdin.fd.get_ref(), &filler) {
+                filled += n;
             } else if filler.len() > 1 {
                 filler.truncate(filler.len() / 2);
             } else {
@@ -907,15 +875,9 @@ mod tests {
         let mut buf = vec![0u8; filled + 64];
         let mut read = 0;
         while read < filled {
-            let n = unsafe {
-                libc::read(
-                    theirs.as_raw_fd(),
-                    buf[read..].as_mut_ptr().cast(),
-                    buf.len() - read,
-                )
-            };
+            let n = sys::fd::read(&theirs, &mut buf[read..]).expect("reading back");
             assert!(n > 0, "reading back what was written");
-            read += n as usize;
+            read += n;
         }
         assert_eq!(read, filled, "nothing of the refused line was written");
         assert!(buf[..read].starts_with(line));

@@ -22,8 +22,9 @@
 use super::stdio_wake::Blocked;
 use super::{Drive, Inbound};
 use crate::error::Error;
+use crate::sys;
 use parking_lot::Mutex;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Weak;
 use std::time::Duration;
@@ -89,12 +90,11 @@ impl AsRawFd for FdRef {
 
 impl SharedReader {
     pub(crate) fn new(fd: OwnedFd, sink: Weak<dyn Inbound>, max: usize) -> Self {
-        unsafe {
-            let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-            libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
-        }
+        // Only the runtime's reactor and the polls below wait on this description. (Failing,
+        // which a pipe's does not, would only make a read wait for data.)
+        let _ = sys::fd::set_nonblocking(&fd, true);
         SharedReader {
-            blocked: Blocked::open(fd.as_raw_fd()),
+            blocked: Blocked::open(fd.as_fd()),
             fd,
             state: Mutex::new(ReadState {
                 chunk: Vec::with_capacity(READ_CHUNK),
@@ -115,8 +115,8 @@ impl SharedReader {
         }
     }
 
-    pub(crate) fn fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 
     pub(crate) fn baton(&self) -> &Notify {
@@ -207,7 +207,8 @@ impl SharedReader {
     /// stdout for up to `wait` (a blocking read the waker ends, or poll then read when the host's
     /// wake descriptor `also` must be watched too) and delivers what came. With several callers the
     /// background task reads (one runtime thread serving them all beats a relay of callers
-    /// handing the pipe to each other). Returns the end of the stream when it saw it.
+    /// handing the pipe to each other). Returns the end of the stream when it saw it. `also` must
+    /// stay open until this returns.
     pub(crate) fn drive(&self, wait: Duration, also: Option<RawFd>) -> (Drive, Option<End>) {
         if self.is_finished() {
             return (Drive::Finished, None);
@@ -231,22 +232,12 @@ impl SharedReader {
                 outcome
             }
             None => {
-                let mut pfd = [
-                    libc::pollfd {
-                        fd: self.fd.as_raw_fd(),
-                        events: libc::POLLIN,
-                        revents: 0,
-                    },
-                    libc::pollfd {
-                        fd: also.unwrap_or(-1),
-                        events: libc::POLLIN,
-                        revents: 0,
-                    },
-                ];
-                let ms = wait.as_millis().min(i32::MAX as u128) as i32;
-                let count = if also.is_some() { 2 } else { 1 };
-                let ready = unsafe { libc::poll(pfd.as_mut_ptr(), count, ms) };
-                if ready <= 0 || pfd[0].revents == 0 {
+                let also = also.map(|fd| {
+                    // SAFETY: the caller's descriptor stays open through this call (see
+                    // `drive`'s contract); it is only polled.
+                    unsafe { BorrowedFd::borrow_raw(fd) }
+                });
+                if !sys::fd::wait_readable(self.fd.as_fd(), also, wait) {
                     return (Drive::Turned, None);
                 }
                 // One read: poll is level-triggered, so what is left is found on the next turn,
@@ -434,31 +425,27 @@ impl SharedReader {
     /// triggered; a short read says it is empty), delivering every complete line. `Some` at the end of the stream or on a fatal
     /// error.
     fn read_some(&self, state: &mut ReadState, drain: bool) -> Option<End> {
-        self.read_from(self.fd.as_raw_fd(), state, drain)
+        self.read_from(self.fd.as_fd(), state, drain)
     }
 
     /// [`SharedReader::read_some`] from `fd` (the non-blocking descriptor, or the blocking one).
-    fn read_from(&self, fd: RawFd, state: &mut ReadState, drain: bool) -> Option<End> {
+    fn read_from(&self, fd: BorrowedFd<'_>, state: &mut ReadState, drain: bool) -> Option<End> {
         let ReadState { chunk, partial } = state;
         loop {
             let room = chunk.capacity();
-            // SAFETY: `read` writes at most `room` bytes into the vector's spare capacity.
-            let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), room) };
-            if n == 0 {
-                return Some(Error::closed("the server closed its stdout"));
-            }
-            if n < 0 {
-                let err = std::io::Error::last_os_error();
-                return match err.kind() {
-                    std::io::ErrorKind::WouldBlock => None,
-                    std::io::ErrorKind::Interrupted => continue,
-                    _ => Some(Error::transport(format!(
-                        "reading the server's stdout failed: {err}"
-                    ))),
-                };
-            }
-            // SAFETY: `read` initialised the first `n` bytes (n <= room).
-            unsafe { chunk.set_len(n as usize) };
+            let n = match sys::fd::read_spare(fd, chunk) {
+                Ok(0) => return Some(Error::closed("the server closed its stdout")),
+                Ok(n) => n,
+                Err(err) => {
+                    return match err.kind() {
+                        std::io::ErrorKind::WouldBlock => None,
+                        std::io::ErrorKind::Interrupted => continue,
+                        _ => Some(Error::transport(format!(
+                            "reading the server's stdout failed: {err}"
+                        ))),
+                    }
+                }
+            };
             let end = self.lines(partial, chunk);
             chunk.clear();
             if end.is_some() {
@@ -467,7 +454,7 @@ impl SharedReader {
             // A pipe's read returns all it holds up to the size asked for: a short read left it
             // empty, and whatever the server writes next is a new readiness edge. Reading again
             // would only find EAGAIN (one syscall per answer).
-            if !drain || (n as usize) < room {
+            if !drain || n < room {
                 return None;
             }
         }

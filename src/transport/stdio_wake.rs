@@ -14,10 +14,10 @@
 //! the one the thread already sleeps until, so announcing it is two atomic operations. The thread
 //! wakes about once per drive slice, finds nobody due, and sleeps again.
 
+use crate::sys::fd::{self, ProcPath};
 use once_cell::sync::Lazy;
 use parking_lot::{Condvar, Mutex};
-use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -33,7 +33,7 @@ pub(crate) struct Blocked {
     /// for the runtime's reactor). Owned here, so that the waker, which opens the pipe for
     /// writing through its number, never opens a number reused by something else.
     fd: OwnedFd,
-    path: CString,
+    path: ProcPath,
     /// Until when the reader reads (ns on the waker's clock); 0 when it does not.
     until: AtomicU64,
     /// Wake bytes written and not yet seen by the reader (it drops them from what it reads).
@@ -43,56 +43,27 @@ pub(crate) struct Blocked {
 impl Blocked {
     /// A blocking description of the pipe whose read end is `read_fd`, if this system lets us
     /// both open it and open it for writing through /proc (else the reader polls, as before).
-    pub(crate) fn open(read_fd: RawFd) -> Option<Arc<Blocked>> {
-        let path = proc_fd_path(read_fd);
-        // O_NONBLOCK for the open only: opening a pipe for reading would wait for a writer.
-        let fd = unsafe {
-            libc::open(
-                path.as_ptr(),
-                libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
+    pub(crate) fn open(read_fd: BorrowedFd<'_>) -> Option<Arc<Blocked>> {
+        // Non-blocking for the open only: opening a pipe for reading would wait for a writer.
+        let fd = ProcPath::of(read_fd).open(false).ok()?;
+        if !fd::same_pipe(read_fd, fd.as_fd()) || fd::set_nonblocking(&fd, false).is_err() {
             return None;
-        }
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        if !same_pipe(read_fd, fd.as_raw_fd()) {
-            return None;
-        }
-        unsafe {
-            let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-            if flags < 0
-                || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0
-            {
-                return None;
-            }
         }
         let blocked = Blocked {
-            path: proc_fd_path(fd.as_raw_fd()),
+            path: ProcPath::of(fd.as_fd()),
             fd,
             until: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
         };
-        let writer = blocked.open_write()?;
-        unsafe { libc::close(writer) };
+        drop(blocked.path.open(true).ok()?);
         let blocked = Arc::new(blocked);
         watch(&blocked);
         Some(blocked)
     }
 
     /// The blocking descriptor to read from.
-    pub(crate) fn fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
-    }
-
-    fn open_write(&self) -> Option<RawFd> {
-        let fd = unsafe {
-            libc::open(
-                self.path.as_ptr(),
-                libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
-            )
-        };
-        (fd >= 0).then_some(fd)
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 
     /// The reader is about to block for at most `wait`; false when no waker can end the read
@@ -127,20 +98,21 @@ impl Blocked {
         let _ = self.wake();
     }
 
-    /// Writes the wake byte; false when it could not (then the reader is either not blocked — a
-    /// full pipe has data to read — or the waker tries again shortly).
-    fn wake(&self) -> bool {
-        let Some(fd) = self.open_write() else {
-            return false;
-        };
+    /// Writes the wake byte through a write end opened for it alone; an error when it could not
+    /// (then the reader is either not blocked — a full pipe has data to read — or the waker tries
+    /// again shortly).
+    fn wake(&self) -> std::io::Result<()> {
+        let writer = self.path.open(true)?;
         self.in_flight.fetch_add(1, Ordering::SeqCst);
-        let n = unsafe { libc::write(fd, [WAKE_BYTE].as_ptr().cast(), 1) };
-        unsafe { libc::close(fd) };
-        if n != 1 {
+        let written = fd::write(&writer, &[WAKE_BYTE]);
+        drop(writer);
+        if !matches!(written, Ok(1)) {
             self.in_flight.fetch_sub(1, Ordering::SeqCst);
-            return false;
+            return Err(written
+                .err()
+                .unwrap_or_else(|| std::io::Error::other("nothing written")));
         }
-        true
+        Ok(())
     }
 
     /// Drops the wake bytes from `data`; `None` when there were none (the common case: no wake
@@ -158,27 +130,6 @@ impl Blocked {
                 Some(n.saturating_sub(seen))
             });
         Some(kept)
-    }
-}
-
-/// The /proc path that opens what descriptor `fd` names (for a pipe: a new description of it).
-fn proc_fd_path(fd: RawFd) -> CString {
-    CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL in a path")
-}
-
-/// Both descriptors name the same pipe.
-fn same_pipe(a: RawFd, b: RawFd) -> bool {
-    let stat = |fd: RawFd| {
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(st)
-    };
-    match (stat(a), stat(b)) {
-        (Some(x), Some(y)) => {
-            x.st_mode & libc::S_IFMT == libc::S_IFIFO
-                && x.st_ino == y.st_ino
-                && x.st_dev == y.st_dev
-        }
-        _ => false,
     }
 }
 
@@ -210,8 +161,7 @@ static WAKER: Lazy<Waker> = Lazy::new(|| Waker {
 });
 
 fn open_spare() -> Option<OwnedFd> {
-    let fd = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+    fd::open_dev_null().ok()
 }
 
 impl Waker {
@@ -227,18 +177,16 @@ impl Waker {
 
     /// Wakes `b`'s read; when the process is out of descriptors, with the spare one.
     fn wake(&self, b: &Blocked) -> bool {
-        if b.wake() {
-            return true;
-        }
-        let errno = std::io::Error::last_os_error().raw_os_error();
-        if !matches!(errno, Some(libc::EMFILE) | Some(libc::ENFILE)) {
-            return false;
+        match b.wake() {
+            Ok(()) => return true,
+            Err(e) if fd::out_of_descriptors(&e) => {}
+            Err(_) => return false,
         }
         let mut spare = self.spare.lock();
         if spare.take().is_none() {
             return false;
         }
-        let woken = b.wake();
+        let woken = b.wake().is_ok();
         *spare = open_spare();
         woken
     }
@@ -321,15 +269,18 @@ mod tests {
     use super::*;
 
     fn pipe() -> (OwnedFd, OwnedFd) {
-        let mut fds = [0; 2];
-        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
-        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+        fd::pipe(false).unwrap()
+    }
+
+    /// One read of the blocking description: the count.
+    fn read(b: &Blocked, buf: &mut [u8]) -> usize {
+        fd::read(b.fd(), buf).unwrap()
     }
 
     #[test]
     fn wake_bytes_are_dropped_only_while_in_flight() {
         let (r, _w) = pipe();
-        let b = Blocked::open(r.as_raw_fd()).expect("a pipe can be reopened through /proc");
+        let b = Blocked::open(r.as_fd()).expect("a pipe can be reopened through /proc");
         let data = [b'{', WAKE_BYTE, b'}', b'\n'];
         // None in flight: the data is passed as it is (a server's own 0xFF is its error to report).
         assert!(b.strip(&data).is_none());
@@ -346,7 +297,7 @@ mod tests {
         let before = WAKER.readers.lock().len();
         for _ in 0..50 {
             let (r, _w) = pipe();
-            drop(Blocked::open(r.as_raw_fd()).expect("a pipe can be reopened through /proc"));
+            drop(Blocked::open(r.as_fd()).expect("a pipe can be reopened through /proc"));
         }
         // Other tests may hold a reader or two meanwhile; 50 dropped ones must not stay.
         assert!(WAKER.readers.lock().len() <= before + 3);
@@ -355,7 +306,7 @@ mod tests {
     #[test]
     fn another_thread_ends_a_blocked_read_at_once() {
         let (r, _w) = pipe();
-        let b = Blocked::open(r.as_raw_fd()).expect("a pipe can be reopened through /proc");
+        let b = Blocked::open(r.as_fd()).expect("a pipe can be reopened through /proc");
         assert!(b.usable());
         let t = Instant::now();
         assert!(b.begin(Duration::from_secs(10)));
@@ -367,7 +318,7 @@ mod tests {
             })
         };
         let mut buf = [0u8; 16];
-        let n = unsafe { libc::read(b.fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        let n = read(&b, &mut buf);
         b.end();
         other.join().unwrap();
         assert_eq!(n, 1);
@@ -377,7 +328,7 @@ mod tests {
         // Woken before the read began: the byte waits in the pipe and ends the read at once.
         b.wake_now();
         assert!(b.begin(Duration::from_secs(10)));
-        let n = unsafe { libc::read(b.fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        let n = read(&b, &mut buf);
         b.end();
         assert_eq!(n, 1);
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
@@ -386,11 +337,11 @@ mod tests {
     #[test]
     fn a_blocked_read_of_a_pipe_is_woken_at_its_deadline() {
         let (r, w) = pipe();
-        let b = Blocked::open(r.as_raw_fd()).expect("a pipe can be reopened through /proc");
+        let b = Blocked::open(r.as_fd()).expect("a pipe can be reopened through /proc");
         let t = Instant::now();
         assert!(b.begin(Duration::from_millis(30)));
         let mut buf = [0u8; 16];
-        let n = unsafe { libc::read(b.fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        let n = read(&b, &mut buf);
         b.end();
         assert_eq!(n, 1);
         assert_eq!(buf[0], WAKE_BYTE);
@@ -402,15 +353,12 @@ mod tests {
         assert_eq!(b.strip(&buf[..1]).as_deref(), Some(&b""[..]));
         // The server's data still comes through the blocking descriptor, and its end too: the
         // waker holds no write end open.
-        assert_eq!(
-            unsafe { libc::write(w.as_raw_fd(), b"{}\n".as_ptr().cast(), 3) },
-            3
-        );
+        assert_eq!(fd::write(&w, b"{}\n").unwrap(), 3);
         drop(w);
         assert!(b.begin(Duration::from_secs(5)));
-        let n = unsafe { libc::read(b.fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        assert_eq!(&buf[..n as usize], b"{}\n");
-        let n = unsafe { libc::read(b.fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        let n = read(&b, &mut buf);
+        assert_eq!(&buf[..n], b"{}\n");
+        let n = read(&b, &mut buf);
         b.end();
         assert_eq!(n, 0, "the end of the stream");
         assert!(t.elapsed() < Duration::from_secs(5));

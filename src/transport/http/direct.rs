@@ -30,6 +30,7 @@ mod response;
 
 use super::HttpTransport;
 use crate::error::Error;
+use crate::sys::{self, fd::Ready};
 use crate::transport::remote::{self, Outgoing};
 use parking_lot::Mutex;
 use reqwest::header::HeaderMap;
@@ -38,7 +39,6 @@ pub use response::fuzz_response;
 use response::{Framing, Parsed, Payload, Reading, Sse, OVER_LIMIT};
 use std::io::{ErrorKind as IoKind, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::ThreadId;
@@ -364,7 +364,7 @@ impl Direct {
                         continue;
                     }
                 }
-            } else if age >= CHECK_AFTER && closed_by_peer(&pool[i].sock) {
+            } else if age >= CHECK_AFTER && sys::net::closed_by_peer(&pool[i].sock) {
                 pool.swap_remove(i);
                 continue;
             }
@@ -427,49 +427,10 @@ impl Direct {
     }
 }
 
-/// Whether the server closed (or wrote on) an idle connection: it cannot take a request.
-fn closed_by_peer(sock: &TcpStream) -> bool {
-    let mut byte = [0u8; 1];
-    let n = unsafe {
-        libc::recv(
-            sock.as_raw_fd(),
-            byte.as_mut_ptr().cast(),
-            1,
-            libc::MSG_PEEK | libc::MSG_DONTWAIT,
-        )
-    };
-    !(n < 0 && std::io::Error::last_os_error().kind() == IoKind::WouldBlock)
-}
-
-/// Waits up to `wait` for `sock` to become readable (`POLLIN`) or writable (`POLLOUT`).
-fn wait_for(sock: &TcpStream, events: libc::c_short, wait: Duration) -> bool {
-    let mut pfd = libc::pollfd {
-        fd: sock.as_raw_fd(),
-        events,
-        revents: 0,
-    };
-    let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
-    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-    n > 0
-}
-
 /// Reads what is there into `buf`'s spare room: the count, 0 at the end of the stream.
 fn read_some(sock: &TcpStream, buf: &mut Vec<u8>) -> std::io::Result<usize> {
     buf.reserve(READ_CHUNK);
-    let spare = buf.capacity() - buf.len();
-    let n = unsafe {
-        libc::recv(
-            sock.as_raw_fd(),
-            buf.as_mut_ptr().add(buf.len()).cast(),
-            spare,
-            0,
-        )
-    };
-    if n < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    unsafe { buf.set_len(buf.len() + n as usize) };
-    Ok(n as usize)
+    sys::net::recv_spare(sock, buf)
 }
 
 struct Connecting {
@@ -557,7 +518,7 @@ impl Exchange {
                     return;
                 }
                 if let Some(sock) = &self.sock {
-                    wait_for(sock, libc::POLLOUT, wait);
+                    sys::fd::wait_ready(sock, Ready::Write, wait);
                 }
                 waited = true;
                 continue;
@@ -570,7 +531,7 @@ impl Exchange {
                 return;
             }
             let Some(sock) = &self.sock else { return };
-            if !wait_for(sock, libc::POLLIN, wait) {
+            if !sys::fd::wait_ready(sock, Ready::Read, wait) {
                 return;
             }
             waited = true;
@@ -700,7 +661,7 @@ impl Exchange {
             }
         }
         let sock = c.pending.as_ref().expect("set");
-        if !wait_for(sock, libc::POLLOUT, wait.min(c.deadline - now)) {
+        if !sys::fd::wait_ready(sock, Ready::Write, wait.min(c.deadline - now)) {
             return false;
         }
         let sock = c.pending.take().expect("set");
@@ -952,7 +913,7 @@ fn start_connect(addr: SocketAddr) -> std::io::Result<TcpStream> {
     socket.set_nonblocking(true)?;
     match socket.connect(&SockAddr::from(addr)) {
         Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) if sys::net::connect_in_progress(&e) => {}
         Err(e) => return Err(e),
     }
     Ok(socket.into())

@@ -9,13 +9,19 @@
 //! - [`lock`] takes an advisory `flock(2)` lock across processes and threads (each open is its
 //!   own open file description), given up after a timeout rather than hanging.
 
+use rustix::fs::{FlockOperation, OFlags};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// `open(2)` flags for [`OpenOptionsExt::custom_flags`] (std sets the access and creation
+/// flags itself).
+fn flags(f: OFlags) -> i32 {
+    f.bits() as i32
+}
 
 /// The longest pause between two tries of a held lock.
 const LOCK_POLL_MAX: Duration = Duration::from_millis(20);
@@ -46,7 +52,7 @@ pub fn read_regular(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, String> {
     let mut file = match OpenOptions::new()
         .read(true)
         // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
-        .custom_flags(libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .custom_flags(flags(OFlags::CLOEXEC | OFlags::NONBLOCK))
         .open(path)
     {
         Ok(f) => f,
@@ -117,7 +123,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> 
             .write(true)
             .create_new(true)
             .mode(mode)
-            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+            .custom_flags(flags(OFlags::CLOEXEC | OFlags::NOFOLLOW))
             .open(&tmp)
         {
             Ok(file) => break (tmp, file),
@@ -140,11 +146,26 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> 
     sync_dir(dir)
 }
 
+/// Opens `path` for reading without following a symlink in its last component (`O_NOFOLLOW`: it
+/// could lead to a file others control) and without waiting on a FIFO (`O_NONBLOCK`). A symlink
+/// there is an error for which [`is_symlink_refused`] is true.
+pub fn open_no_follow(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(flags(OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK))
+        .open(path)
+}
+
+/// The error of an [`open_no_follow`] that found a symlink (`ELOOP`).
+pub fn is_symlink_refused(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
+}
+
 /// Makes a rename or an unlink durable: they live in the directory, not in the file.
 pub fn sync_dir(dir: &Path) -> Result<(), String> {
     OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_CLOEXEC | libc::O_DIRECTORY)
+        .custom_flags(flags(OFlags::CLOEXEC | OFlags::DIRECTORY))
         .open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| format!("cannot sync the directory {}: {e}", dir.display()))
@@ -180,7 +201,7 @@ pub fn lock(path: &Path, timeout: Duration) -> Result<File, String> {
         .create(true)
         .mode(0o600)
         // O_NONBLOCK: a FIFO planted under the name must not hang the open.
-        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .custom_flags(flags(OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK))
         .open(path)
         .map_err(|e| format!("cannot open the lock file {}: {e}", path.display()))?;
     let meta = file
@@ -195,15 +216,14 @@ pub fn lock(path: &Path, timeout: Duration) -> Result<File, String> {
     let deadline = Instant::now() + timeout;
     let mut pause = Duration::from_millis(1);
     loop {
-        // SAFETY: the descriptor belongs to `file`, open for the whole call.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(file);
-        }
-        let err = io::Error::last_os_error();
-        match err.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::EWOULDBLOCK) => {}
-            _ => return Err(format!("cannot lock {}: {err}", path.display())),
+        match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(file),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(rustix::io::Errno::WOULDBLOCK) => {}
+            Err(err) => {
+                let err = io::Error::from(err);
+                return Err(format!("cannot lock {}: {err}", path.display()));
+            }
         }
         let now = Instant::now();
         if now >= deadline {
@@ -238,9 +258,14 @@ mod tests {
         let e = read_regular(&d.join("f"), 4).unwrap_err();
         assert!(e.contains("more than the 4 bytes"), "{e}");
         let fifo = d.join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
         let e = read_regular(&fifo, 10).unwrap_err();
         assert!(e.contains("is a FIFO, not a regular file"), "{e}");
         std::os::unix::fs::symlink("/dev/zero", d.join("zero")).unwrap();
