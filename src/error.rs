@@ -47,6 +47,12 @@ const ALL_KINDS: [ErrorKind; 14] = [
 
 /// The one table of what each kind means (its C status number is its place in [`ALL_KINDS`]):
 /// the header's comments, `mcplug_error_kinds` and the bindings' tables come from here.
+impl serde::Serialize for ErrorKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 impl ErrorKind {
     /// What an error of this kind means, for every binding's documentation.
     pub fn meaning(self) -> &'static str {

@@ -476,6 +476,21 @@ struct Flight {
     grant_failed: Option<Error>,
 }
 
+/// OAuth's progress for one connection, for its host (an `auth` event): `state` is
+/// `authorized`, `refreshed`, `needs-auth` or `failed`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct AuthEvent {
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+}
+
 /// The credentials of one remote connection: OAuth.
 pub struct OAuth {
     server: String,
@@ -492,7 +507,7 @@ pub struct OAuth {
     /// Its PKCS#8, standard base64, to keep it with a DPoP-bound token.
     dpop_der: Mutex<Option<String>>,
     rs_nonce: Mutex<Option<String>>,
-    notify: Box<dyn Fn(Value) + Send + Sync>,
+    notify: Box<dyn Fn(AuthEvent) + Send + Sync>,
     /// When the store said this server last needed authorization (read once, at connect).
     needs_auth_at: Option<u64>,
 }
@@ -587,7 +602,7 @@ impl OAuth {
         name: Option<&str>,
         oauth: Option<&Value>,
         options: &AuthOptions,
-        notify: Box<dyn Fn(Value) + Send + Sync>,
+        notify: Box<dyn Fn(AuthEvent) + Send + Sync>,
     ) -> Result<Arc<OAuth>> {
         let settings = Settings::parse(oauth)?;
         let store = match Store::locate(options.store.as_deref()) {
@@ -697,25 +712,18 @@ impl OAuth {
 
     fn event(
         &self,
-        state: &str,
+        state: &'static str,
         issuer: Option<&str>,
         scope: Option<&str>,
         expires_at: Option<u64>,
     ) {
-        let mut e = json!({"type": "auth", "state": state});
-        if let Some(n) = &self.name {
-            e["server"] = json!(n);
-        }
-        if let Some(i) = issuer {
-            e["issuer"] = json!(i);
-        }
-        if let Some(s) = scope {
-            e["scope"] = json!(s);
-        }
-        if let Some(x) = expires_at {
-            e["expires_at"] = json!(x);
-        }
-        (self.notify)(e);
+        (self.notify)(AuthEvent {
+            state,
+            server: self.name.clone(),
+            issuer: issuer.map(str::to_string),
+            scope: scope.map(str::to_string),
+            expires_at,
+        });
     }
 
     async fn store_update<F>(&self, f: F) -> Result<Option<Value>>

@@ -2,7 +2,9 @@
 //! (notifications, its requests, stderr lines, the end of the connection), pulled by the host
 //! with a blocking, time-limited wait.
 //!
-//! Events are serialized when queued, so the host's thread only hands a string over. The queue is
+//! Events ([`Event`]) are serialized when queued, so the host's thread only hands a string over —
+//! unless the queue is `typed` (its consumer is the engine: a manager's pump), when they stay
+//! values and are serialized only if a host pulls them after all. The queue is
 //! bounded: past `max_events`, the oldest events that need no answer are dropped and the next
 //! event pulled is an `overflow` event that says how many; requests and completions are never
 //! dropped.
@@ -16,8 +18,9 @@
 //! that would find nothing per wake-up; a byte it had not read is left over (`stale`), and the
 //! next pull that finds nothing, or the library's own wait on the pipe, reads it back.
 
+use super::event::Event;
 use parking_lot::{Condvar, Mutex};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
@@ -44,8 +47,33 @@ pub enum Lines {
     Closed,
 }
 
+/// One queued event: its text, or (in a typed queue) the value.
+pub enum Item {
+    Text(String),
+    Event(Event),
+}
+
+impl Item {
+    /// The event's JSON text, as a host pulls it.
+    pub fn into_text(self) -> String {
+        match self {
+            Item::Text(text) => text,
+            Item::Event(event) => event.to_text(),
+        }
+    }
+}
+
+/// What [`EventQueue::pull_item`] found.
+pub enum PulledItem {
+    Item(Item),
+    Empty,
+    Closed,
+}
+
 struct Queued {
-    text: String,
+    item: Item,
+    /// The length of the item's text.
+    len: usize,
     droppable: bool,
 }
 
@@ -95,6 +123,8 @@ pub struct EventQueue {
     /// servers would otherwise hold 3,000 fds for its pumps alone.
     changed: tokio::sync::Notify,
     max: usize,
+    /// Events stay values (see [`EventQueue::with_consumer`]).
+    typed: bool,
 }
 
 impl State {
@@ -138,23 +168,37 @@ impl State {
     }
 
     /// The next event without touching the pipe.
-    fn pop(&mut self) -> Option<String> {
+    fn pop(&mut self) -> Option<Item> {
         if self.dropped > 0 {
-            let n = self.dropped;
+            let dropped = self.dropped;
             self.dropped = 0;
-            return Some(overflow_text(n));
+            return Some(Item::Event(Event::Overflow { dropped }));
         }
         let q = self.queue.pop_front()?;
-        self.bytes -= q.text.len();
-        Some(q.text)
+        self.bytes -= q.len;
+        Some(q.item)
     }
 
     /// The length of the next event's text, if any.
     fn next_len(&self) -> Option<usize> {
         if self.dropped > 0 {
-            return Some(overflow_text(self.dropped).len());
+            return Some(
+                Event::Overflow {
+                    dropped: self.dropped,
+                }
+                .text_len(),
+            );
         }
-        self.queue.front().map(|q| q.text.len())
+        self.queue.front().map(|q| q.len)
+    }
+
+    fn enqueue(&mut self, item: Item, len: usize, droppable: bool) {
+        self.bytes += len;
+        self.queue.push_back(Queued {
+            item,
+            len,
+            droppable,
+        });
     }
 }
 
@@ -162,13 +206,16 @@ impl State {
 /// oldest events that need no answer are dropped (an `overflow` event says how many).
 const MAX_EVENT_BYTES: usize = 16 << 20;
 
-fn overflow_text(dropped: u64) -> String {
-    json!({"type": "overflow", "dropped": dropped}).to_string()
-}
-
 impl EventQueue {
     pub fn new(max: usize) -> Self {
+        Self::with_consumer(max, false)
+    }
+
+    /// A queue whose consumer is the engine (`typed`): events stay values until a host pulls
+    /// text.
+    pub fn with_consumer(max: usize, typed: bool) -> Self {
         EventQueue {
+            typed,
             state: Mutex::new(State {
                 queue: VecDeque::new(),
                 bytes: 0,
@@ -191,33 +238,57 @@ impl EventQueue {
         self.max
     }
 
-    /// Queues an event. `droppable` is false for events that carry a request needing an answer.
+    /// Queues a connection's event (a request is never dropped; see [`Event::droppable`]).
+    pub fn push_event(&self, event: Event) {
+        let droppable = event.droppable();
+        let self_driving = SELF_DRIVING.with(|d| d.get());
+        if self.typed {
+            let len = event.text_len();
+            self.push_inner(Item::Event(event), len, droppable, self_driving);
+        } else {
+            let text = event.to_text();
+            self.push_inner(Item::Text(text), 0, droppable, self_driving);
+        }
+    }
+
+    /// Queues an event made as a JSON value (the manager's own). `droppable` is false for events
+    /// that carry a request needing an answer.
     pub fn push(&self, event: &Value, droppable: bool) {
         self.push_text(event.to_string(), droppable);
     }
 
     /// Queues an event already serialized as a JSON object.
     pub fn push_text(&self, text: String, droppable: bool) {
-        self.push_inner(text, droppable, SELF_DRIVING.with(|d| d.get()));
+        self.push_inner(
+            Item::Text(text),
+            0,
+            droppable,
+            SELF_DRIVING.with(|d| d.get()),
+        );
     }
 
     /// Queues an event and always signals its waiters: for a queue no connection's own thread
     /// consumes (the log records), which the thread-local `SELF_DRIVING` says nothing about.
     pub fn push_text_waking(&self, text: String, droppable: bool) {
-        self.push_inner(text, droppable, false);
+        self.push_inner(Item::Text(text), 0, droppable, false);
     }
 
-    fn push_inner(&self, text: String, droppable: bool, self_driving: bool) {
+    /// `len`: the item's text length (a text's own length is taken when 0).
+    fn push_inner(&self, item: Item, len: usize, droppable: bool, self_driving: bool) {
+        let len = match &item {
+            Item::Text(text) => text.len(),
+            Item::Event(_) => len,
+        };
         let mut s = self.state.lock();
         if s.closed {
             return;
         }
         // Bounded in number and in bytes (a server writing endless stderr lines must not grow a
         // host by hundreds of megabytes): the oldest events that need no answer go first.
-        while s.queue.len() >= self.max || s.bytes + text.len() > MAX_EVENT_BYTES {
+        while s.queue.len() >= self.max || s.bytes + len > MAX_EVENT_BYTES {
             if let Some(pos) = s.queue.iter().position(|q| q.droppable) {
                 let gone = s.queue.remove(pos).expect("found");
-                s.bytes -= gone.text.len();
+                s.bytes -= gone.len;
                 s.dropped += 1;
             } else if droppable {
                 s.dropped += 1;
@@ -226,8 +297,7 @@ impl EventQueue {
                 break; // a request that needs an answer is always kept
             }
         }
-        s.bytes += text.len();
-        s.queue.push_back(Queued { text, droppable });
+        s.enqueue(item, len, droppable);
         // The pipe (or the interrupt) wakes a thread that waits for events elsewhere; the thread
         // that is itself reading the server for events (see `started.rs`) is not waiting, and
         // takes them next.
@@ -282,17 +352,30 @@ impl EventQueue {
     /// Queues the last event and marks the queue closed: once it is drained, every wait returns
     /// `Closed` at once.
     pub fn close_with(&self, last: Option<&Value>) {
+        self.close_inner(last.map(|v| Item::Text(v.to_string())));
+    }
+
+    /// [`EventQueue::close_with`] a connection's last event.
+    pub fn close_with_event(&self, last: Event) {
+        let item = if self.typed {
+            Item::Event(last)
+        } else {
+            Item::Text(last.to_text())
+        };
+        self.close_inner(Some(item));
+    }
+
+    fn close_inner(&self, last: Option<Item>) {
         let mut s = self.state.lock();
         if s.closed {
             return;
         }
-        if let Some(event) = last {
-            let text = event.to_string();
-            s.bytes += text.len();
-            s.queue.push_back(Queued {
-                text,
-                droppable: false,
-            });
+        if let Some(item) = last {
+            let len = match &item {
+                Item::Text(text) => text.len(),
+                Item::Event(event) => event.text_len(),
+            };
+            s.enqueue(item, len, false);
         }
         s.closed = true;
         s.sync_pipe();
@@ -406,9 +489,26 @@ impl EventQueue {
 
     /// The next event, if any; the readiness pipe follows the queue.
     fn take(s: &mut State) -> Option<String> {
-        let text = s.pop()?;
+        Self::take_item(s).map(Item::into_text)
+    }
+
+    fn take_item(s: &mut State) -> Option<Item> {
+        let item = s.pop()?;
         s.after_take(false);
-        Some(text)
+        Some(item)
+    }
+
+    /// The next event as it was queued, without waiting: for the engine's own consumer.
+    pub fn pull_item(&self) -> PulledItem {
+        let mut s = self.state.lock();
+        match Self::take_item(&mut s) {
+            Some(item) => PulledItem::Item(item),
+            None if s.closed => PulledItem::Closed,
+            None => {
+                s.sync_pipe();
+                PulledItem::Empty
+            }
+        }
     }
 
     /// Waits like [`EventQueue::pull`] for a first event, then takes up to `max` events (0
@@ -455,7 +555,7 @@ impl EventQueue {
                 }
                 break;
             }
-            let text = s.pop().unwrap_or_default();
+            let text = s.pop().map(Item::into_text).unwrap_or_default();
             let line = &mut buf[used..used + len];
             line.copy_from_slice(text.as_bytes());
             if memchr::memchr(b'\n', line).is_some() {
@@ -482,7 +582,58 @@ impl EventQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use std::os::fd::FromRawFd;
+
+    #[test]
+    fn a_typed_queue_keeps_values_and_still_gives_hosts_text() {
+        let q = EventQueue::with_consumer(2, true);
+        let stderr = |n: u32| Event::Stderr {
+            line: format!("line {n}"),
+        };
+        let request = Event::Request {
+            id: "s1".into(),
+            method: "roots/list".into(),
+            params: None,
+        };
+        q.push_event(stderr(1));
+        q.push_event(request.clone());
+        // Full: the stderr line goes, the request stays, the next pull is the overflow.
+        q.push_event(stderr(2));
+        let bytes = request.text_len() + stderr(2).text_len();
+        assert_eq!(
+            q.state.lock().bytes,
+            bytes,
+            "counted as the text it would be"
+        );
+        assert!(matches!(
+            q.pull_item(),
+            PulledItem::Item(Item::Event(Event::Overflow { dropped: 1 }))
+        ));
+        match q.pull_item() {
+            PulledItem::Item(Item::Event(e)) => assert_eq!(e, request),
+            _ => panic!("the request, as a value"),
+        }
+        // A host pulling from it anyway gets the same text an untyped queue gives.
+        let Pulled::Event(text) = q.pull(Some(Duration::ZERO)) else {
+            panic!()
+        };
+        assert_eq!(text, stderr(2).to_text());
+        assert_eq!(q.state.lock().bytes, 0);
+        assert!(matches!(q.pull_item(), PulledItem::Empty));
+        q.close_with_event(Event::closed(&crate::error::Error::closed("bye")));
+        assert!(matches!(
+            q.pull_item(),
+            PulledItem::Item(Item::Event(Event::Closed { .. }))
+        ));
+        assert!(matches!(q.pull_item(), PulledItem::Closed));
+        // An untyped queue serializes when the event is queued.
+        let host = EventQueue::new(4);
+        host.push_event(stderr(3));
+        assert!(
+            matches!(host.pull_item(), PulledItem::Item(Item::Text(t)) if t == stderr(3).to_text())
+        );
+    }
 
     #[test]
     fn overflow_drops_notifications_not_requests() {

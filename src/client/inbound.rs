@@ -2,6 +2,7 @@
 //! under a timer), its notifications (events; progress and cancellation routed), and the framing
 //! of each incoming line (responses go to the pending table).
 
+use super::event::Event;
 use super::{listen, HostAnswer, HostRequest, Shared, Shutdown};
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol;
@@ -88,10 +89,10 @@ impl Shared {
                     Err(json!({"code": codes::INTERNAL_ERROR, "message": message})),
                     Some(Error::timeout(message.clone())),
                 );
-                shared.events.push(
-                    &json!({"type": "request_expired", "id": timer_id, "method": method}),
-                    true,
-                );
+                shared.events.push_event(Event::RequestExpired {
+                    id: timer_id,
+                    method,
+                });
             }
         });
         let defaults = if self.options.elicitation_defaults && method == "elicitation/create" {
@@ -108,11 +109,11 @@ impl Shared {
                 timer,
             },
         );
-        let mut event = json!({"type": "request", "id": event_id, "method": method});
-        if let Some(p) = params {
-            event["params"] = p;
-        }
-        self.events.push(&event, false);
+        self.events.push_event(Event::Request {
+            id: event_id.clone(),
+            method: method.to_string(),
+            params,
+        });
         event_id
     }
 
@@ -143,10 +144,11 @@ impl Shared {
             let entry = self.host_requests.lock().remove(id);
             if let Some(entry) = entry {
                 entry.timer.abort();
-                self.events.push(
-                    &json!({"type": "request_cancelled", "id": id, "method": entry.method, "reason": reason}),
-                    true,
-                );
+                self.events.push_event(Event::RequestCancelled {
+                    id: id.clone(),
+                    method: entry.method,
+                    reason: reason.to_string(),
+                });
             }
         }
     }
@@ -205,10 +207,10 @@ impl Shared {
         self.cache.on_notification(&method, params.as_ref());
         match self.route_listen(&method, params.as_ref()) {
             listen::Route::Drop => return,
-            listen::Route::Acknowledged(event) => return self.events.push(&event, true),
+            listen::Route::Acknowledged(event) => return self.events.push_event(event),
             listen::Route::Plain | listen::Route::Deliver => {}
         }
-        let mut event = json!({"type": "notification", "method": method});
+        let (mut tag, mut cancels) = (None, None);
         match method.as_str() {
             "notifications/progress" => {
                 let token = params
@@ -220,8 +222,8 @@ impl Shared {
                         if let Some(reset) = &route.reset {
                             reset.notify_one();
                         }
-                        if let Some(tag) = &route.tag {
-                            event["tag"] = json!(tag);
+                        if let Some(t) = &route.tag {
+                            tag = Some(json!(t));
                         }
                     }
                 }
@@ -231,8 +233,8 @@ impl Shared {
                 // the modern era on stdio, it ended a subscription of ours.)
                 if let Some(rid) = params.as_ref().and_then(|p| p.get("requestId")) {
                     if self.listen_cancelled_by_server(rid) {
-                        event["params"] = params.clone().unwrap_or(Value::Null);
-                        self.events.push(&event, true);
+                        let params = Some(params.clone().unwrap_or(Value::Null));
+                        self.events.push_event(Event::notification(method, params));
                         return;
                     }
                     let mut hr = self.host_requests.lock();
@@ -244,7 +246,7 @@ impl Shared {
                         if let Some(r) = hr.remove(&k) {
                             r.timer.abort();
                         }
-                        event["cancels"] = json!(k);
+                        cancels = Some(k);
                     }
                 }
             }
@@ -263,10 +265,12 @@ impl Shared {
             }
             _ => {}
         }
-        if let Some(p) = params {
-            event["params"] = p;
-        }
-        self.events.push(&event, true);
+        self.events.push_event(Event::Notification {
+            method,
+            tag,
+            cancels,
+            params,
+        });
     }
 }
 
@@ -295,8 +299,7 @@ impl Inbound for Shared {
     }
 
     fn stderr(self: Arc<Self>, line: String) {
-        self.events
-            .push(&json!({"type": "stderr", "line": line}), true);
+        self.events.push_event(Event::Stderr { line });
     }
 
     fn request_failed(self: Arc<Self>, id: &str, error: Error) {
@@ -382,10 +385,10 @@ impl Shared {
     fn invalid(&self, line: &[u8], reason: String) {
         let text = String::from_utf8_lossy(&line[..line.len().min(4096)]).into_owned();
         *self.last_invalid.lock() = Some(text.chars().take(200).collect());
-        self.events.push(
-            &json!({"type": "invalid_message", "error": reason, "line": text}),
-            true,
-        );
+        self.events.push_event(Event::InvalidMessage {
+            error: reason,
+            line: text,
+        });
     }
 }
 

@@ -23,6 +23,7 @@
 //! method (-32601) is not asked again: the host gets a `warning` event. Closing the connection
 //! closes the stream (stdio: `notifications/cancelled`; HTTP: the response stream is closed).
 
+use super::event::Event;
 use super::options::CallOptions;
 use super::{options, with_limit, Shared};
 use crate::error::{Error, ErrorKind, Result};
@@ -165,7 +166,7 @@ pub(super) enum Route {
     /// The active stream's: deliver it.
     Deliver,
     /// The acknowledgement of the stream being opened: this event instead.
-    Acknowledged(Value),
+    Acknowledged(Event),
     /// A stream this client closed or never opened: drop it.
     Drop,
 }
@@ -280,12 +281,11 @@ impl Shared {
                     // Before the host hears of it, so that what it lists again is fresh.
                     self.forget_covered(&opening.filter);
                 }
-                let event = json!({
-                    "type": "listening",
-                    "subscription": id,
-                    "notifications": honored,
-                    "reopened": reopened,
-                });
+                let event = Event::Listening {
+                    subscription: id,
+                    notifications: honored.clone(),
+                    reopened,
+                };
                 let _ = opening.ack.send(honored);
                 return Route::Acknowledged(event);
             }
@@ -498,10 +498,8 @@ impl Shared {
         };
         self.listen.inner.lock().unsupported = Some(e.clone());
         self.listen_failed(version, e);
-        self.events.push(
-            &json!({"type": "warning", "reason": "listen_unsupported", "message": message}),
-            true,
-        );
+        self.events
+            .push_event(Event::warning("listen_unsupported", message));
     }
 }
 

@@ -8,6 +8,7 @@
 
 pub(crate) mod cache;
 pub mod cancel;
+pub mod event;
 pub mod events;
 pub mod options;
 
@@ -35,6 +36,7 @@ use crate::protocol::pending::PendingTable;
 use crate::protocol::{self, RawJson};
 use crate::transport::stdio::{Started, StdioLimits, StdioTransport};
 use crate::transport::{Inbound, Transport};
+pub use event::Event;
 use events::{EventQueue, Pulled};
 use once_cell::sync::OnceCell;
 use options::{CallOptions, ConnectOptions, ServerSpec};
@@ -168,9 +170,9 @@ fn with_credentials(spec: &ServerSpec, shared: &Arc<Shared>) -> Result<ServerSpe
         None
     } else {
         let weak = Arc::downgrade(shared);
-        let notify = Box::new(move |event: Value| {
+        let notify = Box::new(move |event: crate::auth::AuthEvent| {
             if let Some(shared) = weak.upgrade() {
-                shared.events.push(&event, true);
+                shared.events.push_event(Event::Auth(event));
             }
         });
         Some(crate::auth::OAuth::new(
@@ -244,7 +246,7 @@ fn connect_as_sse<'a>(
 fn new_shared(name: Option<&str>, options: ConnectOptions, http: bool) -> Arc<Shared> {
     let cache_enabled = options.cache;
     Arc::new(Shared {
-        events: EventQueue::new(options.max_events),
+        events: EventQueue::with_consumer(options.max_events, options.engine_consumer),
         host: host::HostState::new(&options),
         name: name.map(str::to_string),
         options,
@@ -715,6 +717,17 @@ impl Client {
         }
     }
 
+    /// The next event as queued (a value, when the connection was made with
+    /// `engine_consumer`), without waiting: for the engine's own consumer, which awaits
+    /// `events_changed` when there is none.
+    pub fn next_item(&self) -> events::PulledItem {
+        self.shared.events_wanted();
+        match self.shared.drive_for_events(Some(Duration::ZERO)) {
+            Some(started::Waited::TimedOut) => events::PulledItem::Empty,
+            _ => self.shared.events.pull_item(),
+        }
+    }
+
     /// The host's answer to a server's request event: `{"id", "result"}` or `{"id", "error"}`.
     pub async fn respond(&self, response: &Value) -> Result<()> {
         self.shared.respond(response).await
@@ -744,7 +757,7 @@ impl Client {
             // another pipe) is still delivered, before the final event.
             let _ = tokio::time::timeout(Duration::from_millis(200), t.drained()).await;
         }
-        self.shared.events.close_with(Some(&closed_event(&reason)));
+        self.shared.events.close_with_event(Event::closed(&reason));
     }
 
     /// Fails pending calls and wakes event waiters at once, without waiting for the server to
@@ -778,15 +791,6 @@ impl Drop for Shared {
 enum Shutdown {
     Host,
     Transport,
-}
-
-/// The last event of a connection.
-fn closed_event(reason: &Error) -> Value {
-    let mut last = json!({"type": "closed", "reason": reason.message});
-    if reason.kind != ErrorKind::Closed {
-        last["kind"] = json!(reason.kind.as_str());
-    }
-    last
 }
 
 /// Whether a list result names a next page (a `nextCursor` that is not null).
@@ -970,7 +974,7 @@ impl Shared {
             // The host's close() ends the event stream itself, once the server is gone.
             return;
         }
-        self.events.close_with(Some(&closed_event(&reason)));
+        self.events.close_with_event(Event::closed(&reason));
         {
             // The server went away by itself: still reap it and anything left in its group.
             if let Some(t) = self.transport.get().cloned() {

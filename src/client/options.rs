@@ -106,6 +106,9 @@ pub struct ConnectOptions {
     pub legacy_versions: Vec<String>,
     pub max_message_bytes: usize,
     pub max_events: usize,
+    /// The events are taken by the engine (a manager's pump), not a host: they stay typed
+    /// values in the queue (`EventQueue::with_consumer`). Not a host's option.
+    pub engine_consumer: bool,
     pub shutdown_grace: Duration,
     /// Check a tool call's arguments against the tool's `inputSchema` before sending (the
     /// default of the per-call option).
@@ -308,6 +311,7 @@ impl Default for ConnectOptions {
             legacy_versions: era::LEGACY_VERSIONS.iter().map(|s| s.to_string()).collect(),
             max_message_bytes: 32 << 20,
             max_events: 10_000,
+            engine_consumer: false,
             shutdown_grace: Duration::from_millis(500),
             validate_arguments: false,
             cache: true,

@@ -23,6 +23,7 @@
 //! The cost for a tool without an output schema: one atomic load while no listed tool has
 //! one, a map lookup otherwise; the result is parsed only when there is a schema to check.
 
+use super::event::Event;
 use super::events::EventQueue;
 use super::validator::Validator;
 use crate::error::{Error, ErrorKind, Result};
@@ -90,19 +91,17 @@ impl Schema {
             .get_or_init(|| match compile(self.text.get()) {
                 Ok(v) => Some(v),
                 Err(why) => {
-                    events.push(
-                        &json!({
-                            "type": "warning",
-                            "reason": "invalid_schema",
-                            "tool": tool,
-                            "schema": which.field(),
-                            "message": format!(
-                                "the {} of tool {tool:?} does not compile, so it is not checked: {why}",
-                                which.field()
-                            ),
-                        }),
-                        true,
-                    );
+                    let mut about = serde_json::Map::new();
+                    about.insert("tool".into(), json!(tool));
+                    about.insert("schema".into(), json!(which.field()));
+                    events.push_event(Event::Warning {
+                        reason: "invalid_schema",
+                        message: format!(
+                            "the {} of tool {tool:?} does not compile, so it is not checked: {why}",
+                            which.field()
+                        ),
+                        about,
+                    });
                     None
                 }
             })

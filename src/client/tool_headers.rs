@@ -7,6 +7,7 @@
 //! is learned here (`transport/param_headers.rs`). Other transports and the legacy era ignore
 //! the annotation, as the spec allows.
 
+use super::event::Event;
 use super::options::CallOptions;
 use super::{Client, Shared};
 use crate::error::{Error, ErrorKind, Result};
@@ -49,18 +50,17 @@ impl Shared {
             return listing;
         };
         for d in dropped.into_iter().filter(|d| d.fresh) {
-            self.events.push(
-                &json!({
-                    "type": "warning",
-                    "reason": "invalid_tool_headers",
-                    "tool": d.tool,
-                    "message": format!(
-                        "tool {:?} was left out of tools/list: its x-mcp-header annotations are invalid ({})",
-                        d.tool, d.reason
-                    ),
-                }),
-                true,
+            let message = format!(
+                "tool {:?} was left out of tools/list: its x-mcp-header annotations are invalid ({})",
+                d.tool, d.reason
             );
+            let mut about = serde_json::Map::new();
+            about.insert("tool".into(), serde_json::Value::String(d.tool));
+            self.events.push_event(Event::Warning {
+                reason: "invalid_tool_headers",
+                message,
+                about,
+            });
         }
         match RawValue::from_string(kept) {
             Ok(raw) => RawJson::copy_of(&raw),

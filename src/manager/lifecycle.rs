@@ -5,9 +5,9 @@
 //! learns about an older generation is dropped.
 
 use super::{state_for, HostCall, Inner, Mode, Server, Spec, State};
-use crate::client::events::Pulled;
+use crate::client::events::{Item, PulledItem};
 use crate::client::options::{CallOptions, ConnectOptions};
-use crate::client::{cancel, Client};
+use crate::client::{cancel, Client, Event};
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::RawJson;
 use serde_json::value::RawValue;
@@ -148,6 +148,8 @@ impl Inner {
             // The manager never starts an authorization on its own (as Claude Code: the user
             // asks); a stored token is still used and refreshed.
             options.apply_entry(&server.entry);
+            // Its events come to `pump` as values.
+            options.engine_consumer = true;
             options.auth.interactive = mode == Mode::Authorize;
             options.auth.hook = None;
             if mode == Mode::Authorize {
@@ -401,99 +403,79 @@ impl Inner {
         });
     }
 
-    /// A server's event, on its way to the host.
+    /// A server's event, on its way to the host, with the server's name; a request's id is
+    /// replaced by the manager's own (the host answers the manager). The connection's end comes
+    /// back as its error.
     pub(super) fn forward(
         self: &Arc<Self>,
         server: &Arc<Server>,
         gen: u64,
-        text: &str,
+        item: Item,
     ) -> Option<Error> {
-        let Ok(Value::Object(mut event)) = serde_json::from_str::<Value>(text) else {
-            return None;
+        let mut event = match item {
+            Item::Event(event) => event,
+            // Text queued as it is (a started call's completion): passed on as it came.
+            Item::Text(text) => {
+                if let Ok(Value::Object(mut event)) = serde_json::from_str::<Value>(&text) {
+                    let droppable = event.get("type") != Some(&json!("completion"));
+                    event.insert("server".into(), json!(server.name));
+                    self.push(Value::Object(event), droppable);
+                }
+                return None;
+            }
         };
-        let kind = event
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        match kind.as_str() {
-            "closed" => {
-                let reason = event
-                    .get("reason")
-                    .and_then(Value::as_str)
-                    .unwrap_or("the connection closed")
-                    .to_string();
-                let k = event
-                    .get("kind")
-                    .and_then(Value::as_str)
-                    .and_then(ErrorKind::from_name)
-                    .unwrap_or(ErrorKind::Closed);
-                return Some(Error::new(k, reason));
+        let droppable = event.droppable();
+        match &mut event {
+            Event::Closed { reason, kind } => {
+                return Some(Error::new(
+                    kind.unwrap_or(ErrorKind::Closed),
+                    std::mem::take(reason),
+                ));
             }
-            "request" => {
-                let inner_id = event
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                let id = {
-                    let mut r = self.routes.lock();
-                    let id = r.next_id();
-                    r.by_id
-                        .insert(id.clone(), (server.name.clone(), gen, inner_id.clone()));
-                    r.by_inner
-                        .insert((server.name.clone(), gen, inner_id), id.clone());
-                    id
-                };
-                event.insert("id".into(), json!(id));
-            }
-            "request_expired" | "request_cancelled" => {
-                let inner_id = event
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
+            Event::Request { id, .. } => {
+                let inner_id = std::mem::take(id);
                 let mut r = self.routes.lock();
-                if let Some(id) = r.by_inner.remove(&(server.name.clone(), gen, inner_id)) {
-                    r.by_id.remove(&id);
-                    event.insert("id".into(), json!(id));
+                *id = r.next_id();
+                r.by_id
+                    .insert(id.clone(), (server.name.clone(), gen, inner_id.clone()));
+                r.by_inner
+                    .insert((server.name.clone(), gen, inner_id), id.clone());
+            }
+            Event::RequestExpired { id, .. } | Event::RequestCancelled { id, .. } => {
+                let mut r = self.routes.lock();
+                if let Some(outer) = r.by_inner.remove(&(server.name.clone(), gen, id.clone())) {
+                    r.by_id.remove(&outer);
+                    *id = outer;
                 }
             }
             // A tools list change, or a 2026-07-28 listen stream opened again after it ended
             // (changes in between may have been missed).
-            "notification"
-                if event.get("method").and_then(Value::as_str)
-                    == Some("notifications/tools/list_changed") =>
-            {
+            Event::Notification { method, .. } if method == "notifications/tools/list_changed" => {
                 let me = self.clone();
                 let s = server.clone();
                 crate::runtime::spawn(async move { me.relist(s, gen).await });
             }
-            "notification" => {
-                let changed = match event.get("method").and_then(Value::as_str) {
-                    Some("notifications/resources/list_changed") => Some("resources_changed"),
-                    Some("notifications/prompts/list_changed") => Some("prompts_changed"),
+            Event::Listening { reopened: true, .. } => {
+                let me = self.clone();
+                let s = server.clone();
+                crate::runtime::spawn(async move { me.relist(s, gen).await });
+            }
+            Event::Notification { method, .. } => {
+                let changed = match method.as_str() {
+                    "notifications/resources/list_changed" => Some("resources_changed"),
+                    "notifications/prompts/list_changed" => Some("prompts_changed"),
                     _ => None,
                 };
                 if let Some(changed) = changed {
                     // After the notification itself, so a host sees the cause first.
-                    let mut note = event.clone();
-                    note.insert("server".into(), json!(server.name));
-                    self.push(Value::Object(note), true);
+                    self.push(with_server(event, &server.name), true);
                     self.push(json!({"type": changed, "server": server.name}), false);
                     return None;
                 }
             }
-            "listening" if event.get("reopened") == Some(&Value::Bool(true)) => {
-                let me = self.clone();
-                let s = server.clone();
-                crate::runtime::spawn(async move { me.relist(s, gen).await });
-            }
             _ => {}
         }
-        let droppable = !matches!(kind.as_str(), "request" | "completion");
-        event.insert("server".into(), json!(server.name));
-        self.push(Value::Object(event), droppable);
+        self.push(with_server(event, &server.name), droppable);
         None
     }
 
@@ -543,6 +525,13 @@ impl Inner {
     }
 }
 
+/// A connection's event as the manager's host reads it: with the server's name.
+fn with_server(event: Event, server: &str) -> Value {
+    let mut object = event.into_object();
+    object.insert("server".into(), json!(server));
+    Value::Object(object)
+}
+
 pub(super) fn tools_of(list: RawJson) -> Result<Vec<Value>> {
     match list.value()?.get_mut("tools").map(Value::take) {
         Some(Value::Array(tools)) => Ok(tools),
@@ -558,14 +547,14 @@ pub(super) async fn pump(inner: Weak<Inner>, server: Arc<Server>, client: Arc<Cl
         loop {
             let Some(inner) = inner.upgrade() else { return };
             let _order = server.forwarding.lock();
-            match client.next_event(Some(Duration::ZERO)) {
-                Pulled::Event(text) => {
-                    if let Some(e) = inner.forward(&server, gen, &text) {
+            match client.next_item() {
+                PulledItem::Item(item) => {
+                    if let Some(e) = inner.forward(&server, gen, item) {
                         end = Some(e);
                     }
                 }
-                Pulled::TimedOut => break,
-                Pulled::Closed => break 'outer,
+                PulledItem::Empty => break,
+                PulledItem::Closed => break 'outer,
             }
         }
         client.events_changed().await;

@@ -27,7 +27,7 @@ pub mod pool;
 pub mod sdk;
 pub mod search;
 
-use crate::client::events::{EventQueue, Pulled};
+use crate::client::events::{EventQueue, Pulled, PulledItem};
 use crate::client::options::{CallOptions, ServerSpec};
 use crate::client::{cancel, Client};
 use crate::error::{Error, ErrorKind, Result};
@@ -761,9 +761,9 @@ impl Inner {
     fn drain_events(self: &Arc<Self>, server: &Arc<Server>, client: &Client, gen: u64) {
         loop {
             let _order = server.forwarding.lock();
-            match client.next_event(Some(Duration::ZERO)) {
-                Pulled::Event(text) => {
-                    if let Some(end) = self.forward(server, gen, &text) {
+            match client.next_item() {
+                PulledItem::Item(item) => {
+                    if let Some(end) = self.forward(server, gen, item) {
                         // The connection's end: the pump will not see it now.
                         drop(_order);
                         self.lost(server, gen, end);
