@@ -201,6 +201,62 @@ pub fn parse_roots(value: &Value, what: &str) -> Result<Value> {
     Ok(value.clone())
 }
 
+/// The capability a handler for a server's request declares (what it can answer): sampling;
+/// elicitation in form mode; roots, whose changes the host announces.
+const CAPABILITY_OF_HANDLER: &[(&str, &str, &str)] = &[
+    ("sampling/createMessage", "sampling", "{}"),
+    ("elicitation/create", "elicitation", r#"{"form": {}}"#),
+    ("roots/list", "roots", r#"{"listChanged": true}"#),
+];
+
+/// The capabilities the host's handlers imply: option `handlers` names the methods the host
+/// answers through a handler (a binding sends the ones it was given). A method that implies no
+/// capability (a notification's, `auth/authorize`) declares nothing.
+fn handler_capabilities(handlers: &Value) -> Result<Map<String, Value>> {
+    let bad = || {
+        Error::invalid(format!(
+            "option `handlers` must be an array of method names, such as [\"sampling/createMessage\", \"roots/list\"] (got {handlers})"
+        ))
+    };
+    let mut out = Map::new();
+    for method in handlers.as_array().ok_or_else(bad)? {
+        let method = method.as_str().ok_or_else(bad)?;
+        if let Some((_, capability, declared)) =
+            CAPABILITY_OF_HANDLER.iter().find(|(m, _, _)| *m == method)
+        {
+            let declared = serde_json::from_str(declared).expect("a constant's JSON");
+            out.insert(capability.to_string(), declared);
+        }
+    }
+    Ok(out)
+}
+
+/// The capabilities declared at connect: those the handlers imply, then the host's own
+/// `capabilities` over them (`sampling`, `elicitation` and `roots` merge one level deep, so
+/// `{"elicitation": {"url": {}}}` adds URL mode to the form mode of an elicitation handler;
+/// `false` leaves a capability out).
+fn merge_capabilities(implied: Map<String, Value>, explicit: Option<&Value>) -> Result<Value> {
+    let mut out = implied;
+    let explicit = match explicit {
+        None | Some(Value::Null) => return Ok(Value::Object(out)),
+        Some(v) => as_object(v, "option `capabilities`")?,
+    };
+    for (key, value) in explicit {
+        let nested = matches!(key.as_str(), "sampling" | "elicitation" | "roots");
+        match (out.get_mut(key), value) {
+            (Some(Value::Object(before)), Value::Object(more)) if nested => {
+                for (k, v) in more {
+                    before.insert(k.clone(), v.clone());
+                }
+            }
+            _ => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    Ok(Value::Object(out))
+}
+
 /// A capability flag as the host may write it: `true` or an object declares it (`true` is `{}`),
 /// `false` or `null` leaves it out.
 fn capability_flag(value: &Value, what: &str) -> Result<Option<Value>> {
@@ -332,6 +388,7 @@ pub const CONNECT_KEYS: &[&str] = &[
     "host_request_timeout_ms",
     "client_info",
     "capabilities",
+    "handlers",
     "roots",
     "log_level",
     "protocol_versions",
@@ -394,8 +451,13 @@ impl ConnectOptions {
             }
             o.client_info = info.clone();
         }
-        if let Some(caps) = obj.get("capabilities") {
-            o.capabilities = normalize_capabilities(caps)?;
+        let implied = match obj.get("handlers") {
+            None | Some(Value::Null) => Map::new(),
+            Some(handlers) => handler_capabilities(handlers)?,
+        };
+        if !implied.is_empty() || obj.get("capabilities").is_some() {
+            let declared = merge_capabilities(implied, obj.get("capabilities"))?;
+            o.capabilities = normalize_capabilities(&declared)?;
         }
         match obj.get("roots") {
             None | Some(Value::Null) => {}

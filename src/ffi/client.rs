@@ -56,7 +56,7 @@ fn enter<'a>(ptr: *mut mcplug_client) -> Result<Active<'a>, Error> {
 /// `options_json` (NULL for defaults): `connect_timeout_ms` (30000), `request_timeout_ms` (60000),
 /// `tool_timeout_ms` (null: no limit), `host_request_timeout_ms` (60000: how long a server's
 /// request — or an input request of a modern call — waits for `mcplug_client_respond`),
-/// `client_info`, `capabilities`, `roots`, `protocol_versions`, `max_message_bytes`,
+/// `client_info`, `capabilities`, `handlers`, `roots`, `protocol_versions`, `max_message_bytes`,
 /// `discover_timeout_ms` (5000: how long the `server/discover` probe waits before a silent
 /// server is taken for a legacy one; at most half of `connect_timeout_ms`). A server entry's own
 /// `timeout` (milliseconds) limits each of its requests and tool calls.
@@ -65,7 +65,12 @@ fn enter<'a>(ptr: *mut mcplug_client) -> Result<Active<'a>, Error> {
 /// and `tag` (so that `mcplug_cancel` can abort the connect). An unknown option is
 /// `invalid_argument` naming it.
 ///
-/// What the host serves, declared exactly as given: `capabilities` may hold `sampling` (with
+/// What the host serves: `handlers` names the server requests the host answers through a
+/// handler (`["sampling/createMessage", "elicitation/create", "roots/list"]`, and any others,
+/// which declare nothing): each declares its capability (`sampling` `{}`, `elicitation`
+/// `{"form": {}}`, `roots` `{"listChanged": true}`), and `capabilities` merges over them, one
+/// level deep for those three (`false` leaves one out). Without `handlers`, declared exactly as
+/// given: `capabilities` may hold `sampling` (with
 /// `tools` to receive tool-using sampling), `elicitation` (`form` and/or `url`; `{}` is form
 /// only), `roots` (`listChanged`), `experimental`, `extensions`; `true` stands for `{}`. A
 /// request the host did not declare never reaches it: a legacy server gets -32601 (-32602 for an

@@ -111,9 +111,10 @@ def test_handlers_declare_capabilities() -> None:
         {"sampling/createMessage": lambda p: p, "roots/list": lambda p: p, "notifications/message": print},
         connect_timeout=2, request_timeout=math.inf, tool_timeout=None, options={"max_events": 5},
     )
+    # The library derives the capabilities from the methods handled (src/client/options.rs).
     assert opts == {
         "connect_timeout_ms": 2000, "request_timeout_ms": None, "max_events": 5,
-        "capabilities": {"sampling": {}, "roots": {"listChanged": True}},
+        "handlers": ["notifications/message", "roots/list", "sampling/createMessage"],
     }
     assert manual == set()
     # Declared by hand without a handler: the host answers those requests itself.
@@ -135,7 +136,7 @@ def test_host_options_become_library_options() -> None:
         "host_request_timeout_ms": 250,
         "roots": [{"uri": "file:///a", "name": "a"}, {"uri": "file:///b"}, {"uri": "file:///tmp/c", "name": "c"}],
         "log_level": "notice", "tasks": False, "max_input_rounds": 4, "elicitation_defaults": True,
-        "validate_arguments": True,
+        "validate_arguments": True, "handlers": ["elicitation/create"],
         "capabilities": {"elicitation": {"form": {}, "url": {}}, "sampling": {"tools": {}}},
     }
     # sampling declared without a handler, and roots given without one (for set_roots(None)).

@@ -4,7 +4,7 @@
 const { Status, errorOf, errorFromNative, cancelledError } = require('./errors');
 const { EVENT_BATCH, native, callAsync, workGate, textOut, lenOut, stdoutBuf, takeLen, utf8Slice, takeText } = require('./native');
 const { authRegister, authUnregister } = require('./auth');
-const { toJson, handlerAnswer, answerText, checkString, optionalObject, checkPlainObject, timeoutValue, handlerCapabilities, mergeCapabilities, checkLogLevel, checkBoolean, checkCount, taskAndSchemaOptions, cacheOption, NAMED_NOTIFICATIONS, checkHandlers } = require('./values');
+const { toJson, handlerAnswer, answerText, checkString, optionalObject, checkPlainObject, timeoutValue, mergeCapabilities, checkLogLevel, checkBoolean, checkCount, taskAndSchemaOptions, cacheOption, NAMED_NOTIFICATIONS, checkHandlers } = require('./values');
 const { internalTag, Op, runOp, NO_OPTIONS, openStdoutSocket } = require('./calls');
 const { Handle } = require('./handle');
 
@@ -80,8 +80,9 @@ class Client extends Handle {
     if (elicitationDefaults !== undefined) merged.elicitation_defaults = checkBoolean(elicitationDefaults, 'elicitationDefaults');
     if (validateArguments !== undefined) merged.validate_arguments = checkBoolean(validateArguments, 'validateArguments');
     if (protocolVersions !== undefined) merged.protocol_versions = protocolVersions;
-    const fromHandlers = handlerCapabilities(handlers);
-    merged.capabilities = mergeCapabilities(fromHandlers, [options.capabilities, 'options.capabilities'], [capabilities, 'capabilities']);
+    // The library declares what the handlers imply (`handlers`), with these over it.
+    merged.handlers = Object.keys(handlers);
+    merged.capabilities = mergeCapabilities([options.capabilities, 'options.capabilities'], [capabilities, 'capabilities']);
     const connectTag = tag === undefined ? internalTag() : checkString(tag, 'tag');
     merged.tag = connectTag;
     const serverJson = toJson(server, 'server');

@@ -2,7 +2,7 @@
 
 const { Status, McpError, errorOf, decode, errorFromNative } = require('./errors');
 const { EVENT_BATCH, libraryPath, mnative, callAsync, workGate, controlGate, textOut, takeText } = require('./native');
-const { toJson, handlerAnswer, answerText, checkString, optionalObject, timeoutValue, handlerCapabilities, mergeCapabilities, checkBoolean, checkCount, NAMED_NOTIFICATIONS, snakeKeys, checkHandlers, hostToolResult } = require('./values');
+const { toJson, handlerAnswer, answerText, checkString, optionalObject, timeoutValue, mergeCapabilities, checkBoolean, checkCount, NAMED_NOTIFICATIONS, snakeKeys, checkHandlers, hostToolResult } = require('./values');
 const { Op, runOp } = require('./calls');
 const { Handle } = require('./handle');
 
@@ -68,9 +68,11 @@ class Manager extends Handle {
     checkHandlers(handlers);
     const merged = snakeKeys(options === undefined || options === null ? {} : options, 'options');
     const connection = merged.connection === undefined ? {} : snakeKeys(merged.connection, 'options.connection');
-    const fromHandlers = handlerCapabilities(handlers);
-    if (Object.keys(fromHandlers).length > 0 || connection.capabilities !== undefined) {
-      connection.capabilities = mergeCapabilities(fromHandlers, [connection.capabilities, 'options.connection.capabilities']);
+    // The library declares, to every server, what the handlers imply.
+    const handled = Object.keys(handlers);
+    if (handled.length > 0) connection.handlers = handled;
+    if (connection.capabilities !== undefined) {
+      connection.capabilities = mergeCapabilities([connection.capabilities, 'options.connection.capabilities']);
     }
     if (merged.connection !== undefined || Object.keys(connection).length > 0) merged.connection = connection;
     const out = [null];

@@ -128,34 +128,18 @@ function timeoutValue(value, what) {
   return Math.max(1, Math.ceil(value));
 }
 
-/** The capability a handler for a server request implies, declared at connect. */
-const CAPABILITY_OF_HANDLER = {
-  'sampling/createMessage': ['sampling', {}],
-  'elicitation/create': ['elicitation', { form: {} }],
-  'roots/list': ['roots', { listChanged: true }],
-};
-
 /** The capabilities whose members merge one level deep (`elicitation: {url: true}` adds URL mode
  *  to the form mode an elicitation handler declared). */
 const NESTED_CAPABILITIES = new Set(['sampling', 'elicitation', 'roots']);
 
-/** The capabilities the host's handlers imply (a sampling handler declares `sampling`, ...). */
-function handlerCapabilities(handlers) {
-  const out = {};
-  for (const method of Object.keys(handlers)) {
-    const cap = CAPABILITY_OF_HANDLER[method];
-    if (cap) out[cap[0]] = cap[1];
-  }
-  return out;
-}
-
 /**
- * The capabilities declared at connect: those implied by the handlers, then each explicit
- * source in order (later wins). `true` stands for `{}` and `false` declares nothing, at the
- * top level and one level down (the library normalizes both and checks the spec shapes).
+ * The host's capabilities from each explicit source in order (later wins), one object for the
+ * library, which declares what the handlers imply and merges these over it. `true` stands for
+ * `{}` and `false` declares nothing, at the top level and one level down (the library
+ * normalizes both and checks the spec shapes).
  */
-function mergeCapabilities(fromHandlers, ...explicit) {
-  const out = { ...fromHandlers };
+function mergeCapabilities(...explicit) {
+  const out = {};
   for (const [source, what] of explicit) {
     if (source === undefined || source === null) continue;
     if (typeof source !== 'object' || Array.isArray(source)) {
@@ -268,7 +252,6 @@ module.exports = {
   optionalObject,
   checkPlainObject,
   timeoutValue,
-  handlerCapabilities,
   mergeCapabilities,
   LOG_LEVELS,
   checkLogLevel,

@@ -58,9 +58,9 @@ PUMP_BATCH = 64
 METHOD_NOT_FOUND = -32601
 INTERNAL_ERROR = -32603
 
-#: The capability a server request needs, and what we declare when a handler for it is given.
+#: The capability a server request needs (a handler for it declares it: the library derives what
+#: to declare from the ``handlers`` option).
 CAPABILITY_OF = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
-_DECLARED: Dict[str, Any] = {"sampling": {}, "elicitation": {}, "roots": {"listChanged": True}}
 
 _tag_counter = itertools.count(1)
 
@@ -246,9 +246,11 @@ def connect_options(
 ) -> Tuple[Dict[str, Any], Set[str]]:
     """The connect options, and the server-request methods the host will answer by hand.
 
-    A handler declares its capability (``sampling``, ``elicitation`` form mode, ``roots`` with
-    ``listChanged``); ``capabilities`` replaces or adds whole entries (``{"elicitation": {"form":
-    {}, "url": {}}}``, ``{"sampling": {"tools": {}}}``). A capability declared without a handler
+    A handler declares its capability (the library derives it from the methods named in the
+    ``handlers`` option: ``sampling``, ``elicitation`` form mode, ``roots`` with ``listChanged``);
+    ``capabilities`` adds to them, one level deep for those three (``{"elicitation": {"url":
+    {}}}`` adds URL mode, ``{"sampling": {"tools": {}}}`` tool use), and ``False`` takes one
+    away. A capability declared without a handler
     means the host answers those requests itself with ``next_event`` + ``respond``; so does
     ``roots`` given without a ``roots/list`` handler, once ``set_roots(None)`` hands the requests
     back. The keyword arguments are the library's options of the same name (seconds for
@@ -293,15 +295,12 @@ def connect_options(
     user_caps = user.pop("capabilities", None)
     if user_caps is not None and not isinstance(user_caps, Mapping):
         raise InvalidArgumentError("`capabilities` must be a dict")
-    caps: Dict[str, Any] = {}
-    for method in handlers:
-        cap = CAPABILITY_OF.get(method)
-        if cap is not None:
-            caps[cap] = dict(_DECLARED[cap])
-    caps.update(user_caps or {})
     opts.update(user)
-    if caps:
-        opts["capabilities"] = caps
+    if handlers:
+        # The library declares the capabilities these imply, with ``capabilities`` over them.
+        opts["handlers"] = sorted(handlers)
+    if user_caps is not None:
+        opts["capabilities"] = dict(user_caps)
     manual = {m for m, cap in CAPABILITY_OF.items() if user_caps and cap in user_caps and m not in handlers}
     if opts.get("roots") is not None and "roots/list" not in handlers:
         manual.add("roots/list")

@@ -56,6 +56,46 @@ fn roots_imply_the_roots_capability() {
 }
 
 #[test]
+fn handlers_declare_their_capabilities_and_the_hosts_own_merge_over_them() {
+    let caps = |v: serde_json::Value| ConnectOptions::parse(Some(&v)).map(|o| o.capabilities);
+    assert_eq!(
+        caps(
+            json!({"handlers": ["sampling/createMessage", "elicitation/create", "roots/list",
+                                 "notifications/message", "auth/authorize"]})
+        )
+        .unwrap(),
+        json!({"sampling": {}, "elicitation": {"form": {}}, "roots": {"listChanged": true}})
+    );
+    // One level deep for the three the engine acts on; `false` takes one away; others replace.
+    assert_eq!(
+        caps(
+            json!({"handlers": ["sampling/createMessage", "elicitation/create", "roots/list"],
+                    "capabilities": {"elicitation": {"url": true}, "sampling": {"tools": {}},
+                                     "roots": false, "experimental": {"x": {}}}})
+        )
+        .unwrap(),
+        json!({"sampling": {"tools": {}}, "elicitation": {"form": {}, "url": {}},
+               "experimental": {"x": {}}})
+    );
+    assert_eq!(
+        caps(json!({"capabilities": {"elicitation": {"url": {}}}})).unwrap(),
+        json!({"elicitation": {"url": {}}}),
+        "without a handler, only what the host declared"
+    );
+    assert_eq!(caps(json!({"handlers": []})).unwrap(), json!({}));
+    for bad in [json!({"handlers": "roots/list"}), json!({"handlers": [1]})] {
+        let e = caps(bad).unwrap_err();
+        assert!(
+            e.message.contains("option `handlers` must be an array"),
+            "{}",
+            e.message
+        );
+    }
+    let o = ConnectOptions::parse(Some(&json!({"handlers": ["sampling/createMessage"]}))).unwrap();
+    assert!(o.declares("sampling") && !o.declares("elicitation"));
+}
+
+#[test]
 fn server_spec_errors_name_the_field() {
     assert!(ServerSpec::parse(&json!({"args": []}))
         .unwrap_err()
