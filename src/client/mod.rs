@@ -35,7 +35,7 @@ use crate::protocol::era::Era;
 use crate::protocol::pending::PendingTable;
 use crate::protocol::{self, RawJson};
 use crate::transport::stdio::{Started, StdioLimits, StdioTransport};
-use crate::transport::{Inbound, Transport};
+use crate::transport::{Driven, HostRead, Inbound, Transport};
 pub use event::Event;
 use events::{EventQueue, Pulled};
 use once_cell::sync::OnceCell;
@@ -86,6 +86,9 @@ struct Shared {
     options: ConnectOptions,
     name: Option<String>,
     transport: OnceCell<Arc<dyn Transport>>,
+    /// The transport's optional capabilities, asked for once when it is set.
+    driven: OnceCell<Option<Arc<dyn Driven>>>,
+    host_read: OnceCell<Option<Arc<dyn HostRead>>>,
     pending: PendingTable,
     /// Started calls running as tasks (see `started`), with their own cancel.
     started: Mutex<HashMap<u64, Arc<cancel::CancelSignal>>>,
@@ -251,6 +254,8 @@ fn new_shared(name: Option<&str>, options: ConnectOptions, http: bool) -> Arc<Sh
         name: name.map(str::to_string),
         options,
         transport: OnceCell::new(),
+        driven: OnceCell::new(),
+        host_read: OnceCell::new(),
         pending: PendingTable::new(),
         started: Mutex::new(HashMap::new()),
         deferred: Mutex::new(Default::default()),
@@ -372,7 +377,7 @@ impl Client {
                 .await?
             }
         };
-        let _ = shared.transport.set(transport);
+        shared.set_transport(transport);
         let client = Client { shared };
 
         // An interactive authorization inside the connect has its own limit on top.
@@ -439,10 +444,13 @@ impl Client {
         outcome
     }
 
-    /// Connects over a transport made by `make` from the connection's inbound sink (the seam the
-    /// in-memory transport of the unit tests uses); `signature` keys the era cache.
-    #[cfg(test)]
-    pub(crate) async fn connect_with(
+    /// Connects over a transport of the caller's own, made by `make` from the connection's
+    /// inbound sink (what the transport delivers every message it reads to): an in-process
+    /// server, a transport this crate does not have (the unit tests' in-memory one). The client
+    /// asks it for its optional capabilities ([`crate::transport::Driven`],
+    /// [`crate::transport::HostRead`]) once. `signature` keys the era cache: connections with the
+    /// same signature reach the same server.
+    pub async fn connect_with(
         name: Option<&str>,
         options: ConnectOptions,
         signature: &str,
@@ -451,7 +459,7 @@ impl Client {
         crate::log::init();
         let shared = new_shared(name, options, false);
         let sink: Weak<dyn Inbound> = Arc::downgrade(&shared) as Weak<dyn Inbound>;
-        let _ = shared.transport.set(make(sink));
+        shared.set_transport(make(sink));
         let client = Client { shared };
         match client.negotiated(None, signature, false).await {
             Ok(info) => Ok((client, info)),
@@ -883,6 +891,18 @@ impl Shared {
                 .unwrap_or(options::DEFAULT_CONNECT_TIMEOUT),
             shutdown_grace: self.options.shutdown_grace,
         }
+    }
+
+    /// Takes the connection's transport, and asks it once for its optional capabilities.
+    fn set_transport(&self, transport: Arc<dyn Transport>) {
+        let _ = self.driven.set(transport.clone().driven());
+        let _ = self.host_read.set(transport.clone().host_read());
+        let _ = self.transport.set(transport);
+    }
+
+    /// The transport's caller-driven paths, if it has them.
+    fn driven(&self) -> Option<&Arc<dyn Driven>> {
+        self.driven.get().and_then(Option::as_ref)
     }
 
     fn transport(&self) -> Result<&Arc<dyn Transport>> {

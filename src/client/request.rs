@@ -7,8 +7,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::protocol;
 use crate::protocol::era::Era;
 use crate::protocol::{era, Outgoing, RawJson};
-use crate::transport::Transport;
-use crate::transport::{Drive, DrivenRequest, RequestShape};
+use crate::transport::{Drive, Driven, DrivenRequest, RequestShape};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::sync::atomic::Ordering;
@@ -23,7 +22,7 @@ use tokio::time::Instant;
 const DRIVE_SLICE: Duration = Duration::from_millis(20);
 
 /// Leaves the transport's set of waiting callers however the wait ends.
-pub(super) struct LeaveCall<'a>(pub(super) &'a dyn Transport, pub(super) bool);
+pub(super) struct LeaveCall<'a>(pub(super) &'a dyn Driven, pub(super) bool);
 
 impl Drop for LeaveCall<'_> {
     fn drop(&mut self) {
@@ -131,14 +130,15 @@ impl Shared {
             // transport/stdio_read.rs, transport/http/direct.rs): then no runtime thread has to
             // wake us for the answer.
             let transport = self.transport()?.clone();
-            let can_drive = reset.is_none() && crate::runtime::on_host_thread() && transport.drivable();
+            let driven = self.driven();
+            let can_drive = reset.is_none() && crate::runtime::on_host_thread() && driven.is_some();
             // A message that fits the pipe goes out at once from this thread, with no send
             // future, timer or cancel to race against it.
-            let sent = if transport.send_now(&message) {
+            let sent = if driven.is_some_and(|d| d.send_now(&message)) {
                 Ok(())
             } else {
-                let mut sending = if can_drive {
-                    let shape = tool_call.filter(|_| transport.uses_request_shape()).map(|name| RequestShape {
+                let mut sending = if let Some(d) = driven.filter(|_| can_drive) {
+                    let shape = tool_call.filter(|_| d.uses_request_shape()).map(|name| RequestShape {
                         method: "tools/call",
                         name: name.to_string(),
                         // The version the message's `_meta` was stamped with.
@@ -147,7 +147,7 @@ impl Shared {
                             _ => None,
                         },
                     });
-                    transport.clone().send_driven(message, DrivenRequest { id, shape })
+                    d.clone().send_driven(message, DrivenRequest { id, shape })
                 } else {
                     transport.clone().send(message)
                 };
@@ -196,13 +196,15 @@ impl Shared {
                 }
                 return Err(self.check_open().err().unwrap_or(e));
             }
-            transport.enter_call(can_drive);
-            let _leave = LeaveCall(&*transport, can_drive);
-            if can_drive {
+            if let Some(d) = driven {
+                d.enter_call(can_drive);
+            }
+            let _leave = driven.map(|d| LeaveCall(&**d, can_drive));
+            if let Some(d) = driven.filter(|_| can_drive) {
                 // A cancel from another thread ends this thread's blocked read at once.
                 // (Nothing to do, and nothing to allocate, for a call that nothing can cancel.)
-                let _interrupt = (guard.any() && transport.drive_interruptible()).then(|| {
-                    let t = transport.clone();
+                let _interrupt = (guard.any() && d.drive_interruptible()).then(|| {
+                    let t = d.clone();
                     guard.interrupt_while(Arc::new(move || t.interrupt_drive()))
                 });
                 loop {
@@ -224,12 +226,12 @@ impl Shared {
                         }
                     }
                     let slice = deadline.map_or(DRIVE_SLICE, |d| d.saturating_duration_since(now).min(DRIVE_SLICE));
-                    match transport.drive(slice, None) {
+                    match d.drive(slice, None) {
                         // Let whatever encloses this call (a connect's own timer and cancel)
                         // look at its own futures between turns.
                         Drive::Turned => tokio::task::yield_now().await,
                         Drive::Busy => {
-                            let baton = transport.baton().expect("a drivable transport has a baton");
+                            let baton = d.baton().expect("a drivable transport has a baton");
                             tokio::select! {
                                 biased;
                                 r = &mut answer => return r.unwrap_or_else(|_| Err(self.answer_lost())),

@@ -203,9 +203,9 @@ impl Client {
     /// transport without one (remote servers).
     pub fn stdout_fd(&self) -> Result<i32> {
         self.shared.events_wanted();
-        let transport = self.shared.transport()?;
-        match transport.host_reader() {
-            Some(fd) => fd,
+        self.shared.transport()?;
+        match self.shared.host_read.get().and_then(Option::as_ref) {
+            Some(host) => host.host_reader(),
             None => Err(Error::not_implemented(
                 "this connection has no stdout for the host to read (a remote server)",
             )),
@@ -216,14 +216,16 @@ impl Client {
     /// then takes the events waiting, like `take_events` without waiting. The events this
     /// queued are not signalled on the event descriptor (this thread takes them now).
     pub fn feed(&self, data: &[u8], max: usize, buf: &mut [u8]) -> Lines {
-        let Ok(transport) = self.shared.transport() else {
+        if self.shared.transport().is_err() {
             return Lines::Closed;
-        };
-        if data.is_empty() {
-            transport.host_release();
-        } else {
-            let _driving = SelfDriving::start();
-            transport.feed(data);
+        }
+        if let Some(host) = self.shared.host_read.get().and_then(Option::as_ref) {
+            if data.is_empty() {
+                host.host_release();
+            } else {
+                let _driving = SelfDriving::start();
+                host.feed(data);
+            }
         }
         self.shared
             .events
@@ -311,11 +313,8 @@ impl Shared {
         if wait == Some(Duration::ZERO) || self.events.ready() {
             return None;
         }
-        let transport = self.transport().ok()?.clone();
-        if !transport.drivable()
-            || transport.tickets() == 0
-            || tokio::runtime::Handle::try_current().is_ok()
-        {
+        let transport = self.driven()?.clone();
+        if transport.tickets() == 0 || tokio::runtime::Handle::try_current().is_ok() {
             return None;
         }
         // A blocked read that another thread's event can end needs no pipe to watch: one `read`
@@ -387,7 +386,9 @@ impl Shared {
         tracing::debug!(target: "mcplug::client", server = self.name.as_deref().unwrap_or(""), id, method, "request");
         // From here something must read for it (the background, or a host thread waiting for
         // events).
-        transport.ticket_started();
+        if let Some(d) = self.driven() {
+            d.ticket_started();
+        }
         if self.closed.load(Ordering::SeqCst) {
             // `shut` may have failed the call already, with its completion event; exactly one
             // outcome either way.
@@ -479,7 +480,7 @@ impl Shared {
     /// call was already completed by someone else (the connection closing), whose event stands.
     fn start_failed(&self, id: u64, e: Error) -> Result<u64> {
         if self.pending.forget_ticket(id) {
-            if let Ok(t) = self.transport() {
+            if let Some(t) = self.driven() {
                 t.ticket_finished();
             }
             Err(self.check_open().err().unwrap_or(e))
@@ -579,7 +580,7 @@ impl Shared {
 
     /// A direct call's answer (or failure), taken out of the pending table by the caller.
     pub(super) fn ticket_done(&self, id: u64, outcome: Result<RawJson>) {
-        if let Ok(t) = self.transport() {
+        if let Some(t) = self.driven() {
             t.ticket_finished();
         }
         self.events.push_text(completion_text(id, &outcome), false);
@@ -611,7 +612,7 @@ impl Shared {
                         _ => false,
                     };
                 if let (true, Some(replay)) = (more, replay) {
-                    if let Ok(t) = self.transport() {
+                    if let Some(t) = self.driven() {
                         t.ticket_finished();
                     }
                     return self.resume(call, replay, outcome);

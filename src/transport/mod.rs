@@ -47,7 +47,7 @@ pub trait Inbound: Send + Sync {
     fn closed(self: std::sync::Arc<Self>, error: Error);
 }
 
-/// The request a caller drives (see [`Transport::send_driven`]): the last message of what it
+/// The request a caller drives (see [`Driven::send_driven`]): the last message of what it
 /// sends.
 pub struct DrivenRequest {
     pub id: u64,
@@ -64,7 +64,7 @@ pub struct RequestShape {
     pub version: Option<String>,
 }
 
-/// What one turn of [`Transport::drive`] did.
+/// What one turn of [`Driven::drive`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Drive {
     /// Read what there was, or waited the time given: look at your answer again.
@@ -75,6 +75,9 @@ pub enum Drive {
     Finished,
 }
 
+/// What every transport does: send a message, close, and say what it knows of its server. The
+/// caller-driven fast paths are optional capabilities ([`Driven`], [`HostRead`]), asked for once
+/// when the client takes the transport.
 pub trait Transport: Send + Sync {
     /// Sends one message, already serialized with its trailing newline. The future owns what it
     /// needs, so a caller that stops waiting (timeout, cancel) can let it finish in the background
@@ -83,76 +86,6 @@ pub trait Transport: Send + Sync {
     /// Closes gracefully and releases everything (for stdio: the whole process group is gone
     /// and reaped when this returns). Idempotent.
     fn close(&self) -> BoxFuture<'_, ()>;
-    /// Like [`Transport::send`], from a caller (a host thread) that then waits for the answer
-    /// to its `request` in it (the last message), calling [`Transport::drive`] between the
-    /// turns of its wait and [`Transport::leave_call`] when it stops: a transport may leave
-    /// that request's I/O to the caller's own thread (Streamable HTTP: see `http::direct`).
-    fn send_driven(
-        self: Arc<Self>,
-        message: Vec<u8>,
-        _request: DrivenRequest,
-    ) -> BoxFuture<'static, Result<(), Error>> {
-        self.send(message)
-    }
-    /// Sends a small message at once from the calling thread, if that can be done without
-    /// waiting: `true` when it went out whole, `false` when nothing was sent (the caller then
-    /// sends it the ordinary way). Saves a caller the send future and its timer and cancel race
-    /// when the message fits the pipe (stdio).
-    fn send_now(&self, _message: &[u8]) -> bool {
-        false
-    }
-    /// Whether [`Transport::send_driven`] uses a [`DrivenRequest`]'s `shape` (which saves it a
-    /// parse of the message); a caller builds one only for a transport that does.
-    fn uses_request_shape(&self) -> bool {
-        false
-    }
-    /// Whether a caller waiting for an answer may read the incoming side itself, on its own
-    /// thread, with [`Transport::drive`] (stdio: see `stdio_read`). Every caller that waits for
-    /// an answer brackets its wait with [`Transport::enter_call`] and [`Transport::leave_call`],
-    /// saying whether it can drive, so the transport knows who reads.
-    fn drivable(&self) -> bool {
-        false
-    }
-    fn enter_call(&self, _can_drive: bool) {}
-    fn leave_call(&self, _could_drive: bool) {}
-    /// One turn: read and deliver what arrives within `wait`, unless another caller is reading;
-    /// the turn also ends when `also` (a descriptor of the caller's) becomes readable.
-    /// Blocks the calling thread: only ever called from a host thread, never a runtime worker.
-    fn drive(&self, _wait: std::time::Duration, _also: Option<std::os::fd::RawFd>) -> Drive {
-        Drive::Finished
-    }
-    /// Whether a turn of [`Transport::drive`] without `also` can be ended early from another
-    /// thread with [`Transport::interrupt_drive`] (stdio, where the reader blocks in `read`).
-    fn drive_interruptible(&self) -> bool {
-        false
-    }
-    /// Ends the current or the next turn of [`Transport::drive`] at once (a spurious early end
-    /// is harmless: the driver looks at what it waits for and drives again).
-    fn interrupt_drive(&self) {}
-    /// A started call (nobody blocks on it) is in flight / has finished: while any is, something
-    /// must read even when no caller waits.
-    fn ticket_started(&self) {}
-    fn ticket_finished(&self) {}
-    /// Started calls in flight.
-    fn tickets(&self) -> usize {
-        0
-    }
-    /// For a host whose own event loop reads the incoming side: a new descriptor of it (stdio:
-    /// the server's stdout), which the host reads, handing every chunk in order to
-    /// [`Transport::feed`]; nobody else reads until [`Transport::host_release`]. `None` when this
-    /// transport has no such side.
-    fn host_reader(&self) -> Option<Result<std::os::fd::RawFd, Error>> {
-        None
-    }
-    /// A chunk the host read from the descriptor of [`Transport::host_reader`].
-    fn feed(&self, _data: &[u8]) {}
-    /// The host stopped reading (the end of the stream, an error, closing): the transport reads
-    /// again by itself.
-    fn host_release(&self) {}
-    /// Notified when the caller that was driving leaves, so that a waiting one takes over.
-    fn baton(&self) -> Option<&tokio::sync::Notify> {
-        None
-    }
     /// Resolves once every diagnostic line (stderr) the server wrote was delivered.
     fn drained(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
@@ -168,4 +101,81 @@ pub trait Transport: Send + Sync {
     fn credential(&self) -> u64 {
         0
     }
+    /// This transport's caller-driven paths, if it has them (see [`Driven`]).
+    fn driven(self: Arc<Self>) -> Option<Arc<dyn Driven>> {
+        None
+    }
+    /// The host's own reading of the incoming side, if this transport has one (see
+    /// [`HostRead`]).
+    fn host_read(self: Arc<Self>) -> Option<Arc<dyn HostRead>> {
+        None
+    }
+}
+
+/// A transport whose incoming side a waiting caller (a host thread) may read itself, on its own
+/// thread, instead of waiting for a runtime thread to hand it the answer (stdio: see
+/// `stdio_read`; Streamable HTTP: see `http::direct`).
+pub trait Driven: Send + Sync {
+    /// Like [`Transport::send`], from a caller that then waits for the answer to its `request`
+    /// in it (the last message), calling [`Driven::drive`] between the turns of its wait and
+    /// [`Driven::leave_call`] when it stops: a transport may leave that request's I/O to the
+    /// caller's own thread.
+    fn send_driven(
+        self: Arc<Self>,
+        message: Vec<u8>,
+        request: DrivenRequest,
+    ) -> BoxFuture<'static, Result<(), Error>>;
+    /// Sends a small message at once from the calling thread, if that can be done without
+    /// waiting: `true` when it went out whole, `false` when nothing was sent (the caller then
+    /// sends it the ordinary way). Saves a caller the send future and its timer and cancel race
+    /// when the message fits the pipe (stdio).
+    fn send_now(&self, _message: &[u8]) -> bool {
+        false
+    }
+    /// Whether [`Driven::send_driven`] uses a [`DrivenRequest`]'s `shape` (which saves it a
+    /// parse of the message); a caller builds one only for a transport that does.
+    fn uses_request_shape(&self) -> bool {
+        false
+    }
+    /// Every caller that waits for an answer brackets its wait with these, saying whether it
+    /// can drive, so the transport knows who reads.
+    fn enter_call(&self, _can_drive: bool) {}
+    fn leave_call(&self, _could_drive: bool) {}
+    /// One turn: read and deliver what arrives within `wait`, unless another caller is reading;
+    /// the turn also ends when `also` (a descriptor of the caller's) becomes readable.
+    /// Blocks the calling thread: only ever called from a host thread, never a runtime worker.
+    fn drive(&self, wait: std::time::Duration, also: Option<std::os::fd::RawFd>) -> Drive;
+    /// Whether a turn of [`Driven::drive`] without `also` can be ended early from another
+    /// thread with [`Driven::interrupt_drive`] (stdio, where the reader blocks in `read`).
+    fn drive_interruptible(&self) -> bool {
+        false
+    }
+    /// Ends the current or the next turn of [`Driven::drive`] at once (a spurious early end
+    /// is harmless: the driver looks at what it waits for and drives again).
+    fn interrupt_drive(&self) {}
+    /// A started call (nobody blocks on it) is in flight / has finished: while any is, something
+    /// must read even when no caller waits.
+    fn ticket_started(&self) {}
+    fn ticket_finished(&self) {}
+    /// Started calls in flight.
+    fn tickets(&self) -> usize {
+        0
+    }
+    /// Notified when the caller that was driving leaves, so that a waiting one takes over.
+    fn baton(&self) -> Option<&tokio::sync::Notify> {
+        None
+    }
+}
+
+/// A transport whose incoming side a host's own event loop may read (stdio: the server's
+/// stdout).
+pub trait HostRead: Send + Sync {
+    /// A new descriptor of the incoming side, which the host reads, handing every chunk in order
+    /// to [`HostRead::feed`]; nobody else reads until [`HostRead::host_release`].
+    fn host_reader(&self) -> Result<std::os::fd::RawFd, Error>;
+    /// A chunk the host read from the descriptor of [`HostRead::host_reader`].
+    fn feed(&self, data: &[u8]);
+    /// The host stopped reading (the end of the stream, an error, closing): the transport reads
+    /// again by itself.
+    fn host_release(&self);
 }

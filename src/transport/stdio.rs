@@ -7,7 +7,7 @@
 //! each line goes to the connection as an event.
 
 use super::stdio_read::SharedReader;
-use super::{BoxFuture, Drive, Inbound, Transport};
+use super::{BoxFuture, Drive, Driven, DrivenRequest, HostRead, Inbound, Transport};
 use crate::error::Error;
 use crate::sys::{self, process::Signal};
 use parking_lot::Mutex;
@@ -452,27 +452,6 @@ impl Transport for StdioTransport {
         })
     }
 
-    fn send_now(&self, message: &[u8]) -> bool {
-        if message.len() > sys::fd::PIPE_BUF {
-            return false;
-        }
-        // Busy (another writer, or one waiting) or closed: the ordinary path waits its turn or
-        // says why.
-        let Ok(mut guard) = self.stdin.try_lock() else {
-            return false;
-        };
-        let sent = guard
-            .as_mut()
-            .and_then(|stdin| stdin.write_now(message))
-            .is_some();
-        drop(guard);
-        // (When nothing went out, the ordinary send that follows starts them.)
-        if sent {
-            self.start_tasks();
-        }
-        sent
-    }
-
     fn close(&self) -> BoxFuture<'_, ()> {
         self.start_tasks();
         Box::pin(async move {
@@ -519,8 +498,44 @@ impl Transport for StdioTransport {
         })
     }
 
-    fn drivable(&self) -> bool {
-        true
+    fn driven(self: Arc<Self>) -> Option<Arc<dyn Driven>> {
+        Some(self)
+    }
+
+    fn host_read(self: Arc<Self>) -> Option<Arc<dyn HostRead>> {
+        Some(self)
+    }
+}
+
+/// A caller waiting alone reads the server's stdout itself (see `stdio_read`).
+impl Driven for StdioTransport {
+    fn send_driven(
+        self: Arc<Self>,
+        message: Vec<u8>,
+        _request: DrivenRequest,
+    ) -> BoxFuture<'static, Result<(), Error>> {
+        self.send(message)
+    }
+
+    fn send_now(&self, message: &[u8]) -> bool {
+        if message.len() > sys::fd::PIPE_BUF {
+            return false;
+        }
+        // Busy (another writer, or one waiting) or closed: the ordinary path waits its turn or
+        // says why.
+        let Ok(mut guard) = self.stdin.try_lock() else {
+            return false;
+        };
+        let sent = guard
+            .as_mut()
+            .and_then(|stdin| stdin.write_now(message))
+            .is_some();
+        drop(guard);
+        // (When nothing went out, the ordinary send that follows starts them.)
+        if sent {
+            self.start_tasks();
+        }
+        sent
     }
 
     fn enter_call(&self, can_drive: bool) {
@@ -568,22 +583,23 @@ impl Transport for StdioTransport {
     fn baton(&self) -> Option<&tokio::sync::Notify> {
         Some(self.reader.baton())
     }
+}
 
-    fn host_reader(&self) -> Option<Result<std::os::fd::RawFd, Error>> {
+/// A host's event loop may read the server's stdout itself.
+impl HostRead for StdioTransport {
+    fn host_reader(&self) -> Result<std::os::fd::RawFd, Error> {
         self.start_tasks();
-        Some(
-            self.reader
-                .host_take()
-                .and_then(|()| match sys::fd::dup_cloexec(self.reader.fd()) {
-                    Ok(fd) => Ok(fd.into_raw_fd()),
-                    Err(e) => {
-                        self.reader.host_release();
-                        Err(Error::transport(format!(
-                            "cannot give the host a descriptor of the server's stdout: {e}"
-                        )))
-                    }
-                }),
-        )
+        self.reader
+            .host_take()
+            .and_then(|()| match sys::fd::dup_cloexec(self.reader.fd()) {
+                Ok(fd) => Ok(fd.into_raw_fd()),
+                Err(e) => {
+                    self.reader.host_release();
+                    Err(Error::transport(format!(
+                        "cannot give the host a descriptor of the server's stdout: {e}"
+                    )))
+                }
+            })
     }
 
     fn feed(&self, data: &[u8]) {

@@ -802,21 +802,14 @@ impl HttpTransport {
     }
 }
 
-impl Transport for HttpTransport {
-    fn send(self: Arc<Self>, message: Vec<u8>) -> BoxFuture<'static, Result<(), Error>> {
-        self.send_lines(message, None)
-    }
-
+/// A caller waiting for its answer does the direct path's I/O itself (see `direct`).
+impl super::Driven for HttpTransport {
     fn send_driven(
         self: Arc<Self>,
         message: Vec<u8>,
         request: super::DrivenRequest,
     ) -> BoxFuture<'static, Result<(), Error>> {
         self.send_lines(message, Some(request))
-    }
-
-    fn drivable(&self) -> bool {
-        self.direct.is_some()
     }
 
     fn uses_request_shape(&self) -> bool {
@@ -833,6 +826,21 @@ impl Transport for HttpTransport {
     fn leave_call(&self, _could_drive: bool) {
         if let Some(direct) = &self.direct {
             direct.leave();
+        }
+    }
+}
+
+impl Transport for HttpTransport {
+    fn send(self: Arc<Self>, message: Vec<u8>) -> BoxFuture<'static, Result<(), Error>> {
+        self.send_lines(message, None)
+    }
+
+    /// The direct path's requests are the caller's to drive (when it is on).
+    fn driven(self: Arc<Self>) -> Option<Arc<dyn super::Driven>> {
+        if self.direct.is_some() {
+            Some(self)
+        } else {
+            None
         }
     }
 
