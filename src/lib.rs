@@ -1,19 +1,21 @@
 //! mcplug: an MCP (Model Context Protocol) client for any program, behind a small C ABI.
 //!
 //! Layers, top to bottom (data flows one way):
+//! - `auth` (the crate's own; [`AuthOptions`] and [`logout`] re-exported): OAuth;
 //! - [`config`]: MCP server configuration (Claude Code's scopes, policy, other hosts' files);
 //! - [`ffi`]: the C ABI — translation only (pointers, strings, status codes, panic boundary);
 //! - [`manager`]: many servers — states, batched connects, one tool pool, reconnects;
 //! - [`client`]: one server — era negotiation, requests, timeouts, cancellation, events;
-//! - [`protocol`]: JSON-RPC framing, the pending-request table, era rules;
-//! - [`transport`]: bytes to messages and back (stdio);
+//! - `protocol` (the crate's own): JSON-RPC framing, the pending-request table, era rules;
+//! - `transport` (the crate's own; its contract re-exported here): bytes to messages and back
+//!   (stdio, Streamable HTTP, HTTP+SSE, WebSocket);
 //! - [`runtime`]: the one private tokio runtime;
 //! - `sys`: the platform layer — everything that talks to the OS below std (Linux).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-pub mod auth;
+pub(crate) mod auth;
 pub mod client;
 pub mod config;
 pub mod error;
@@ -22,15 +24,22 @@ pub mod ffi;
 pub mod fuzzing;
 pub mod log;
 pub mod manager;
-pub mod protocol;
+pub(crate) mod protocol;
 pub(crate) mod redact;
 pub mod runtime;
 pub(crate) mod sys;
-pub mod transport;
+pub(crate) mod transport;
 
+// The engine's own modules (auth, protocol, transport) are the crate's; what a Rust host needs
+// of them is named here.
+pub use auth::{logout, AuthEvent, AuthOptions};
 pub use client::options::{CallOptions, ConnectOptions, ServerSpec};
 pub use client::Client;
 pub use error::{Error, ErrorKind, Result};
+/// What a transport of the host's own implements, for [`Client::connect_with`].
+pub use transport::{
+    BoxFuture, Drive, Driven, DrivenRequest, HostRead, Inbound, RequestShape, Transport,
+};
 
 /// The library's version (the crate version).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

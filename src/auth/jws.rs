@@ -357,6 +357,7 @@ impl SigningKey {
         Ok((key, der))
     }
 
+    #[cfg(test)]
     pub fn alg(&self) -> Alg {
         self.alg
     }

@@ -267,6 +267,7 @@ impl Guard {
         }
     }
 
+    #[cfg(test)]
     /// Adds what the MCP server's DNS name resolved to (the addresses the transport actually
     /// connected to), so a server at `mcp.corp.internal` -> 10.1.2.3 may use an AS on the same
     /// private network without the host opting in to every private address.

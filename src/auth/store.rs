@@ -59,6 +59,7 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
+    #[cfg(test)]
     /// `spec`: None → the default directory: $XDG_STATE_HOME/mcplug/auth if XDG_STATE_HOME is
     /// set and absolute (the XDG rule: a relative one is ignored), else
     /// $HOME/.local/state/mcplug/auth (an error when neither can be found); Some("memory") → the
@@ -88,6 +89,7 @@ impl Store {
         Ok(Store::Dir(dir))
     }
 
+    #[cfg(test)]
     /// A fresh private memory store (tests, and hosts that want no persistence).
     pub fn private_memory() -> Store {
         Store::Memory(Arc::default())
@@ -168,6 +170,7 @@ impl Store {
         }
     }
 
+    #[cfg(test)]
     /// Every key whose record exists (for logout of all, listing), sorted. A file that cannot be
     /// read is an error naming it, not skipped: skipping it would leave its tokens behind a
     /// "logout of all".
@@ -209,6 +212,7 @@ impl Store {
         Ok(keys)
     }
 
+    #[cfg(test)]
     /// Where the store lives (None for memory), for docs/errors.
     pub fn path(&self) -> Option<&Path> {
         match self {

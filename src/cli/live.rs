@@ -422,8 +422,8 @@ pub fn logout(ctx: &Ctx, name: &str) -> Result<Exit, Error> {
     let d = discover(ctx)?;
     let s = one(&d, name)?;
     let url = remote_url(name, &s)?;
-    let options = mcplug::auth::AuthOptions::parse(&Map::new())?;
-    let forgotten = mcplug::auth::logout(&url, &options)?;
+    let options = mcplug::AuthOptions::parse(&Map::new())?;
+    let forgotten = mcplug::logout(&url, &options)?;
     if ctx.json {
         println!("{}", json!({"name": name, "forgotten": forgotten}));
     } else if forgotten {

@@ -404,6 +404,7 @@ pub fn write_u64(buf: &mut Vec<u8>, mut n: u64) {
     buf.extend_from_slice(&digits[i..]);
 }
 
+#[cfg(test)]
 /// Serializes a request `{"jsonrpc":"2.0","id":id,"method":...,"params":...}` plus the newline
 /// of the stdio framing, in one buffer.
 pub fn encode_request(id: u64, method: &str, params: Option<&Value>) -> Vec<u8> {

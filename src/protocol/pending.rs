@@ -152,12 +152,9 @@ impl PendingTable {
         tickets
     }
 
-    pub fn len(&self) -> usize {
-        self.waiting.lock().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.waiting.lock().is_empty()
     }
 }
 

@@ -153,11 +153,6 @@ impl SseTransport {
             closed,
         }))
     }
-
-    /// The URL messages are POSTed to.
-    pub fn endpoint(&self) -> &str {
-        self.endpoint.as_str()
-    }
 }
 
 impl Transport for SseTransport {

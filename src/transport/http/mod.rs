@@ -169,11 +169,6 @@ impl HttpTransport {
         self.refused_initialize.lock().clone()
     }
 
-    /// How many sessions were started (1 after connect; more after a server lost one).
-    pub fn sessions_started(&self) -> u64 {
-        self.sessions.load(Ordering::Relaxed)
-    }
-
     fn me(&self) -> Arc<HttpTransport> {
         self.me.upgrade().expect("a transport in use is alive")
     }
