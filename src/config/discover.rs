@@ -28,6 +28,68 @@ use std::path::{Path, PathBuf};
 
 pub const HOSTS: [&str; 5] = ["vscode", "cursor", "windsurf", "claude_desktop", "zed"];
 
+/// Where another host keeps its MCP servers, and how it writes them.
+struct HostSource {
+    name: &'static str,
+    /// A workspace's file, looked for in the working directory and up (the closest wins).
+    workspace: Option<&'static str>,
+    /// The user's file, under the home directory.
+    global: &'static str,
+    /// Where the servers are in the file.
+    servers_at: &'static [&'static str],
+    format: Format,
+    /// JSON with comments and trailing commas (VS Code's and Zed's files).
+    comments: bool,
+}
+
+/// The hosts of `HOSTS`, in that order.
+const HOST_SOURCES: [HostSource; 5] = [
+    HostSource {
+        name: "vscode",
+        workspace: Some(".vscode/mcp.json"),
+        global: ".config/Code/User/mcp.json",
+        servers_at: &["servers"],
+        format: Format::VsCode,
+        comments: true,
+    },
+    HostSource {
+        name: "cursor",
+        workspace: Some(".cursor/mcp.json"),
+        global: ".cursor/mcp.json",
+        servers_at: &["mcpServers"],
+        format: Format::Cursor,
+        comments: false,
+    },
+    HostSource {
+        name: "windsurf",
+        workspace: None,
+        global: ".codeium/windsurf/mcp_config.json",
+        servers_at: &["mcpServers"],
+        format: Format::Windsurf,
+        comments: false,
+    },
+    HostSource {
+        name: "claude_desktop",
+        workspace: None,
+        global: if cfg!(target_os = "macos") {
+            "Library/Application Support/Claude/claude_desktop_config.json"
+        } else {
+            ".config/Claude/claude_desktop_config.json"
+        },
+        servers_at: &["mcpServers"],
+        format: Format::ClaudeDesktop,
+        comments: false,
+    },
+    HostSource {
+        name: "zed",
+        workspace: Some(".zed/settings.json"),
+        global: ".config/zed/settings.json",
+        servers_at: &["context_servers"],
+        format: Format::Zed,
+        comments: true,
+    },
+];
+
 fn default_managed_dir() -> &'static str {
     if cfg!(target_os = "macos") {
         "/Library/Application Support/ClaudeCode"
@@ -298,111 +360,40 @@ pub fn discover(options: &Value) -> Result<Value, Error> {
     );
 
     // Other hosts.
-    for (i, host) in o.hosts.iter().enumerate() {
+    for (i, name) in o.hosts.iter().enumerate() {
+        let host = HOST_SOURCES
+            .iter()
+            .find(|h| h.name == name)
+            .expect("checked against HOSTS");
         let base = 40 + 5 * i as u32;
-        let home = &o.home;
-        match host.as_str() {
-            "vscode" => {
-                if let Some(p) = find_up(&o.cwd, ".vscode/mcp.json") {
-                    let ws = p.parent().and_then(Path::parent).map(Path::to_path_buf);
-                    c.add(
-                        host,
-                        base,
-                        &p,
-                        JsonPath::of_keys(&["servers"]),
-                        Format::VsCode,
-                        ws.as_deref(),
-                        read(&p, true),
-                    );
-                }
-                let user = home.join(".config/Code/User/mcp.json");
+        let servers_at = || JsonPath::of_keys(host.servers_at);
+        let global = o.home.join(host.global);
+        if let Some(rel) = host.workspace {
+            if let Some(p) = find_up(&o.cwd, rel).filter(|p| *p != global) {
+                // The workspace is the folder holding the host's folder (`.vscode/`, ...).
+                let ws = p.parent().and_then(Path::parent).map(Path::to_path_buf);
+                let content = read(&p, host.comments);
                 c.add(
-                    host,
-                    base + 1,
-                    &user,
-                    JsonPath::of_keys(&["servers"]),
-                    Format::VsCode,
-                    None,
-                    read(&user, true),
-                );
-            }
-            "cursor" => {
-                let global = home.join(".cursor/mcp.json");
-                if let Some(p) = find_up(&o.cwd, ".cursor/mcp.json").filter(|p| *p != global) {
-                    let ws = p.parent().and_then(Path::parent).map(Path::to_path_buf);
-                    c.add(
-                        host,
-                        base,
-                        &p,
-                        mcp(),
-                        Format::Cursor,
-                        ws.as_deref(),
-                        read(&p, false),
-                    );
-                }
-                c.add(
-                    host,
-                    base + 1,
-                    &global,
-                    mcp(),
-                    Format::Cursor,
-                    None,
-                    read(&global, false),
-                );
-            }
-            "windsurf" => {
-                let p = home.join(".codeium/windsurf/mcp_config.json");
-                c.add(
-                    host,
+                    host.name,
                     base,
                     &p,
-                    mcp(),
-                    Format::Windsurf,
-                    None,
-                    read(&p, false),
-                );
-            }
-            "claude_desktop" => {
-                let p = if cfg!(target_os = "macos") {
-                    home.join("Library/Application Support/Claude/claude_desktop_config.json")
-                } else {
-                    home.join(".config/Claude/claude_desktop_config.json")
-                };
-                c.add(
-                    host,
-                    base,
-                    &p,
-                    mcp(),
-                    Format::ClaudeDesktop,
-                    None,
-                    read(&p, false),
-                );
-            }
-            _ => {
-                let global = home.join(".config/zed/settings.json");
-                if let Some(p) = find_up(&o.cwd, ".zed/settings.json").filter(|p| *p != global) {
-                    let ws = p.parent().and_then(Path::parent).map(Path::to_path_buf);
-                    c.add(
-                        host,
-                        base,
-                        &p,
-                        JsonPath::of_keys(&["context_servers"]),
-                        Format::Zed,
-                        ws.as_deref(),
-                        read(&p, true),
-                    );
-                }
-                c.add(
-                    host,
-                    base + 1,
-                    &global,
-                    JsonPath::of_keys(&["context_servers"]),
-                    Format::Zed,
-                    None,
-                    read(&global, true),
+                    servers_at(),
+                    host.format,
+                    ws.as_deref(),
+                    content,
                 );
             }
         }
+        let content = read(&global, host.comments);
+        c.add(
+            host.name,
+            base + 1,
+            &global,
+            servers_at(),
+            host.format,
+            None,
+            content,
+        );
     }
 
     // Settings, the most authoritative first (the first allowlist set is the one used).
@@ -503,4 +494,15 @@ pub fn discover(options: &Value) -> Result<Value, Error> {
     }
     result["files"] = Value::Array(c.files);
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{HOSTS, HOST_SOURCES};
+
+    #[test]
+    fn every_known_host_has_its_sources() {
+        let names: Vec<&str> = HOST_SOURCES.iter().map(|h| h.name).collect();
+        assert_eq!(names, HOSTS);
+    }
 }
