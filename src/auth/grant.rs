@@ -463,7 +463,8 @@ impl OAuth {
                 Err(e)
                     if !redone
                         && client.provenance == "dcr"
-                        && e.message.contains("invalid_client") =>
+                        && e.data.as_ref().and_then(|d| d.get("error"))
+                            == Some(&json!("invalid_client")) =>
                 {
                     // A stale registration (deleted at the server, its secret expired): forget
                     // it and register again, once.

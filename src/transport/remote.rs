@@ -483,6 +483,49 @@ pub(crate) struct Events {
     what: String,
 }
 
+/// Why an SSE stream gave no event: an event over the message limit (the stream cannot go on
+/// past it), or a broken stream (which may be resumed).
+#[derive(Debug)]
+pub(crate) enum StreamError {
+    TooLarge(Error),
+    Broken(Error),
+}
+
+impl From<StreamError> for Error {
+    fn from(e: StreamError) -> Error {
+        match e {
+            StreamError::TooLarge(e) | StreamError::Broken(e) => e,
+        }
+    }
+}
+
+/// The byte stream went past the message limit (told apart by type, not by its text).
+#[derive(Debug)]
+struct OverLimit;
+
+impl std::fmt::Display for OverLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("over the message limit")
+    }
+}
+
+impl std::error::Error for OverLimit {}
+
+/// Whether `e`, or an error it wraps, is [`OverLimit`].
+fn is_over_limit(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut at = Some(e);
+    while let Some(e) = at {
+        let inner = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref);
+        if e.is::<OverLimit>() || inner.is_some_and(|i| i.is::<OverLimit>()) {
+            return true;
+        }
+        at = e.source();
+    }
+    false
+}
+
 /// One SSE event as the transports use it.
 #[derive(Debug, Default)]
 pub(crate) struct Event {
@@ -502,7 +545,7 @@ impl Events {
             let chunk = chunk.map_err(|e| std::io::Error::other(chain(&e)))?;
             let n = counter.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len();
             if n > bound {
-                return Err(std::io::Error::other("over the message limit"));
+                return Err(std::io::Error::other(OverLimit));
             }
             Ok(chunk)
         }));
@@ -515,17 +558,17 @@ impl Events {
     }
 
     /// The next event; `None` at the end of the stream.
-    pub(crate) async fn next(&mut self) -> Option<Result<Event, Error>> {
+    pub(crate) async fn next(&mut self) -> Option<Result<Event, StreamError>> {
         let item = self.inner.next().await?;
         Some(match item {
             Ok(sse) => {
                 self.since_event.store(0, Ordering::Relaxed);
                 let data = sse.data.unwrap_or_default();
                 if data.len() > self.limit {
-                    Err(too_large(
+                    Err(StreamError::TooLarge(too_large(
                         &format!("an SSE event of {}", self.what),
                         self.limit,
-                    ))
+                    )))
                 } else {
                     Ok(Event {
                         name: sse.event,
@@ -535,17 +578,17 @@ impl Events {
                     })
                 }
             }
-            Err(sse_stream::Error::Body(e)) if e.to_string().contains("over the message limit") => {
-                Err(too_large(
+            Err(sse_stream::Error::Body(e)) if is_over_limit(e.as_ref()) => {
+                Err(StreamError::TooLarge(too_large(
                     &format!("an SSE event of {}", self.what),
                     self.limit,
-                ))
+                )))
             }
-            Err(e) => Err(Error::transport(format!(
+            Err(e) => Err(StreamError::Broken(Error::transport(format!(
                 "the SSE stream of {} broke: {}",
                 self.what,
                 chain(&e)
-            ))),
+            )))),
         })
     }
 }
@@ -612,6 +655,18 @@ pub(crate) fn fingerprint<'a>(parts: impl IntoIterator<Item = (&'a [u8], &'a [u8
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_message_limit_is_told_by_its_type_not_its_text() {
+        let ours: Box<dyn std::error::Error + Send + Sync> =
+            Box::new(std::io::Error::other(OverLimit));
+        assert!(is_over_limit(ours.as_ref()));
+        let lookalike = std::io::Error::other("over the message limit");
+        assert!(
+            !is_over_limit(&lookalike),
+            "a server's text cannot pass for it"
+        );
+    }
 
     #[test]
     fn header_values_are_base64_when_not_plain() {

@@ -93,7 +93,7 @@ impl SseTransport {
                         return Ok((endpoint, events));
                     }
                     Some(Ok(_)) => continue,
-                    Some(Err(e)) => return Err(e),
+                    Some(Err(e)) => return Err(e.into()),
                     None => {
                         return Err(Error::transport(format!(
                             "the SSE stream of {url} ended before its `endpoint` event"
@@ -128,7 +128,7 @@ impl SseTransport {
                             }
                         }
                     }
-                    Some(Err(e)) => break e,
+                    Some(Err(e)) => break e.into(),
                     None => {
                         break Error::closed(format!(
                             "the server ended the SSE stream of {stream_url}"

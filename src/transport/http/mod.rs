@@ -31,6 +31,7 @@ use super::credentials::{self, Applied, Credentials};
 use super::param_headers::ParamHeaders;
 use super::remote::{
     self, parse_url, status_error, Event, Events, Kind, Outgoing, RemoteConfig, RemoteLimits,
+    StreamError,
 };
 use super::{BoxFuture, Inbound, Transport};
 use crate::error::Error;
@@ -543,8 +544,8 @@ impl HttpTransport {
             let end = loop {
                 match events.next().await {
                     None => break None,
-                    Some(Err(e)) if e.message.contains("max_message_bytes") => return Err(e),
-                    Some(Err(e)) => break Some(e),
+                    Some(Err(StreamError::TooLarge(e))) => return Err(e),
+                    Some(Err(StreamError::Broken(e))) => break Some(e),
                     Some(Ok(event)) => {
                         note_event(&event, &mut last_id, &mut retry);
                         if event.data.trim().is_empty() {
