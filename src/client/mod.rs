@@ -25,6 +25,7 @@ mod spec;
 pub(crate) use skills::fuzz_frontmatter;
 #[cfg(test)]
 mod core_tests;
+mod factory;
 pub(crate) mod started;
 mod tasks;
 mod tool_headers;
@@ -34,7 +35,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::era::Era;
 use crate::protocol::pending::PendingTable;
 use crate::protocol::{self, RawJson};
-use crate::transport::stdio::{Started, StdioLimits, StdioTransport};
+use crate::transport::stdio::Started;
 use crate::transport::{Driven, HostRead, Inbound, Transport};
 pub use event::Event;
 use events::{EventQueue, Pulled};
@@ -276,26 +277,6 @@ fn new_shared(name: Option<&str>, options: ConnectOptions, http: bool) -> Arc<Sh
     })
 }
 
-/// The stdio transport of a connect: attaches the server `started` started, or starts one. Not
-/// inlined: its temporaries would widen the frame of every poll of the connect future, which a
-/// host thread with a small stack runs (tests/c/remote.c's 192 KiB thread, in the debug build).
-#[inline(never)]
-fn stdio_transport(
-    shared: &Shared,
-    config: &crate::transport::stdio::StdioConfig,
-    started: Option<Started>,
-    sink: Weak<dyn Inbound>,
-) -> Result<Arc<dyn Transport>> {
-    let limits = StdioLimits {
-        max_message_bytes: shared.options.max_message_bytes,
-        shutdown_grace: shared.options.shutdown_grace,
-    };
-    Ok(match started {
-        Some(started) => StdioTransport::attach(started, limits, sink)?,
-        None => StdioTransport::spawn(config, limits, sink)?,
-    })
-}
-
 impl Client {
     /// Starts the server and negotiates the protocol era. The connect result gives the
     /// negotiated version, the server's info, capabilities and instructions.
@@ -340,43 +321,7 @@ impl Client {
                 &authorized
             }
         };
-        let mut http = None;
-        let transport: Arc<dyn Transport> = match spec {
-            ServerSpec::Stdio { config, .. } => stdio_transport(&shared, config, started, sink)?,
-            ServerSpec::Http { config, .. } => {
-                let t = crate::transport::http::HttpTransport::new(
-                    config,
-                    shared.remote_limits(),
-                    shared.param_headers.clone(),
-                    sink,
-                )?;
-                http = Some(t.clone());
-                t
-            }
-            // The HTTP and WebSocket stacks connect on a runtime thread (see
-            // `runtime::on_worker`).
-            ServerSpec::Sse { config, .. } => {
-                let (config, limits) = (config.clone(), shared.remote_limits());
-                crate::runtime::on_worker(async move {
-                    // Boxed, as the WebSocket's: the connect future stays small (host threads poll it).
-                    let t = Box::pin(crate::transport::sse::SseTransport::connect(
-                        &config, limits, sink,
-                    ));
-                    t.await.map(|t| t as Arc<dyn Transport>)
-                })
-                .await?
-            }
-            ServerSpec::Ws { config, .. } => {
-                let (config, limits) = (config.clone(), shared.remote_limits());
-                crate::runtime::on_worker(async move {
-                    let t = Box::pin(crate::transport::ws::WsTransport::connect(
-                        &config, limits, sink,
-                    ));
-                    t.await.map(|t| t as Arc<dyn Transport>)
-                })
-                .await?
-            }
-        };
+        let (transport, http) = factory::transport_for(&shared, spec, started, sink).await?;
         shared.set_transport(transport);
         let client = Client { shared };
 
