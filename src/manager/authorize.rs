@@ -8,6 +8,7 @@
 //! callback (or a later `authenticate(server, {"callback_url"})` hands over one the host
 //! captured), and once the server is connected its tools replace the pseudo-tool.
 
+use super::event::ManagerEvent;
 use super::{Authorizing, Inner, Manager, Mode, Server, Spec, State};
 use crate::auth::host::Hook;
 use crate::client::options::{ConnectOptions, ServerSpec};
@@ -251,15 +252,20 @@ impl Inner {
             Box::pin(async move {
                 let (tx, rx) = oneshot::channel();
                 *a.callback.lock() = Some(tx);
-                let mut event = json!({"type": "auth", "server": name, "state": "authorizing"});
+                let mut about = serde_json::Map::new();
                 for k in ["url", "redirect_uri", "issuer", "scope"] {
                     if let Some(v) = params.get(k) {
-                        event[k] = v.clone();
+                        about.insert(k.into(), v.clone());
                     }
                 }
+                let event = ManagerEvent::Auth {
+                    server: name,
+                    state: "authorizing",
+                    about,
+                };
                 a.request.send_replace(Some(params));
                 if let Some(inner) = inner.upgrade() {
-                    inner.push(event, false);
+                    inner.emit(event);
                     inner.changed.notify_waiters();
                 }
                 match rx.await {

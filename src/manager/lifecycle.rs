@@ -4,6 +4,7 @@
 //! `list_changed`, and stopping. Each connection is one generation of its server; what a task
 //! learns about an older generation is dropped.
 
+use super::event::ManagerEvent;
 use super::{state_for, HostCall, Inner, Mode, Server, Spec, State};
 use crate::client::events::{Item, PulledItem};
 use crate::client::options::{CallOptions, ConnectOptions};
@@ -293,11 +294,12 @@ impl Inner {
                 answer: tx,
             },
         );
-        self.push(
-            json!({"type": "request", "server": server.name, "id": id, "method": "tools/call",
-                   "params": {"name": tool, "arguments": arguments}}),
-            false,
-        );
+        self.emit(ManagerEvent::Request {
+            server: server.name.clone(),
+            id: id.clone(),
+            method: "tools/call",
+            params: json!({"name": tool, "arguments": arguments}),
+        });
         let default_timeout = ConnectOptions::parse(self.options.connection.as_ref())
             .ok()
             .and_then(|o| o.tool_timeout);
@@ -323,10 +325,10 @@ impl Inner {
                 server.name, limit.unwrap_or_default().as_millis()))),
         };
         if self.host_calls.lock().remove(&id).is_some() {
-            self.push(
-                json!({"type": "request_cancelled", "server": server.name, "id": id}),
-                false,
-            );
+            self.emit(ManagerEvent::RequestCancelled {
+                server: server.name.clone(),
+                id,
+            });
         }
         outcome
     }
@@ -349,10 +351,10 @@ impl Inner {
                 "server {:?} was closed before the host answered the call",
                 call.server
             ))));
-            self.push(
-                json!({"type": "request_cancelled", "server": call.server, "id": id}),
-                false,
-            );
+            self.emit(ManagerEvent::RequestCancelled {
+                server: call.server,
+                id,
+            });
         }
     }
 
@@ -462,14 +464,18 @@ impl Inner {
             }
             Event::Notification { method, .. } => {
                 let changed = match method.as_str() {
-                    "notifications/resources/list_changed" => Some("resources_changed"),
-                    "notifications/prompts/list_changed" => Some("prompts_changed"),
+                    "notifications/resources/list_changed" => Some(Changed::Resources),
+                    "notifications/prompts/list_changed" => Some(Changed::Prompts),
                     _ => None,
                 };
                 if let Some(changed) = changed {
                     // After the notification itself, so a host sees the cause first.
                     self.push(with_server(event, &server.name), true);
-                    self.push(json!({"type": changed, "server": server.name}), false);
+                    let server = server.name.clone();
+                    self.emit(match changed {
+                        Changed::Resources => ManagerEvent::ResourcesChanged { server },
+                        Changed::Prompts => ManagerEvent::PromptsChanged { server },
+                    });
                     return None;
                 }
             }
@@ -493,11 +499,11 @@ impl Inner {
         let tools = match listed.and_then(tools_of) {
             Ok(tools) => tools,
             Err(e) => {
-                self.push(
-                    json!({"type": "warning", "server": server.name, "reason": "relist_failed",
-                           "message": format!("tools/list after list_changed failed: {}", e.message)}),
-                    true,
-                );
+                self.emit(ManagerEvent::Warning {
+                    server: server.name.clone(),
+                    reason: "relist_failed",
+                    message: format!("tools/list after list_changed failed: {}", e.message),
+                });
                 return;
             }
         };
@@ -518,11 +524,18 @@ impl Inner {
             .filter(|t| t.server == server.name)
             .map(|t| json!(t.name))
             .collect();
-        self.push(
-            json!({"type": "tools_changed", "server": server.name, "tools": mine, "pool": pool.names()}),
-            false,
-        );
+        self.emit(ManagerEvent::ToolsChanged {
+            server: server.name.clone(),
+            tools: mine,
+            pool: pool.names(),
+        });
     }
+}
+
+/// Which list a `*_changed` event is about.
+enum Changed {
+    Resources,
+    Prompts,
 }
 
 /// A connection's event as the manager's host reads it: with the server's name.

@@ -20,6 +20,7 @@
 
 mod authorize;
 pub mod catalog;
+pub mod event;
 pub mod hygiene;
 mod lifecycle;
 pub mod options;
@@ -32,6 +33,7 @@ use crate::client::options::{CallOptions, ServerSpec};
 use crate::client::{cancel, Client};
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::RawJson;
+pub use event::ManagerEvent;
 pub use options::ManagerOptions;
 use parking_lot::{Mutex, RwLock};
 use pool::{Pool, PoolLimits, Source};
@@ -259,7 +261,9 @@ impl Manager {
             let still = inner.servers.lock().iter().any(|s| s.name == old.name);
             inner.stop(&old, None).await;
             if !still {
-                inner.push(json!({"type": "removed", "server": old.name}), true);
+                inner.emit(ManagerEvent::Removed {
+                    server: old.name.clone(),
+                });
             }
         }
         for server in start {
@@ -439,12 +443,16 @@ impl Manager {
         });
         let pool = if connected {
             let pool = inner.pool.read().clone();
-            inner.push(
-                json!({"type": "tools_changed", "server": name,
-                       "tools": pool.tools.iter().filter(|t| t.server == name).map(|t| json!(t.name)).collect::<Vec<_>>(),
-                       "pool": pool.names()}),
-                false,
-            );
+            inner.emit(ManagerEvent::ToolsChanged {
+                server: name.to_string(),
+                tools: pool
+                    .tools
+                    .iter()
+                    .filter(|t| t.server == name)
+                    .map(|t| json!(t.name))
+                    .collect(),
+                pool: pool.names(),
+            });
             pool
         } else {
             inner.pool.read().clone()
@@ -616,9 +624,10 @@ impl Manager {
         while !inner.started.lock().is_empty() && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        inner.events.close_with(Some(
-            &json!({"type": "closed", "reason": "the manager was closed by the host"}),
-        ));
+        let closed = ManagerEvent::Closed {
+            reason: "the manager was closed by the host".into(),
+        };
+        inner.events.close_with(Some(&closed.to_value()));
     }
 
     /// Stops event waiters at once (a handle about to be freed).
@@ -862,19 +871,25 @@ impl Inner {
         )
     }
 
+    /// A connection's event, made a value with the server's name (see `lifecycle::forward`).
     fn push(&self, event: Value, droppable: bool) {
         self.events.push(&event, droppable);
     }
 
+    /// An event of the manager's own.
+    fn emit(&self, event: ManagerEvent) {
+        self.events.push(&event.to_value(), event.droppable());
+    }
+
     fn emit_state(&self, server: &Server) {
-        let mut event = json!({"type": "state", "server": server.name});
-        let status = server.status(&self.pool.read());
-        if let Value::Object(status) = status {
-            for (k, v) in status {
-                event[k] = v;
-            }
-        }
-        self.push(event, false);
+        let status = match server.status(&self.pool.read()) {
+            Value::Object(status) => status,
+            _ => Default::default(),
+        };
+        self.emit(ManagerEvent::State {
+            server: server.name.clone(),
+            status,
+        });
         self.changed.notify_waiters();
     }
 
