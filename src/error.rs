@@ -141,6 +141,14 @@ impl Error {
     pub fn closed(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Closed, message)
     }
+    /// `what` (a method, "connect", "the call") was cancelled by the host: its tag, its cancel
+    /// token, or its handle closing.
+    pub fn cancelled_by_host(what: &str) -> Self {
+        Self::new(
+            ErrorKind::Cancelled,
+            format!("{what} was cancelled by the host"),
+        )
+    }
     pub fn transport(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Transport, message)
     }

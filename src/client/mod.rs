@@ -31,7 +31,7 @@ mod tasks;
 mod tool_headers;
 mod validator;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::protocol::era::Era;
 use crate::protocol::pending::PendingTable;
 use crate::protocol::{self, RawJson};
@@ -372,7 +372,7 @@ impl Client {
                 Some(r) => r,
                 None => Err(self.shared.connect_timed_out()),
             },
-            _ = guard.fired() => Err(Error::new(ErrorKind::Cancelled, "connect was cancelled by the host")),
+            _ = guard.fired() => Err(Error::cancelled_by_host("connect")),
         };
         let server = self.shared.name.as_deref().unwrap_or("");
         match &outcome {

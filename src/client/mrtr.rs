@@ -391,7 +391,7 @@ impl Shared {
                             tokio::select! {
                                 _ = tokio::time::sleep(state_only_wait) => {}
                                 _ = cancels_fired(guard.as_ref()) => {
-                                    return Err(Error::new(ErrorKind::Cancelled, format!("{method} was cancelled by the host")));
+                                    return Err(Error::cancelled_by_host(method));
                                 }
                             }
                             state_only_wait = (state_only_wait * 2).min(Duration::from_millis(250));
@@ -486,7 +486,7 @@ impl Shared {
                 r = rx => r,
                 _ = cancels_fired(guard) => {
                     self.withdraw_host_requests(&ids[i..], "the call was cancelled by the host");
-                    return Err(Error::new(ErrorKind::Cancelled, format!("{call_method} was cancelled by the host")));
+                    return Err(Error::cancelled_by_host(call_method));
                 }
             };
             match got {

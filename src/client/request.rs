@@ -68,10 +68,7 @@ impl Shared {
         // Cancelled before it entered (a cancel token fired while the call was queued): nothing
         // is sent.
         if guard.is_fired() {
-            return Err(Error::new(
-                ErrorKind::Cancelled,
-                format!("{} was cancelled by the host", send.method),
-            ));
+            return Err(Error::cancelled_by_host(send.method));
         }
         let (id, mut answer) = self.pending.register();
         if self.closed.load(Ordering::SeqCst) {
@@ -175,7 +172,7 @@ impl Shared {
                             }
                         });
                         return Err(if guard.is_fired() {
-                            Error::new(ErrorKind::Cancelled, format!("{} was cancelled by the host", send.method))
+                            Error::cancelled_by_host(send.method)
                         } else {
                             Error::timeout(format!(
                                 "{} timed out after {} ms while still being sent (the server is not reading its input)",
@@ -326,10 +323,7 @@ impl Shared {
         if cancellable {
             self.send_cancelled(id, "cancelled by the host").await;
         }
-        Some(Error::new(
-            ErrorKind::Cancelled,
-            format!("{method} was cancelled by the host"),
-        ))
+        Some(Error::cancelled_by_host(method))
     }
 
     /// A request whose params the engine holds as a tree: the progress token and (modern era)

@@ -146,13 +146,7 @@ impl Client {
         if !shared.pending.forget_ticket(call) {
             return Ok(false);
         }
-        shared.ticket_done(
-            call,
-            Err(Error::new(
-                ErrorKind::Cancelled,
-                "the call was cancelled by the host",
-            )),
-        );
+        shared.ticket_done(call, Err(Error::cancelled_by_host("the call")));
         if !unsent {
             shared.send_cancelled(call, "cancelled by the host").await;
         }

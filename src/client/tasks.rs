@@ -290,7 +290,7 @@ impl Shared {
             tokio::select! {
                 _ = tokio::time::sleep_until(deadline.map_or(wake, |d| d.min(wake))) => {}
                 _ = cancels_fired(guard) => {
-                    return Err(Error::new(ErrorKind::Cancelled, format!("{method} was cancelled by the host")));
+                    return Err(Error::cancelled_by_host(method));
                 }
             }
             if deadline.is_some_and(|d| d <= Instant::now()) {

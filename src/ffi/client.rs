@@ -142,10 +142,7 @@ pub unsafe extern "C" fn mcplug_client_connect(
         opts.apply_entry(&server);
         // Cancelled while the host's call waited to enter: no server is started.
         if opts.cancel.as_ref().is_some_and(|c| c.0.is_fired()) {
-            return Err(Error::new(
-                crate::ErrorKind::Cancelled,
-                "connect was cancelled by the host",
-            ));
+            return Err(Error::cancelled_by_host("connect"));
         }
         // A stdio server starts before the call enters the runtime: on the host's first connect
         // the runtime is then built while the server starts up, not before.
