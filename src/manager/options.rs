@@ -2,7 +2,8 @@
 
 use crate::client::options::ConnectOptions;
 use crate::error::{Error, Result};
-use serde_json::{Map, Value};
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
 use std::collections::HashSet;
 use std::time::Duration;
 
@@ -50,119 +51,125 @@ impl Default for ManagerOptions {
     }
 }
 
-fn uint(obj: &Map<String, Value>, key: &str, min: u64) -> Result<Option<u64>> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => match v.as_u64() {
-            Some(n) if n >= min => Ok(Some(n)),
-            _ => Err(Error::invalid(format!(
-                "manager option `{key}` must be an integer >= {min} (got {v})"
+/// The manager's options as a host writes them, read by serde: an unknown key, or a value of
+/// the wrong type or range, is refused with the path of the bad field (`disabled[2]`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOptions {
+    #[serde(default)]
+    local_concurrency: Option<AtLeast<1>>,
+    #[serde(default)]
+    remote_concurrency: Option<AtLeast<1>>,
+    #[serde(default)]
+    connection: Option<Value>,
+    #[serde(default)]
+    max_description_chars: Option<AtLeast<1>>,
+    /// Absent: the default cap; `null`: no cap.
+    #[serde(default, deserialize_with = "present")]
+    max_output_tokens: Option<Option<AtLeast<1>>>,
+    #[serde(default, deserialize_with = "present")]
+    max_output_chars: Option<Option<AtLeast<1>>>,
+    #[serde(default)]
+    terminal_errors: Option<AtLeast<1>>,
+    #[serde(default)]
+    reconnect_initial_ms: Option<AtLeast<0>>,
+    #[serde(default)]
+    reconnect_max_ms: Option<AtLeast<0>>,
+    #[serde(default)]
+    reconnect_attempts: Option<AtLeast<0>>,
+    #[serde(default)]
+    disabled: Option<Vec<String>>,
+    #[serde(default)]
+    max_events: Option<AtLeast<1>>,
+}
+
+/// An integer of at least `MIN`.
+struct AtLeast<const MIN: u64>(u64);
+
+impl<'de, const MIN: u64> Deserialize<'de> for AtLeast<MIN> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        match v.as_u64() {
+            Some(n) if n >= MIN => Ok(AtLeast(n)),
+            _ => Err(serde::de::Error::custom(format!(
+                "must be an integer >= {MIN} (got {v})"
             ))),
-        },
+        }
     }
 }
 
-const KNOWN: &[&str] = &[
-    "local_concurrency",
-    "remote_concurrency",
-    "connection",
-    "max_description_chars",
-    "max_output_tokens",
-    "max_output_chars",
-    "terminal_errors",
-    "reconnect_initial_ms",
-    "reconnect_max_ms",
-    "reconnect_attempts",
-    "disabled",
-    "max_events",
-];
+/// A field that may be `null` on purpose: `Some(None)` when it is, `None` when it is absent.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> std::result::Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
 
 impl ManagerOptions {
     pub fn parse(value: Option<&Value>) -> Result<Self> {
         let mut o = ManagerOptions::default();
-        let obj = match value {
+        let value = match value {
             None | Some(Value::Null) => return Ok(o),
-            Some(Value::Object(m)) => m,
+            Some(v @ Value::Object(_)) => v,
             Some(v) => {
                 return Err(Error::invalid(format!(
                     "`options_json` must be a JSON object (got {v})"
                 )))
             }
         };
-        if let Some(k) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
-            return Err(Error::invalid(format!(
-                "unknown manager option `{k}` (known: {})",
-                KNOWN.join(", ")
-            )));
-        }
-        if let Some(n) = uint(obj, "local_concurrency", 1)? {
+        let raw: RawOptions = serde_path_to_error::deserialize(value).map_err(|e| {
+            let path = e.path().to_string();
+            if path == "." {
+                // An unknown key: serde names it and the keys there are.
+                Error::invalid(format!("manager options: {}", e.inner()))
+            } else {
+                Error::invalid(format!("manager option `{path}` {}", e.inner()))
+            }
+        })?;
+        let int = |n: Option<AtLeast<1>>| n.map(|n| n.0);
+        if let Some(n) = int(raw.local_concurrency) {
             o.local_concurrency = n as usize;
         }
-        if let Some(n) = uint(obj, "remote_concurrency", 1)? {
+        if let Some(n) = int(raw.remote_concurrency) {
             o.remote_concurrency = n as usize;
         }
-        if let Some(c) = obj.get("connection").filter(|v| !v.is_null()) {
+        if let Some(c) = raw.connection.filter(|v| !v.is_null()) {
             // Checked now, so that a bad option is the manager's error, not every server's.
-            ConnectOptions::parse(Some(c)).map_err(|e| {
+            ConnectOptions::parse(Some(&c)).map_err(|e| {
                 Error::invalid(format!("manager option `connection`: {}", e.message))
             })?;
-            o.connection = Some(c.clone());
+            o.connection = Some(c);
         }
-        if let Some(n) = uint(obj, "max_description_chars", 1)? {
+        if let Some(n) = int(raw.max_description_chars) {
             o.max_description = n as usize;
         }
-        match (obj.get("max_output_tokens"), obj.get("max_output_chars")) {
-            (Some(t), Some(c)) if !t.is_null() && !c.is_null() => {
+        o.max_output_chars = match (raw.max_output_tokens, raw.max_output_chars) {
+            (Some(Some(_)), Some(Some(_))) => {
                 return Err(Error::invalid(
                     "give `max_output_tokens` or `max_output_chars`, not both",
                 ))
             }
-            _ => {}
-        }
-        if obj.get("max_output_tokens") == Some(&Value::Null)
-            || obj.get("max_output_chars") == Some(&Value::Null)
-        {
-            o.max_output_chars = None;
-        }
-        if let Some(n) = uint(obj, "max_output_tokens", 1)? {
-            o.max_output_chars = Some(n as usize * CHARS_PER_TOKEN);
-        }
-        if let Some(n) = uint(obj, "max_output_chars", 1)? {
-            o.max_output_chars = Some(n as usize);
-        }
-        if let Some(n) = uint(obj, "terminal_errors", 1)? {
+            (Some(Some(t)), _) => Some(t.0 as usize * CHARS_PER_TOKEN),
+            (_, Some(Some(c))) => Some(c.0 as usize),
+            (Some(None), _) | (_, Some(None)) => None,
+            (None, None) => o.max_output_chars,
+        };
+        if let Some(n) = int(raw.terminal_errors) {
             o.terminal_errors = n as u32;
         }
-        if let Some(n) = uint(obj, "reconnect_initial_ms", 0)? {
-            o.reconnect_initial = Duration::from_millis(n);
+        if let Some(n) = raw.reconnect_initial_ms {
+            o.reconnect_initial = Duration::from_millis(n.0);
         }
-        if let Some(n) = uint(obj, "reconnect_max_ms", 0)? {
-            o.reconnect_max = Duration::from_millis(n);
+        if let Some(n) = raw.reconnect_max_ms {
+            o.reconnect_max = Duration::from_millis(n.0);
         }
-        if let Some(n) = uint(obj, "reconnect_attempts", 0)? {
-            o.reconnect_attempts = n as u32;
+        if let Some(n) = raw.reconnect_attempts {
+            o.reconnect_attempts = n.0.min(u32::MAX as u64) as u32;
         }
-        if let Some(n) = uint(obj, "max_events", 1)? {
+        if let Some(n) = int(raw.max_events) {
             o.max_events = n as usize;
         }
-        match obj.get("disabled") {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(names)) => {
-                for n in names {
-                    let Some(s) = n.as_str() else {
-                        return Err(Error::invalid(format!(
-                            "manager option `disabled` must be an array of server names (got {n})"
-                        )));
-                    };
-                    o.disabled.insert(s.to_string());
-                }
-            }
-            Some(v) => {
-                return Err(Error::invalid(format!(
-                    "manager option `disabled` must be an array of server names (got {v})"
-                )))
-            }
-        }
+        o.disabled.extend(raw.disabled.unwrap_or_default());
         Ok(o)
     }
 
@@ -239,6 +246,38 @@ mod tests {
     }
 
     #[test]
+    fn a_bad_option_is_named_by_its_path() {
+        let err = |v: Value| ManagerOptions::parse(Some(&v)).unwrap_err().message;
+        assert_eq!(
+            err(json!({"local_concurrency": 0})),
+            "manager option `local_concurrency` must be an integer >= 1 (got 0)"
+        );
+        let e = err(json!({"disabled": ["a", 2]}));
+        assert!(e.starts_with("manager option `disabled[1]` "), "{e}");
+        let e = err(json!({"max_output_tokens": 10, "max_output_chars": 10}));
+        assert!(e.contains("not both"), "{e}");
+        let e = err(json!({"connection": {"tool_timeout_ms": "x"}}));
+        assert!(e.starts_with("manager option `connection`: "), "{e}");
+        // null takes the cap away; absent keeps the default.
+        let o = ManagerOptions::parse(Some(&json!({"max_output_chars": null}))).unwrap();
+        assert_eq!(o.max_output_chars, None);
+        let o = ManagerOptions::parse(Some(
+            &json!({"max_output_tokens": 10, "max_output_chars": null}),
+        ))
+        .unwrap();
+        assert_eq!(o.max_output_chars, Some(40));
+        let o = ManagerOptions::parse(Some(&json!({"disabled": ["a"], "reconnect_attempts": 0})))
+            .unwrap();
+        assert!(o.disabled.contains("a") && o.reconnect_attempts == 0);
+        assert_eq!(
+            ManagerOptions::parse(Some(&json!({})))
+                .unwrap()
+                .max_output_chars,
+            Some(100_000)
+        );
+    }
+
+    #[test]
     fn shapes_of_config() {
         let plain = entries(&json!({"mcpServers": {"a": {"command": "x"}}})).unwrap();
         assert_eq!(plain, [("a".to_string(), json!({"command": "x"}))]);
@@ -253,9 +292,12 @@ mod tests {
             .unwrap_err()
             .message
             .contains("mcpServers"));
-        assert!(ManagerOptions::parse(Some(&json!({"local_concurency": 2})))
-            .unwrap_err()
-            .message
-            .contains("unknown manager option `local_concurency`"));
+        let e = ManagerOptions::parse(Some(&json!({"local_concurency": 2}))).unwrap_err();
+        assert!(
+            e.message.contains("unknown field `local_concurency`")
+                && e.message.contains("`local_concurrency`"),
+            "{}",
+            e.message
+        );
     }
 }
