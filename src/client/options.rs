@@ -4,6 +4,7 @@
 pub use super::spec::ServerSpec;
 use crate::error::{Error, Result};
 use crate::protocol::era;
+use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
@@ -28,39 +29,82 @@ impl Limit {
     }
 }
 
-fn parse_limit(obj: &Map<String, Value>, key: &str) -> Result<Limit> {
-    match obj.get(key) {
-        None => Ok(Limit::Default),
-        Some(Value::Null) => Ok(Limit::Unbounded),
-        Some(v) => match v.as_u64() {
-            Some(ms) if ms > 0 => Ok(Limit::After(Duration::from_millis(ms))),
-            _ => Err(Error::invalid(format!(
-                "option `{key}` must be a positive number of milliseconds, or null for no limit (got {v})"
+/// A time limit as a host writes it: absent is the default (`Limit::Default`, by
+/// `#[serde(default)]`), `null` none, else a positive number of milliseconds.
+impl<'de> Deserialize<'de> for Limit {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        match (&v, v.as_u64()) {
+            (Value::Null, _) => Ok(Limit::Unbounded),
+            (_, Some(ms)) if ms > 0 => Ok(Limit::After(Duration::from_millis(ms))),
+            _ => Err(serde::de::Error::custom(format!(
+                "must be a positive number of milliseconds, or null for no limit (got {v})"
             ))),
-        },
+        }
     }
 }
 
-fn parse_bool(obj: &Map<String, Value>, key: &str) -> Result<Option<bool>> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(v) => Err(Error::invalid(format!(
-            "option `{key}` must be true or false (got {v})"
-        ))),
+/// `true` or `false` (`null` is absent: the default).
+struct Flag(bool);
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        match Value::deserialize(d)? {
+            Value::Bool(b) => Ok(Flag(b)),
+            v => Err(serde::de::Error::custom(format!(
+                "must be true or false (got {v})"
+            ))),
+        }
     }
 }
 
-fn parse_usize(obj: &Map<String, Value>, key: &str) -> Result<Option<usize>> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => match v.as_u64() {
-            Some(n) if n > 0 => Ok(Some(n as usize)),
-            _ => Err(Error::invalid(format!(
-                "option `{key}` must be a positive integer (got {v})"
+/// A positive integer (`null` is absent: the default).
+struct Positive(usize);
+
+impl<'de> Deserialize<'de> for Positive {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        match v.as_u64() {
+            Some(n) if n > 0 => Ok(Positive(n as usize)),
+            _ => Err(serde::de::Error::custom(format!(
+                "must be a positive integer (got {v})"
             ))),
-        },
+        }
     }
+}
+
+/// The connection options whose shape serde checks (an error names the option); the ones with
+/// rules of their own stay JSON values, checked by [`ConnectOptions::parse`]. The auth options
+/// in the same object are `AuthOptions`'; `tag` is the C ABI's.
+#[derive(Deserialize)]
+struct RawConnect {
+    #[serde(default)]
+    connect_timeout_ms: Limit,
+    #[serde(default)]
+    request_timeout_ms: Limit,
+    #[serde(default)]
+    tool_timeout_ms: Limit,
+    #[serde(default)]
+    host_request_timeout_ms: Limit,
+    #[serde(default)]
+    discover_timeout_ms: Limit,
+    #[serde(default)]
+    shutdown_grace_ms: Limit,
+    client_info: Option<Value>,
+    capabilities: Option<Value>,
+    handlers: Option<Value>,
+    roots: Option<Value>,
+    log_level: Option<Value>,
+    protocol_versions: Option<Value>,
+    listen: Option<Value>,
+    cancel_token: Option<Value>,
+    tasks: Option<Flag>,
+    elicitation_defaults: Option<Flag>,
+    validate_arguments: Option<Flag>,
+    cache: Option<Flag>,
+    max_input_rounds: Option<Positive>,
+    max_message_bytes: Option<Positive>,
+    max_events: Option<Positive>,
 }
 
 pub(super) fn as_object<'a>(value: &'a Value, what: &str) -> Result<&'a Map<String, Value>> {
@@ -430,17 +474,17 @@ impl ConnectOptions {
         }) {
             return Err(unknown_option(k, &[CONNECT_KEYS, crate::auth::AUTH_KEYS]));
         }
-        o.connect_timeout = parse_limit(obj, "connect_timeout_ms")?.or(o.connect_timeout);
-        o.request_timeout = parse_limit(obj, "request_timeout_ms")?.or(o.request_timeout);
-        o.tool_timeout = parse_limit(obj, "tool_timeout_ms")?.or(o.tool_timeout);
-        if let Some(d) =
-            parse_limit(obj, "host_request_timeout_ms")?.or(Some(o.host_request_timeout))
-        {
+        let raw: RawConnect = serde_path_to_error::deserialize(value)
+            .map_err(|e| Error::invalid(format!("option `{}` {}", e.path(), e.inner())))?;
+        o.connect_timeout = raw.connect_timeout_ms.or(o.connect_timeout);
+        o.request_timeout = raw.request_timeout_ms.or(o.request_timeout);
+        o.tool_timeout = raw.tool_timeout_ms.or(o.tool_timeout);
+        if let Some(d) = raw.host_request_timeout_ms.or(Some(o.host_request_timeout)) {
             o.host_request_timeout = d;
         } else {
             return Err(Error::invalid("option `host_request_timeout_ms` cannot be unbounded: a server's request must always get an answer"));
         }
-        if let Some(info) = obj.get("client_info") {
+        if let Some(info) = &raw.client_info {
             let m = as_object(info, "option `client_info`")?;
             if !m.get("name").is_some_and(Value::is_string)
                 || !m.get("version").is_some_and(Value::is_string)
@@ -451,35 +495,31 @@ impl ConnectOptions {
             }
             o.client_info = info.clone();
         }
-        let implied = match obj.get("handlers") {
-            None | Some(Value::Null) => Map::new(),
+        let implied = match &raw.handlers {
+            None => Map::new(),
             Some(handlers) => handler_capabilities(handlers)?,
         };
-        if !implied.is_empty() || obj.get("capabilities").is_some() {
-            let declared = merge_capabilities(implied, obj.get("capabilities"))?;
+        if !implied.is_empty() || raw.capabilities.is_some() {
+            let declared = merge_capabilities(implied, raw.capabilities.as_ref())?;
             o.capabilities = normalize_capabilities(&declared)?;
         }
-        match obj.get("roots") {
-            None | Some(Value::Null) => {}
-            Some(roots) => {
-                o.roots = Some(parse_roots(roots, "option `roots`")?);
-                let caps = o
-                    .capabilities
-                    .as_object_mut()
-                    .expect("normalized to an object");
-                caps.entry("roots")
-                    .or_insert_with(|| json!({"listChanged": true}));
-            }
+        if let Some(roots) = &raw.roots {
+            o.roots = Some(parse_roots(roots, "option `roots`")?);
+            let caps = o
+                .capabilities
+                .as_object_mut()
+                .expect("normalized to an object");
+            caps.entry("roots")
+                .or_insert_with(|| json!({"listChanged": true}));
         }
-        o.tasks = parse_bool(obj, "tasks")?.unwrap_or(true);
-        match obj.get("log_level") {
-            None | Some(Value::Null) => {}
-            Some(v) => o.log_level = Some(parse_log_level(v, "option `log_level`")?),
+        o.tasks = raw.tasks.is_none_or(|f| f.0);
+        if let Some(v) = &raw.log_level {
+            o.log_level = Some(parse_log_level(v, "option `log_level`")?);
         }
-        if let Some(n) = parse_usize(obj, "max_input_rounds")? {
-            o.max_input_rounds = n;
+        if let Some(n) = raw.max_input_rounds {
+            o.max_input_rounds = n.0;
         }
-        match parse_limit(obj, "discover_timeout_ms")? {
+        match raw.discover_timeout_ms {
             Limit::After(d) => o.discover_timeout = d,
             Limit::Default => {}
             Limit::Unbounded => {
@@ -488,8 +528,8 @@ impl ConnectOptions {
                 ))
             }
         }
-        o.elicitation_defaults = parse_bool(obj, "elicitation_defaults")?.unwrap_or(false);
-        if let Some(versions) = obj.get("protocol_versions") {
+        o.elicitation_defaults = raw.elicitation_defaults.is_some_and(|f| f.0);
+        if let Some(versions) = &raw.protocol_versions {
             let list = versions
                 .as_array()
                 .filter(|l| !l.is_empty())
@@ -520,21 +560,21 @@ impl ConnectOptions {
             o.modern_versions = modern;
             o.legacy_versions = legacy;
         }
-        if let Some(n) = parse_usize(obj, "max_message_bytes")? {
-            o.max_message_bytes = n;
+        if let Some(n) = raw.max_message_bytes {
+            o.max_message_bytes = n.0;
         }
-        if let Some(n) = parse_usize(obj, "max_events")? {
-            o.max_events = n;
+        if let Some(n) = raw.max_events {
+            o.max_events = n.0;
         }
-        if let Limit::After(d) = parse_limit(obj, "shutdown_grace_ms")? {
+        if let Limit::After(d) = raw.shutdown_grace_ms {
             o.shutdown_grace = d;
         }
         o.derive_capabilities();
-        o.validate_arguments = parse_bool(obj, "validate_arguments")?.unwrap_or(false);
-        o.cache = parse_bool(obj, "cache")?.unwrap_or(true);
+        o.validate_arguments = raw.validate_arguments.is_some_and(|f| f.0);
+        o.cache = raw.cache.is_none_or(|f| f.0);
         o.auth = crate::auth::AuthOptions::parse(obj)?;
-        o.listen = match obj.get("listen") {
-            None | Some(Value::Null) => ListenMode::Auto,
+        o.listen = match &raw.listen {
+            None => ListenMode::Auto,
             Some(Value::Bool(true)) => ListenMode::Always,
             Some(Value::Bool(false)) => ListenMode::Never,
             Some(Value::String(s)) if s == "auto" => ListenMode::Auto,
@@ -544,7 +584,7 @@ impl ConnectOptions {
                 )))
             }
         };
-        if let Some(v) = obj.get("cancel_token") {
+        if let Some(v) = &raw.cancel_token {
             o.cancel = cancel_token_of(v)?.map(OwnCancel);
         }
         Ok(o)

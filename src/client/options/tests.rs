@@ -155,3 +155,30 @@ fn server_spec_errors_name_the_field() {
     let s = ServerSpec::parse(&json!({"command": "npx", "args": ["-y", "x"]})).unwrap();
     assert_eq!(s.signature(), r#"stdio:["npx","-y","x"]"#);
 }
+
+#[test]
+fn connection_options_read_by_serde_name_the_bad_one() {
+    let err = |v: serde_json::Value| ConnectOptions::parse(Some(&v)).unwrap_err().message;
+    assert_eq!(
+        err(json!({"tool_timeout_ms": 0})),
+        "option `tool_timeout_ms` must be a positive number of milliseconds, or null for no limit (got 0)"
+    );
+    assert_eq!(
+        err(json!({"tasks": "yes"})),
+        "option `tasks` must be true or false (got \"yes\")"
+    );
+    assert_eq!(
+        err(json!({"max_events": -1})),
+        "option `max_events` must be a positive integer (got -1)"
+    );
+    assert!(err(json!({"conect_timeout_ms": 1})).contains("unknown option `conect_timeout_ms`"));
+    // null is the default for a flag or a count, and no limit for a timeout.
+    let o = ConnectOptions::parse(Some(
+        &json!({"tasks": null, "cache": null, "max_events": null,
+                                               "request_timeout_ms": null}),
+    ))
+    .unwrap();
+    assert!(o.tasks && o.cache);
+    assert_eq!(o.max_events, 10_000);
+    assert_eq!(o.request_timeout, None);
+}
