@@ -29,48 +29,57 @@ impl Limit {
     }
 }
 
-/// A time limit as a host writes it: absent is the default (`Limit::Default`, by
-/// `#[serde(default)]`), `null` none, else a positive number of milliseconds.
+// The three shapes an option's value takes, each rule once: what is wrong follows the option's
+// name in an error (serde_path_to_error adds it for the connection options, `named` for a
+// call's).
+
+/// A time limit: `null` is none, else a positive number of milliseconds.
+fn limit_value(v: &Value) -> std::result::Result<Limit, String> {
+    match (v, v.as_u64()) {
+        (Value::Null, _) => Ok(Limit::Unbounded),
+        (_, Some(ms)) if ms > 0 => Ok(Limit::After(Duration::from_millis(ms))),
+        _ => Err(format!(
+            "must be a positive number of milliseconds, or null for no limit (got {v})"
+        )),
+    }
+}
+
+/// `true` or `false`; `null` is absent (the default).
+fn flag_value(v: &Value) -> std::result::Result<Option<bool>, String> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Bool(b) => Ok(Some(*b)),
+        v => Err(format!("must be true or false (got {v})")),
+    }
+}
+
+/// A positive integer; `null` is absent (the default).
+fn count_value(v: &Value) -> std::result::Result<Option<usize>, String> {
+    match (v, v.as_u64()) {
+        (Value::Null, _) => Ok(None),
+        (_, Some(n)) if n > 0 => Ok(Some(n as usize)),
+        _ => Err(format!("must be a positive integer (got {v})")),
+    }
+}
+
+/// What is wrong with option `key`.
+fn named(key: &str) -> impl FnOnce(String) -> Error + '_ {
+    move |what| Error::invalid(format!("option `{key}` {what}"))
+}
+
+/// Absent is the default (`Limit::Default`, by `#[serde(default)]`).
 impl<'de> Deserialize<'de> for Limit {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let v = Value::deserialize(d)?;
-        match (&v, v.as_u64()) {
-            (Value::Null, _) => Ok(Limit::Unbounded),
-            (_, Some(ms)) if ms > 0 => Ok(Limit::After(Duration::from_millis(ms))),
-            _ => Err(serde::de::Error::custom(format!(
-                "must be a positive number of milliseconds, or null for no limit (got {v})"
-            ))),
-        }
+        limit_value(&Value::deserialize(d)?).map_err(serde::de::Error::custom)
     }
 }
 
-/// `true` or `false` (`null` is absent: the default).
-struct Flag(bool);
-
-impl<'de> Deserialize<'de> for Flag {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        match Value::deserialize(d)? {
-            Value::Bool(b) => Ok(Flag(b)),
-            v => Err(serde::de::Error::custom(format!(
-                "must be true or false (got {v})"
-            ))),
-        }
-    }
+fn flag<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<bool>, D::Error> {
+    flag_value(&Value::deserialize(d)?).map_err(serde::de::Error::custom)
 }
 
-/// A positive integer (`null` is absent: the default).
-struct Positive(usize);
-
-impl<'de> Deserialize<'de> for Positive {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let v = Value::deserialize(d)?;
-        match v.as_u64() {
-            Some(n) if n > 0 => Ok(Positive(n as usize)),
-            _ => Err(serde::de::Error::custom(format!(
-                "must be a positive integer (got {v})"
-            ))),
-        }
-    }
+fn count<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<usize>, D::Error> {
+    count_value(&Value::deserialize(d)?).map_err(serde::de::Error::custom)
 }
 
 /// The connection options whose shape serde checks (an error names the option); the ones with
@@ -98,13 +107,20 @@ struct RawConnect {
     protocol_versions: Option<Value>,
     listen: Option<Value>,
     cancel_token: Option<Value>,
-    tasks: Option<Flag>,
-    elicitation_defaults: Option<Flag>,
-    validate_arguments: Option<Flag>,
-    cache: Option<Flag>,
-    max_input_rounds: Option<Positive>,
-    max_message_bytes: Option<Positive>,
-    max_events: Option<Positive>,
+    #[serde(default, deserialize_with = "flag")]
+    tasks: Option<bool>,
+    #[serde(default, deserialize_with = "flag")]
+    elicitation_defaults: Option<bool>,
+    #[serde(default, deserialize_with = "flag")]
+    validate_arguments: Option<bool>,
+    #[serde(default, deserialize_with = "flag")]
+    cache: Option<bool>,
+    #[serde(default, deserialize_with = "count")]
+    max_input_rounds: Option<usize>,
+    #[serde(default, deserialize_with = "count")]
+    max_message_bytes: Option<usize>,
+    #[serde(default, deserialize_with = "count")]
+    max_events: Option<usize>,
 }
 
 pub(super) fn as_object<'a>(value: &'a Value, what: &str) -> Result<&'a Map<String, Value>> {
@@ -512,12 +528,12 @@ impl ConnectOptions {
             caps.entry("roots")
                 .or_insert_with(|| json!({"listChanged": true}));
         }
-        o.tasks = raw.tasks.is_none_or(|f| f.0);
+        o.tasks = raw.tasks.unwrap_or(true);
         if let Some(v) = &raw.log_level {
             o.log_level = Some(parse_log_level(v, "option `log_level`")?);
         }
         if let Some(n) = raw.max_input_rounds {
-            o.max_input_rounds = n.0;
+            o.max_input_rounds = n;
         }
         match raw.discover_timeout_ms {
             Limit::After(d) => o.discover_timeout = d,
@@ -528,7 +544,7 @@ impl ConnectOptions {
                 ))
             }
         }
-        o.elicitation_defaults = raw.elicitation_defaults.is_some_and(|f| f.0);
+        o.elicitation_defaults = raw.elicitation_defaults.unwrap_or(false);
         if let Some(versions) = &raw.protocol_versions {
             let list = versions
                 .as_array()
@@ -561,17 +577,17 @@ impl ConnectOptions {
             o.legacy_versions = legacy;
         }
         if let Some(n) = raw.max_message_bytes {
-            o.max_message_bytes = n.0;
+            o.max_message_bytes = n;
         }
         if let Some(n) = raw.max_events {
-            o.max_events = n.0;
+            o.max_events = n;
         }
         if let Limit::After(d) = raw.shutdown_grace_ms {
             o.shutdown_grace = d;
         }
         o.derive_capabilities();
-        o.validate_arguments = raw.validate_arguments.is_some_and(|f| f.0);
-        o.cache = raw.cache.is_none_or(|f| f.0);
+        o.validate_arguments = raw.validate_arguments.unwrap_or(false);
+        o.cache = raw.cache.unwrap_or(true);
         o.auth = crate::auth::AuthOptions::parse(obj)?;
         o.listen = match &raw.listen {
             None => ListenMode::Auto,
@@ -910,15 +926,7 @@ fn raw<'de, D: serde::Deserializer<'de>>(
 }
 
 fn limit_of(key: &str, v: &Value) -> Result<Limit> {
-    match v {
-        Value::Null => Ok(Limit::Unbounded),
-        v => match v.as_u64() {
-            Some(ms) if ms > 0 => Ok(Limit::After(Duration::from_millis(ms))),
-            _ => Err(Error::invalid(format!(
-                "option `{key}` must be a positive number of milliseconds, or null for no limit (got {v})"
-            ))),
-        },
-    }
+    limit_value(v).map_err(named(key))
 }
 
 /// The option `cancel_token`: the signal of a token of `mcplug_cancel_token_new`.
@@ -941,25 +949,11 @@ pub(crate) fn cancel_token_of(
 }
 
 fn bool_of(key: &str, v: &Value) -> Result<Option<bool>> {
-    match v {
-        Value::Null => Ok(None),
-        Value::Bool(b) => Ok(Some(*b)),
-        v => Err(Error::invalid(format!(
-            "option `{key}` must be true or false (got {v})"
-        ))),
-    }
+    flag_value(v).map_err(named(key))
 }
 
 fn usize_of(key: &str, v: &Value) -> Result<Option<usize>> {
-    match v {
-        Value::Null => Ok(None),
-        v => match v.as_u64() {
-            Some(n) if n > 0 => Ok(Some(n as usize)),
-            _ => Err(Error::invalid(format!(
-                "option `{key}` must be a positive integer (got {v})"
-            ))),
-        },
-    }
+    count_value(v).map_err(named(key))
 }
 
 #[cfg(test)]
