@@ -8,10 +8,11 @@ use std::process::{Child, Command};
 
 pub(crate) use rustix::process::Signal;
 
+/// A process id (positive: `Pid::from_raw` asserts that in a debug build, so it is checked first).
 fn pid(raw: i32) -> io::Result<Pid> {
-    match Pid::from_raw(raw) {
-        Some(pid) if raw > 0 => Ok(pid),
-        _ => Err(io::Error::new(
+    match (raw > 0).then(|| Pid::from_raw(raw)).flatten() {
+        Some(pid) => Ok(pid),
+        None => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("{raw} is not a process id"),
         )),
@@ -105,5 +106,19 @@ impl Forked {
                 Err(e) => return Err(e.into()),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_pid_but_a_positive_one_is_signalled() {
+        for raw in [0, -1, -4242] {
+            assert!(signal_group(raw, Signal::KILL).is_err(), "{raw}");
+            assert!(!group_alive(raw) && !alive(raw), "{raw}");
+        }
+        assert!(alive(std::process::id() as i32));
     }
 }
