@@ -54,6 +54,14 @@ pub enum Item {
 }
 
 impl Item {
+    /// The length of its text (an event's counted without building it).
+    fn text_len(&self) -> usize {
+        match self {
+            Item::Text(text) => text.len(),
+            Item::Event(event) => event.text_len(),
+        }
+    }
+
     /// The event's JSON text, as a host pulls it.
     pub fn into_text(self) -> String {
         match self {
@@ -241,44 +249,38 @@ impl EventQueue {
     /// Queues a connection's event (a request is never dropped; see [`Event::droppable`]).
     pub fn push_event(&self, event: Event) {
         let droppable = event.droppable();
-        let self_driving = SELF_DRIVING.with(|d| d.get());
+        let item = self.item_of(event);
+        self.push_inner(item, droppable, SELF_DRIVING.with(|d| d.get()));
+    }
+
+    /// How this queue keeps an event: a value when the engine consumes it, else its text.
+    fn item_of(&self, event: Event) -> Item {
         if self.typed {
-            let len = event.text_len();
-            self.push_inner(Item::Event(event), len, droppable, self_driving);
+            Item::Event(event)
         } else {
-            let text = event.to_text();
-            self.push_inner(Item::Text(text), 0, droppable, self_driving);
+            Item::Text(event.to_text())
         }
     }
 
-    /// Queues an event made as a JSON value (the manager's own). `droppable` is false for events
-    /// that carry a request needing an answer.
+    /// Queues an event made as a JSON value (a connection's, with the manager's additions).
+    /// `droppable` is false for events that carry a request needing an answer.
     pub fn push(&self, event: &Value, droppable: bool) {
         self.push_text(event.to_string(), droppable);
     }
 
     /// Queues an event already serialized as a JSON object.
     pub fn push_text(&self, text: String, droppable: bool) {
-        self.push_inner(
-            Item::Text(text),
-            0,
-            droppable,
-            SELF_DRIVING.with(|d| d.get()),
-        );
+        self.push_inner(Item::Text(text), droppable, SELF_DRIVING.with(|d| d.get()));
     }
 
     /// Queues an event and always signals its waiters: for a queue no connection's own thread
     /// consumes (the log records), which the thread-local `SELF_DRIVING` says nothing about.
     pub fn push_text_waking(&self, text: String, droppable: bool) {
-        self.push_inner(Item::Text(text), 0, droppable, false);
+        self.push_inner(Item::Text(text), droppable, false);
     }
 
-    /// `len`: the item's text length (a text's own length is taken when 0).
-    fn push_inner(&self, item: Item, len: usize, droppable: bool, self_driving: bool) {
-        let len = match &item {
-            Item::Text(text) => text.len(),
-            Item::Event(_) => len,
-        };
+    fn push_inner(&self, item: Item, droppable: bool, self_driving: bool) {
+        let len = item.text_len();
         let mut s = self.state.lock();
         if s.closed {
             return;
@@ -351,18 +353,14 @@ impl EventQueue {
 
     /// Queues the last event and marks the queue closed: once it is drained, every wait returns
     /// `Closed` at once.
-    pub fn close_with(&self, last: Option<&Value>) {
-        self.close_inner(last.map(|v| Item::Text(v.to_string())));
+    /// `last` is the event's JSON text.
+    pub fn close_with(&self, last: Option<String>) {
+        self.close_inner(last.map(Item::Text));
     }
 
     /// [`EventQueue::close_with`] a connection's last event.
     pub fn close_with_event(&self, last: Event) {
-        let item = if self.typed {
-            Item::Event(last)
-        } else {
-            Item::Text(last.to_text())
-        };
-        self.close_inner(Some(item));
+        self.close_inner(Some(self.item_of(last)));
     }
 
     fn close_inner(&self, last: Option<Item>) {
@@ -371,10 +369,7 @@ impl EventQueue {
             return;
         }
         if let Some(item) = last {
-            let len = match &item {
-                Item::Text(text) => text.len(),
-                Item::Event(event) => event.text_len(),
-            };
+            let len = item.text_len();
             s.enqueue(item, len, false);
         }
         s.closed = true;
@@ -660,7 +655,7 @@ mod tests {
             q.pull(Some(Duration::from_millis(5))),
             Pulled::TimedOut
         ));
-        q.close_with(Some(&json!({"type": "closed"})));
+        q.close_with(Some(json!({"type": "closed"}).to_string()));
         assert!(matches!(q.pull(None), Pulled::Event(_)));
         assert!(matches!(q.pull(None), Pulled::Closed));
     }
@@ -769,7 +764,7 @@ mod tests {
             panic!()
         };
         assert_eq!(&buf[..n], b"{\"n\":4}\n", "max 1");
-        q.close_with(Some(&json!({"type": "closed"})));
+        q.close_with(Some(json!({"type": "closed"}).to_string()));
         let mut buf = [0u8; 64];
         let Lines::Taken(n) = lines(&q, 8, &mut buf, false) else {
             panic!()

@@ -850,6 +850,11 @@ impl Shared {
         self.driven.get().and_then(Option::as_ref)
     }
 
+    /// The host's own reading of the transport's incoming side, if it has one.
+    fn host_read(&self) -> Option<&Arc<dyn HostRead>> {
+        self.host_read.get().and_then(Option::as_ref)
+    }
+
     fn transport(&self) -> Result<&Arc<dyn Transport>> {
         self.transport
             .get()

@@ -198,7 +198,7 @@ impl Client {
     pub fn stdout_fd(&self) -> Result<i32> {
         self.shared.events_wanted();
         self.shared.transport()?;
-        match self.shared.host_read.get().and_then(Option::as_ref) {
+        match self.shared.host_read() {
             Some(host) => host.host_reader(),
             None => Err(Error::not_implemented(
                 "this connection has no stdout for the host to read (a remote server)",
@@ -213,7 +213,7 @@ impl Client {
         if self.shared.transport().is_err() {
             return Lines::Closed;
         }
-        if let Some(host) = self.shared.host_read.get().and_then(Option::as_ref) {
+        if let Some(host) = self.shared.host_read() {
             if data.is_empty() {
                 host.host_release();
             } else {

@@ -73,9 +73,9 @@ impl ManagerEvent {
         )
     }
 
-    /// The JSON value a host reads.
-    pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).expect("an event always serializes")
+    /// The JSON text a host reads.
+    pub fn to_text(&self) -> String {
+        serde_json::to_string(self).expect("an event always serializes")
     }
 }
 
@@ -83,6 +83,12 @@ impl ManagerEvent {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    impl ManagerEvent {
+        fn to_value(&self) -> Value {
+            serde_json::from_str(&self.to_text()).unwrap()
+        }
+    }
 
     #[test]
     fn each_event_has_the_shape_hosts_read() {

@@ -627,7 +627,7 @@ impl Manager {
         let closed = ManagerEvent::Closed {
             reason: "the manager was closed by the host".into(),
         };
-        inner.events.close_with(Some(&closed.to_value()));
+        inner.events.close_with(Some(closed.to_text()));
     }
 
     /// Stops event waiters at once (a handle about to be freed).
@@ -878,7 +878,7 @@ impl Inner {
 
     /// An event of the manager's own.
     fn emit(&self, event: ManagerEvent) {
-        self.events.push(&event.to_value(), event.droppable());
+        self.events.push_text(event.to_text(), event.droppable());
     }
 
     fn emit_state(&self, server: &Server) {

@@ -104,15 +104,15 @@ impl Blocked {
     fn wake(&self) -> std::io::Result<()> {
         let writer = self.path.open(true)?;
         self.in_flight.fetch_add(1, Ordering::SeqCst);
-        let written = fd::write(&writer, &[WAKE_BYTE]);
-        drop(writer);
-        if !matches!(written, Ok(1)) {
-            self.in_flight.fetch_sub(1, Ordering::SeqCst);
-            return Err(written
-                .err()
-                .unwrap_or_else(|| std::io::Error::other("nothing written")));
+        match fd::write(&writer, &[WAKE_BYTE]) {
+            Ok(1) => Ok(()),
+            written => {
+                self.in_flight.fetch_sub(1, Ordering::SeqCst);
+                Err(written
+                    .err()
+                    .unwrap_or_else(|| std::io::Error::other("the wake byte was not written")))
+            }
         }
-        Ok(())
     }
 
     /// Drops the wake bytes from `data`; `None` when there were none (the common case: no wake
