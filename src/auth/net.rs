@@ -84,22 +84,33 @@ impl Net {
         self.guard.check_url(url, what).map_err(auth_error)
     }
 
-    async fn read(&self, resp: reqwest::Response) -> Answer {
+    /// Reads an answer's body (within the request's time limit, which covers the body too): a
+    /// body that stops coming, or breaks off, is that error — never an empty answer, which
+    /// would read as the server's refusal.
+    async fn read(&self, resp: reqwest::Response, what: &str, url: &str) -> Result<Answer> {
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
         let mut body = Vec::new();
         let mut resp = resp;
-        while let Ok(Some(chunk)) = resp.chunk().await {
-            if body.len() + chunk.len() > MAX_BODY {
-                break;
+        loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    if body.len() + chunk.len() > MAX_BODY {
+                        return Err(auth_error(format!(
+                            "{what} {url}: the answer is larger than {MAX_BODY} bytes"
+                        )));
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => return Err(net_error(what, url, &e)),
             }
-            body.extend_from_slice(&chunk);
         }
-        Answer {
+        Ok(Answer {
             status,
             headers,
             body,
-        }
+        })
     }
 
     /// GETs a JSON document (metadata). `Ok(None)` for an answer that is not a 2xx JSON object
@@ -114,7 +125,7 @@ impl Net {
             .send()
             .await
             .map_err(|e| net_error(what, url, &e))?;
-        let answer = self.read(resp).await;
+        let answer = self.read(resp, what, url).await?;
         if !(200..300).contains(&answer.status) {
             return Ok(None);
         }
@@ -133,7 +144,7 @@ impl Net {
             .send()
             .await
             .map_err(|e| net_error(what, url, &e))?;
-        Ok(self.read(resp).await)
+        self.read(resp, what, url).await
     }
 
     /// A token request: the form, the client's authentication, a DPoP proof when DPoP is on
@@ -186,7 +197,7 @@ impl Net {
                 req = req.header("dpop", proof);
             }
             let resp = req.send().await.map_err(|e| net_error(what, url, &e))?;
-            let mut answer = self.read(resp).await;
+            let mut answer = self.read(resp, what, url).await?;
             let (status, body) = super::normalize::token_response(answer.status, &answer.body);
             let body = body.into_owned();
             answer.status = status;
@@ -233,14 +244,17 @@ pub(crate) fn auth_error(message: String) -> Error {
     Error::new(ErrorKind::NeedsAuth, message)
 }
 
+/// A request that failed or ran out of time (`auth_request_timeout_ms` covers the answer's body
+/// too): `needs_auth`, with reason `timeout` when it ran out of time.
 fn net_error(what: &str, url: &str, e: &reqwest::Error) -> Error {
     let why = crate::transport::remote::chain(e);
-    Error::new(
-        ErrorKind::NeedsAuth,
-        if e.is_timeout() {
-            format!("{what} {url}: no answer in time ({why})")
-        } else {
-            format!("{what} {url} failed: {why}")
-        },
-    )
+    if e.is_timeout() {
+        Error::new(
+            ErrorKind::NeedsAuth,
+            format!("{what} {url}: no complete answer in time ({why}; auth_request_timeout_ms)"),
+        )
+        .with_data(serde_json::json!({"reason": "timeout"}))
+    } else {
+        Error::new(ErrorKind::NeedsAuth, format!("{what} {url} failed: {why}"))
+    }
 }
