@@ -41,56 +41,145 @@ impl Listener {
         })
     }
 
-    /// Waits for the callback request (the browser's redirect), answers it, and returns its
-    /// full URL. Requests for other paths get 404 and are waited past.
-    async fn callback(&self) -> Result<String> {
+    /// Waits for the callback of the authorization whose `state` is given (the browser's
+    /// redirect), judges it with `judge` (its URL to the code, or why not), answers the browser
+    /// with a page that says which, and returns the judgement. Connections are served side by
+    /// side, each with [`HEAD_TIME`] to send its request line: idle or slow ones delay nobody.
+    /// A request for another path gets 404, and one whose `state` is not this authorization's
+    /// (missing, or forged) gets 400: both are waited past, the real callback may still come.
+    async fn callback(
+        &self,
+        state: &str,
+        judge: &(dyn Fn(&str) -> Result<String> + Sync),
+    ) -> Result<String> {
+        let mut heads = tokio::task::JoinSet::new();
         loop {
-            let accepted = match self.listeners.as_slice() {
-                [one] => one.accept().await,
-                [a, b, ..] => tokio::select! { r = a.accept() => r, r = b.accept() => r },
-                [] => return Err(auth_error("no callback listener".into())),
-            };
-            let Ok((mut sock, _)) = accepted else {
-                continue;
-            };
-            let mut head = Vec::new();
-            let mut buf = [0u8; 2048];
-            let read = tokio::time::timeout(Duration::from_secs(5), async {
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 << 10 {
-                    match sock.read(&mut buf).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
+            let accept = async {
+                match self.listeners.as_slice() {
+                    [one] => one.accept().await,
+                    [a, b, ..] => tokio::select! { r = a.accept() => r, r = b.accept() => r },
+                    [] => std::future::pending().await,
                 }
-            });
-            if read.await.is_err() {
-                continue;
+            };
+            tokio::select! {
+                accepted = accept => {
+                    let Ok((sock, _)) = accepted else { continue };
+                    if heads.len() >= MAX_CONNECTIONS {
+                        continue; // dropped: a flood is not waited on
+                    }
+                    heads.spawn(read_head(sock));
+                }
+                Some(read) = heads.join_next() => {
+                    let Ok(Some((mut sock, target))) = read else { continue };
+                    if !target.starts_with("/callback") {
+                        answer(&mut sock, "404 Not Found", None).await;
+                        continue;
+                    }
+                    let base = self.redirect_uri.trim_end_matches("/callback");
+                    let url = format!("{base}{target}");
+                    if query_value(&url, "state").as_deref() != Some(state) {
+                        let page = page(
+                            "Not this authorization",
+                            "mcplug: this response does not belong to the authorization under way (its <code>state</code> does not match), so it was ignored. If you are signing in, finish in the window mcplug opened.",
+                        );
+                        answer(&mut sock, "400 Bad Request", Some(&page)).await;
+                        continue;
+                    }
+                    let judged = judge(&url);
+                    let page = match &judged {
+                        Ok(_) => page(
+                            "Authorized",
+                            "mcplug received the authorization and is completing the sign-in. You can close this window.",
+                        ),
+                        Err(e) => page(
+                            "Not authorized",
+                            &format!("mcplug: the authorization did not succeed. {}", html_escape(&e.message)),
+                        ),
+                    };
+                    let status = if judged.is_ok() { "200 OK" } else { "400 Bad Request" };
+                    answer(&mut sock, status, Some(&page)).await;
+                    return judged;
+                }
             }
-            let text = String::from_utf8_lossy(&head);
-            let target = text
-                .lines()
-                .next()
-                .and_then(|l| l.strip_prefix("GET "))
-                .and_then(|l| l.split(' ').next())
-                .unwrap_or("");
-            if !target.starts_with("/callback") {
-                let _ = sock
-                    .write_all(
-                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                    )
-                    .await;
-                continue;
-            }
-            let page = "<!doctype html><title>Authorized</title><p>mcplug: the authorization is complete. You can close this window.</p>";
-            let answer = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
-                page.len()
-            );
-            let _ = sock.write_all(answer.as_bytes()).await;
-            let base = self.redirect_uri.trim_end_matches("/callback");
-            return Ok(format!("{base}{target}"));
         }
     }
+}
+
+/// How long one connection to the loopback listener has to send its request line and headers.
+const HEAD_TIME: Duration = Duration::from_secs(5);
+/// The most connections being read at once; more are closed unread.
+const MAX_CONNECTIONS: usize = 64;
+
+/// Reads one connection's request head (within [`HEAD_TIME`]): the socket and the `GET`
+/// target, or `None` (timed out, closed, not a GET).
+async fn read_head(mut sock: tokio::net::TcpStream) -> Option<(tokio::net::TcpStream, String)> {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 2048];
+    let read = tokio::time::timeout(HEAD_TIME, async {
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 << 10 {
+            match sock.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => head.extend_from_slice(&buf[..n]),
+            }
+        }
+    });
+    read.await.ok()?;
+    let text = String::from_utf8_lossy(&head);
+    let target = text
+        .lines()
+        .next()?
+        .strip_prefix("GET ")?
+        .split(' ')
+        .next()?
+        .to_string();
+    Some((sock, target))
+}
+
+/// Answers the browser (a page, or nothing) and closes; a browser that does not read is not
+/// waited on for long.
+async fn answer(sock: &mut tokio::net::TcpStream, status: &str, page: Option<&str>) {
+    let body = page.unwrap_or("");
+    let kind = if page.is_some() {
+        "content-type: text/html; charset=utf-8\r\n"
+    } else {
+        ""
+    };
+    let text = format!(
+        "HTTP/1.1 {status}\r\n{kind}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(2), sock.write_all(text.as_bytes())).await;
+}
+
+fn page(title: &str, text: &str) -> String {
+    format!("<!doctype html><meta charset=utf-8><title>{title}</title><p>{text}</p>")
+}
+
+/// Text of the server's own (an `error_description`) safe inside a page.
+fn html_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The value of `key` in a URL's query.
+fn query_value(url: &str, key: &str) -> Option<String> {
+    let query = url
+        .split_once('?')
+        .map(|(_, q)| q.split('#').next().unwrap_or(q))
+        .unwrap_or("");
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.into_owned())
 }
 
 /// What one authorization brought back: the code, and the verifier that goes with it.
@@ -174,11 +263,12 @@ pub(crate) async fn authorize(
                 None => super::host::ask("auth/authorize", params, asker.timeout).await,
             }
         };
-        let callback = listener.callback();
+        let judge = |url: &str| read_callback(url, &state, d);
+        let callback = listener.callback(&state, &judge);
         tokio::pin!(answer, callback);
         tokio::select! {
             answer = &mut answer => match answer?.get("callback_url") {
-                Some(Value::String(u)) => Ok(u.clone()),
+                Some(Value::String(u)) => read_callback(u, &state, d),
                 Some(_) => Err(Error::invalid(
                     "the answer to auth/authorize: `callback_url` must be a string",
                 )),
@@ -187,7 +277,7 @@ pub(crate) async fn authorize(
             got = &mut callback => got,
         }
     };
-    let callback = tokio::time::timeout(asker.timeout, wait)
+    let code = tokio::time::timeout(asker.timeout, wait)
         .await
         .map_err(|_| {
             Error::new(
@@ -199,22 +289,13 @@ pub(crate) async fn authorize(
             )
             .with_data(json!({"reason": "timeout", "issuer": d.issuer}))
         })??;
-    let code = read_callback(&callback, &state, d)?;
     Ok(Code { code, verifier })
 }
 
 /// The callback's `code`, after its `state` and RFC 9207 `iss` checks (in that order, and
 /// before its `error` is looked at: an answer from the wrong issuer is not acted on at all).
 fn read_callback(callback: &str, state: &str, d: &Discovered) -> Result<String> {
-    let query = callback
-        .split_once('?')
-        .map(|(_, q)| q.split('#').next().unwrap_or(q))
-        .unwrap_or("");
-    let get = |key: &str| {
-        form_urlencoded::parse(query.as_bytes())
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.into_owned())
-    };
+    let get = |key: &str| query_value(callback, key);
     let refuse = |why: String| {
         Error::new(ErrorKind::NeedsAuth, why)
             .with_data(json!({"reason": "declined", "issuer": d.issuer}))
