@@ -863,54 +863,55 @@ impl OAuth {
 }
 
 impl Credentials for OAuth {
-    fn apply(&self, request: &Request<'_>) -> Option<Applied> {
+    fn apply(&self, request: &Request<'_>) -> Applied {
         let current = self.current.read().clone();
         let Some(c) = current else {
-            return Some(Applied::default());
+            return Applied::default();
         };
-        if c.refreshable {
-            if let Some(at) = c.expires_at {
-                let skew = self.options.refresh_skew.as_millis() as u64;
-                if now_ms().saturating_add(skew) >= at {
-                    return None;
-                }
-            }
-        }
         let mut headers = vec![(AUTHORIZATION, c.header.clone())];
         if c.dpop {
-            let key = self.dpop_key.lock().clone()?;
+            // A DPoP-bound token without its proof is no credential: send none, and let the
+            // server's challenge decide.
+            let Some(key) = self.dpop_key.lock().clone() else {
+                return Applied::default();
+            };
             let nonce = self.rs_nonce.lock().clone();
             let body = request.body.filter(|b| !b.is_empty());
-            let proof = jws::dpop_proof(
+            let Ok(proof) = jws::dpop_proof(
                 &key,
                 request.method,
                 &strip_query(request.url),
                 Some(&c.token),
                 nonce.as_deref(),
                 body,
-            )
-            .ok()?;
-            let mut v = HeaderValue::from_str(&proof).ok()?;
+            ) else {
+                return Applied::default();
+            };
+            let Ok(mut v) = HeaderValue::from_str(&proof) else {
+                return Applied::default();
+            };
             v.set_sensitive(true);
             headers.push((reqwest::header::HeaderName::from_static("dpop"), v));
         }
-        Some(Applied {
+        Applied {
             headers,
             sent: c.id,
             ..Default::default()
-        })
+        }
+    }
+
+    fn due(&self) -> bool {
+        self.current
+            .read()
+            .as_ref()
+            .is_some_and(|c| c.refreshable && c.refresh_due(now_ms()))
     }
 
     fn prepare(&self) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
             let _flight = self.flight.lock().await;
             let (id, due) = match self.current.read().as_ref() {
-                Some(c) => (
-                    c.id,
-                    c.expires_at.is_some_and(|at| {
-                        now_ms().saturating_add(self.options.refresh_skew.as_millis() as u64) >= at
-                    }),
-                ),
+                Some(c) => (c.id, c.refreshable && c.refresh_due(now_ms())),
                 None => return Ok(()),
             };
             if !due {

@@ -224,22 +224,31 @@ fn parse_output(out: &[u8]) -> std::result::Result<Vec<(HeaderName, HeaderValue)
 }
 
 impl Credentials for HeadersHelper {
-    fn apply(&self, request: &Request<'_>) -> Option<Applied> {
-        let out = self.output.read().clone()?;
+    fn apply(&self, request: &Request<'_>) -> Applied {
+        let Some(out) = self.output.read().clone() else {
+            return Applied::default();
+        };
         let mut headers = out.headers.clone();
         let mut sent = 0;
         if !out.authorizes {
             if let Some(inner) = &self.inner {
-                let a = inner.apply(request)?;
+                let a = inner.apply(request);
                 headers.extend(a.headers);
                 sent = a.sent;
             }
         }
-        Some(Applied {
+        Applied {
             headers,
             sent,
             generation: out.generation,
-        })
+        }
+    }
+
+    fn due(&self) -> bool {
+        match self.output.read().as_ref() {
+            None => true,
+            Some(out) => !out.authorizes && self.inner.as_ref().is_some_and(|i| i.due()),
+        }
     }
 
     fn prepare(&self) -> BoxFuture<'_, Result<()>> {
@@ -334,9 +343,11 @@ mod tests {
                 r#"printf '{"X-Both": "%s", "Authorization": "Bearer t"}' "$MCPLUG_SERVER_NAME""#,
                 5000,
             );
-            assert!(h.apply(&request()).is_none(), "not run yet: prepare first");
+            assert!(h.due(), "not run yet: prepare first");
+            assert!(h.apply(&request()).headers.is_empty());
             h.prepare().await.unwrap();
-            let a = h.apply(&request()).unwrap();
+            assert!(!h.due());
+            let a = h.apply(&request());
             assert_eq!(
                 names(&a),
                 [
@@ -403,7 +414,7 @@ mod tests {
             );
             let h = helper(&cmd, 5000);
             h.prepare().await.unwrap();
-            let first = h.apply(&request()).unwrap();
+            let first = h.apply(&request());
             assert_eq!(names(&first)[2].1, "Bearer 1");
             let no = HeaderMap::new();
             // The first output refused: run again, the request is retried with the new one.
@@ -411,7 +422,7 @@ mod tests {
                 h.challenge(&first, 401, &no, &request()).await,
                 Verdict::Retry
             ));
-            let second = h.apply(&request()).unwrap();
+            let second = h.apply(&request());
             assert_eq!(names(&second)[2].1, "Bearer 2");
             // A request that carried the first output is simply retried with the second.
             assert!(matches!(
@@ -436,7 +447,7 @@ mod tests {
                 h.challenge(&second, 401, &no, &request()).await,
                 Verdict::Retry
             ));
-            assert_eq!(names(&h.apply(&request()).unwrap())[2].1, "Bearer 3");
+            assert_eq!(names(&h.apply(&request()))[2].1, "Bearer 3");
             let _ = std::fs::remove_file(&count);
         });
     }

@@ -449,8 +449,30 @@ struct Current {
     dpop: bool,
     /// Milliseconds since the epoch; `None`: unknown (refreshed on a 401).
     expires_at: Option<u64>,
+    /// When a refresh is due (milliseconds since the epoch): `refresh_skew` before expiry, but
+    /// never more than half the token's life before it — a token that lives 60 s is refreshed
+    /// after 30, not before every request.
+    refresh_at: Option<u64>,
     refreshable: bool,
     identity: u64,
+}
+
+impl Current {
+    /// Whether a refresh is due at `now`.
+    fn refresh_due(&self, now: u64) -> bool {
+        self.refresh_at.is_some_and(|at| now >= at)
+    }
+}
+
+/// When a token that expires at `expires_at` and was obtained at `obtained_at` (unknown for a
+/// record kept before that was noted: then the skew alone) is due for refresh.
+fn refresh_at(expires_at: u64, obtained_at: Option<u64>, skew: Duration) -> u64 {
+    let skew = skew.as_millis().min(u128::from(u64::MAX)) as u64;
+    let skew = match obtained_at {
+        Some(at) => skew.min(expires_at.saturating_sub(at) / 2),
+        None => skew,
+    };
+    expires_at.saturating_sub(skew)
 }
 
 /// A client identity at one authorization server.
@@ -585,14 +607,14 @@ fn expires_at(token: &Value) -> Option<u64> {
         .get("expires_in")
         .and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()))
     {
-        return Some(now_ms() + n * 1000);
+        return Some(now_ms().saturating_add(n.saturating_mul(1000)));
     }
     let at = token.get("access_token")?.as_str()?;
     let payload = at.split('.').nth(1)?;
     let bytes =
         base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, payload).ok()?;
     let claims: Value = serde_json::from_slice(&bytes).ok()?;
-    claims.get("exp")?.as_u64().map(|s| s * 1000)
+    claims.get("exp")?.as_u64().map(|s| s.saturating_mul(1000))
 }
 
 impl OAuth {
@@ -646,13 +668,14 @@ impl OAuth {
         }
         let at = self.needs_auth_at?;
         let ttl = self.options.cache_ttl.as_millis() as u64;
-        (now_ms() < at.saturating_add(ttl)).then(|| {
+        let now = now_ms();
+        (now < at.saturating_add(ttl)).then(|| {
             needs_auth(
                 format!(
                     "{} needed authorization {} s ago; it is not probed again for {} s (auth_cache_ttl_ms)",
                     self.server,
-                    (now_ms() - at) / 1000,
-                    (at + ttl - now_ms()) / 1000
+                    now.saturating_sub(at) / 1000,
+                    at.saturating_add(ttl).saturating_sub(now) / 1000
                 ),
                 "cached",
                 None,
@@ -694,12 +717,15 @@ impl OAuth {
         header.set_sensitive(true);
         let id = t.get("id").and_then(Value::as_u64).unwrap_or_else(new_id);
         let identity = t.get("identity").and_then(Value::as_u64).unwrap_or(id);
+        let expires_at = t.get("expires_at").and_then(Value::as_u64);
+        let obtained_at = t.get("obtained_at").and_then(Value::as_u64);
         *self.current.write() = Some(Arc::new(Current {
             id,
             header,
             token: token.to_string(),
             dpop,
-            expires_at: t.get("expires_at").and_then(Value::as_u64),
+            expires_at,
+            refresh_at: expires_at.map(|x| refresh_at(x, obtained_at, self.options.refresh_skew)),
             refreshable: t.get("refresh_token").is_some_and(Value::is_string),
             identity,
         }));
@@ -757,6 +783,7 @@ impl OAuth {
             "resource": d.resource,
             "id": new_id(),
             "identity": identity,
+            "obtained_at": now_ms(),
         });
         for k in ["refresh_token", "scope"] {
             if let Some(v) = token.get(k).filter(|v| v.is_string()) {
@@ -810,5 +837,43 @@ impl OAuth {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{expires_at, now_ms, refresh_at};
+    use serde_json::json;
+    use std::time::Duration;
+
+    #[test]
+    fn a_refresh_is_due_at_most_half_a_tokens_life_before_it_expires() {
+        let skew = Duration::from_secs(300);
+        let now = 1_000_000_000;
+        // An hour: five minutes before expiry.
+        assert_eq!(
+            refresh_at(now + 3_600_000, Some(now), skew),
+            now + 3_300_000
+        );
+        // 60 s and 299 s: half-way, never "due" from the moment it arrives.
+        assert_eq!(refresh_at(now + 60_000, Some(now), skew), now + 30_000);
+        assert_eq!(refresh_at(now + 299_000, Some(now), skew), now + 149_500);
+        // Already expired, or an absurd life: no overflow either way.
+        assert_eq!(refresh_at(now, Some(now), skew), now);
+        assert_eq!(refresh_at(u64::MAX, Some(now), skew), u64::MAX - 300_000);
+        assert_eq!(refresh_at(0, Some(now), skew), 0);
+        // A record kept before its start was noted: the skew alone.
+        assert_eq!(refresh_at(now + 60_000, None, skew), now - 240_000);
+    }
+
+    #[test]
+    fn an_absurd_expires_in_saturates() {
+        let t = json!({"access_token": "x", "expires_in": u64::MAX});
+        assert_eq!(expires_at(&t), Some(u64::MAX));
+        let t = json!({"access_token": "x", "expires_in": "18446744073709551615"});
+        assert_eq!(expires_at(&t), Some(u64::MAX));
+        let t = json!({"access_token": "x", "expires_in": 60});
+        let at = expires_at(&t).unwrap();
+        assert!(at >= now_ms() + 59_000 && at <= now_ms() + 60_000);
     }
 }

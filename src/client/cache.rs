@@ -407,6 +407,7 @@ impl Shared {
                 cancellable: true,
                 resolves: false,
                 options: Some(options),
+                pausable: false,
             })
             .await;
         match (&outcome, key) {
@@ -449,6 +450,7 @@ impl Shared {
                 cancellable: true,
                 resolves: true,
                 options: Some(options),
+                pausable: false,
             })
             .await;
         if let Ok(result) = &first {

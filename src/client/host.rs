@@ -215,6 +215,7 @@ impl Shared {
                     cancellable: true,
                     resolves: false,
                     options: Some(options),
+                    pausable: false,
                 })
                 .await?;
                 *self.host.log_level.write() = Some(level.clone());

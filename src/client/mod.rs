@@ -119,6 +119,9 @@ struct Shared {
     cache: cache::ResultCache,
     /// The `subscriptions/listen` stream of the modern era (see `listen.rs`).
     listen: Arc<listen::Listen>,
+    /// Whether the credentials are being obtained (a remote connection's): the handshake's
+    /// timers do not count that time (see `request.rs`).
+    obtaining: Arc<crate::transport::credentials::Obtaining>,
 }
 
 /// The negotiated era, and for the modern era the request `_meta` entries, serialized once.
@@ -212,7 +215,12 @@ fn with_credentials(spec: &ServerSpec, shared: &Arc<Shared>) -> Result<ServerSpe
                 None => None,
             },
         };
-    config.credentials = credentials.map(crate::transport::credentials::Shared);
+    config.credentials = credentials.map(|inner| {
+        crate::transport::credentials::Shared(Arc::new(crate::transport::credentials::Watched {
+            inner,
+            obtaining: shared.obtaining.clone(),
+        }))
+    });
     Ok(spec)
 }
 
@@ -274,6 +282,7 @@ fn new_shared(name: Option<&str>, options: ConnectOptions, http: bool) -> Arc<Sh
         skills: Default::default(),
         cache: cache::ResultCache::new(cache_enabled),
         listen: Arc::new(listen::Listen::new()),
+        obtaining: Default::default(),
     })
 }
 

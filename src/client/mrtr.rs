@@ -204,6 +204,7 @@ impl Shared {
                     cancellable: true,
                     resolves: false,
                     options: Some(options),
+                    pausable: false,
                 })
                 .await;
         }
@@ -229,6 +230,7 @@ impl Shared {
                     cancellable: true,
                     resolves: modern,
                     options: Some(options),
+                    pausable: false,
                 })
                 .await;
             let done = match &outcome {
@@ -313,6 +315,7 @@ impl Shared {
                         cancellable: true,
                         resolves: modern,
                         options: Some(options),
+                        pausable: false,
                     })
                     .await
                 }

@@ -46,6 +46,7 @@ impl Shared {
                         cancellable: false,
                         resolves: false,
                         options: None,
+                        pausable: true,
                     })
                     .await;
                 match probe.and_then(|r| r.value()) {
@@ -127,6 +128,7 @@ impl Shared {
                 cancellable: false,
                 resolves: false,
                 options: None,
+                pausable: true,
             })
             .await?
             .value()?;
@@ -164,6 +166,7 @@ impl Shared {
                     cancellable: true,
                     resolves: false,
                     options: None,
+                    pausable: true,
                 })
                 .await?;
             }

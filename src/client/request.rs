@@ -54,6 +54,9 @@ pub(super) struct Send<'a> {
     /// request's own `resultType` check lets them through.
     pub(super) resolves: bool,
     pub(super) options: Option<&'a CallOptions>,
+    /// A handshake's: its timer does not count the time the connection's credentials are being
+    /// obtained (a login that waits on a person), and starts again, whole, after it.
+    pub(super) pausable: bool,
 }
 
 impl Shared {
@@ -113,6 +116,9 @@ impl Shared {
         let outcome = async {
             let start = Instant::now();
             let mut deadline = send.timeout.map(|t| start + t);
+            // A pausable timer's start: moved past each obtaining of credentials.
+            let mut timer_start = start;
+            let pausable = send.timeout.filter(|_| send.pausable);
             let hard_deadline = options.and_then(|o| o.max_total_timeout).map(|m| start + m);
             if let (Some(d), Some(h)) = (deadline, hard_deadline) {
                 deadline = Some(d.min(h));
@@ -212,6 +218,10 @@ impl Shared {
                     }
                     let now = Instant::now();
                     if deadline.is_some_and(|d| now >= d) {
+                        if let Some(later) = self.paused_deadline(send.method, pausable, &mut timer_start, now) {
+                            deadline = Some(later);
+                            continue;
+                        }
                         match self.timed_out(id, send.method, send.timeout, send.cancellable).await {
                             Some(e) => return Err(e),
                             None => deadline = None,
@@ -248,6 +258,10 @@ impl Shared {
                     biased;
                     r = &mut answer => return r.unwrap_or_else(|_| Err(self.answer_lost())),
                     _ = sleep_until_opt(deadline) => {
+                        if let Some(later) = self.paused_deadline(send.method, pausable, &mut timer_start, Instant::now()) {
+                            deadline = Some(later);
+                            continue;
+                        }
                         match self.timed_out(id, send.method, send.timeout, send.cancellable).await {
                             Some(e) => return Err(e),
                             // The answer won the race; take it on the next turn.
@@ -279,6 +293,23 @@ impl Shared {
         } else {
             Ok(result)
         }
+    }
+
+    /// A pausable request's timer ran out at `now`: where it ends instead when credentials were
+    /// being obtained since it started (see `Obtaining::extended`), or `None`: it has run out.
+    fn paused_deadline(
+        &self,
+        method: &str,
+        pausable: Option<Duration>,
+        timer_start: &mut Instant,
+        now: Instant,
+    ) -> Option<Instant> {
+        let timeout = pausable?;
+        let later = self.obtaining.extended(*timer_start, timeout, now)?;
+        *timer_start = later - timeout;
+        tracing::debug!(target: "mcplug::client", server = self.name.as_deref().unwrap_or(""),
+            method, "the timer starts again: credentials were being obtained");
+        Some(later)
     }
 
     /// Why a request's answer channel closed without an answer: the connection's end.

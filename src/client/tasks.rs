@@ -123,6 +123,7 @@ impl Shared {
                     cancellable: true,
                     resolves: false,
                     options: Some(&list_options),
+                    pausable: false,
                 })
                 .await?
                 .value()?;
@@ -172,6 +173,7 @@ impl Shared {
                             cancellable: true,
                             resolves: false,
                             options: None,
+                            pausable: false,
                         })
                         .await;
                 });
@@ -339,6 +341,7 @@ impl Shared {
             cancellable: true,
             resolves: false,
             options: Some(&sub_options),
+            pausable: false,
         })
         .await
     }

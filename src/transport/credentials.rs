@@ -46,10 +46,15 @@ pub enum Verdict {
 
 /// The credentials of one remote connection.
 pub trait Credentials: Send + Sync {
-    /// The headers for `request`, now. `None` when the credentials must be brought up to date
-    /// first (a refresh is due): the caller then awaits [`Credentials::prepare`] on the runtime
-    /// and applies again. Never blocks and does no I/O: a host thread's direct path calls it.
-    fn apply(&self, request: &Request<'_>) -> Option<Applied>;
+    /// The headers for `request`: the credentials held now, whatever their age — a request
+    /// always carries the token held (a token due for refresh is still good until it expires,
+    /// and the server, not the clock, says when it is not). Never blocks and does no I/O: a
+    /// host thread's direct path calls it.
+    fn apply(&self, request: &Request<'_>) -> Applied;
+    /// Whether the credentials should be brought up to date before they are applied (a
+    /// refresh is due, a helper has not run yet): the caller then awaits
+    /// [`Credentials::prepare`] on the runtime first. Never blocks and does no I/O.
+    fn due(&self) -> bool;
     /// Brings the credentials up to date (a refresh due before expiry). Runtime only.
     fn prepare(&self) -> BoxFuture<'_, Result<(), Error>>;
     /// Who the credentials are (issuer, client, grant), for the cache of private results: it
@@ -87,16 +92,121 @@ pub fn is_challenge(status: u16) -> bool {
     status == 401 || status == 403
 }
 
-/// Applies `credentials` to `request`, bringing them up to date first when they ask for it.
+/// Applies `credentials` to `request`, bringing them up to date first when they are due: the
+/// request then carries whatever is held, refreshed or not.
 pub async fn applied(
     credentials: &dyn Credentials,
     request: &Request<'_>,
 ) -> Result<Applied, Error> {
-    if let Some(a) = credentials.apply(request) {
-        return Ok(a);
+    if credentials.due() {
+        credentials.prepare().await?;
     }
-    credentials.prepare().await?;
-    Ok(credentials.apply(request).unwrap_or_default())
+    Ok(credentials.apply(request))
+}
+
+/// Whether a connection's credentials are being obtained — a refresh, a helper's run, an
+/// authorization that waits on a person — and when that last ended. A handshake's timer does
+/// not count that time (`client/request.rs`): a login slower than the `server/discover` probe's
+/// 5 s must not pass for a silent legacy server.
+#[derive(Debug)]
+pub struct Obtaining {
+    state: tokio::sync::watch::Sender<Pause>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Pause {
+    /// Obtainings under way.
+    busy: usize,
+    /// When the last one ended.
+    ended: Option<tokio::time::Instant>,
+}
+
+impl Default for Obtaining {
+    fn default() -> Self {
+        Obtaining {
+            state: tokio::sync::watch::Sender::new(Pause::default()),
+        }
+    }
+}
+
+/// One obtaining under way; its end is noted when dropped (however the work ended).
+pub struct ObtainingGuard<'a>(&'a Obtaining);
+
+impl Drop for ObtainingGuard<'_> {
+    fn drop(&mut self) {
+        self.0.state.send_modify(|p| {
+            p.busy -= 1;
+            p.ended = Some(tokio::time::Instant::now());
+        });
+    }
+}
+
+impl Obtaining {
+    pub fn enter(&self) -> ObtainingGuard<'_> {
+        self.state.send_modify(|p| p.busy += 1);
+        ObtainingGuard(self)
+    }
+
+    /// Where a timer started at `started` for `timeout` now ends, counting no time during which
+    /// credentials were obtained: it starts again, whole, after the last obtaining (and a
+    /// timer that runs out while one is under way starts again from now). `None`: it has run
+    /// out.
+    pub fn extended(
+        &self,
+        started: tokio::time::Instant,
+        timeout: std::time::Duration,
+        now: tokio::time::Instant,
+    ) -> Option<tokio::time::Instant> {
+        let pause = *self.state.borrow();
+        if pause.busy > 0 {
+            return Some(now + timeout);
+        }
+        match pause.ended {
+            Some(ended) if ended > started && ended + timeout > now => Some(ended + timeout),
+            _ => None,
+        }
+    }
+}
+
+/// Credentials whose obtaining is watched (see [`Obtaining`]): every `prepare` and every
+/// judged challenge counts as obtaining, whatever the credentials do inside.
+pub struct Watched {
+    pub inner: Arc<dyn Credentials>,
+    pub obtaining: Arc<Obtaining>,
+}
+
+impl Credentials for Watched {
+    fn apply(&self, request: &Request<'_>) -> Applied {
+        self.inner.apply(request)
+    }
+
+    fn due(&self) -> bool {
+        self.inner.due()
+    }
+
+    fn prepare(&self) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(async move {
+            let _obtaining = self.obtaining.enter();
+            self.inner.prepare().await
+        })
+    }
+
+    fn identity(&self) -> u64 {
+        self.inner.identity()
+    }
+
+    fn challenge<'a>(
+        &'a self,
+        sent: &'a Applied,
+        status: u16,
+        headers: &'a HeaderMap,
+        request: &'a Request<'a>,
+    ) -> BoxFuture<'a, Verdict> {
+        Box::pin(async move {
+            let _obtaining = self.obtaining.enter();
+            self.inner.challenge(sent, status, headers, request).await
+        })
+    }
 }
 
 /// Sends the request `build` makes with `credentials` applied (when there are any); a 401/403
@@ -180,7 +290,32 @@ pub fn with(builder: reqwest::RequestBuilder, applied: &Applied) -> reqwest::Req
 
 #[cfg(test)]
 mod tests {
-    use super::send;
+    use super::{send, Obtaining};
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    #[test]
+    fn a_timer_counts_no_time_spent_obtaining_credentials() {
+        let o = Obtaining::default();
+        let t = Duration::from_secs(5);
+        let start = Instant::now();
+        // Nothing obtained: it runs out.
+        assert_eq!(o.extended(start, t, start + t), None);
+        // Runs out while a login is under way: it starts again from now.
+        let login = o.enter();
+        let at = start + t;
+        assert_eq!(o.extended(start, t, at), Some(at + t));
+        let before = Instant::now();
+        drop(login);
+        let after = Instant::now();
+        // The login ended after the timer started: the timer starts again, whole, from its end.
+        let got = o.extended(start, t, start + t).expect("extended");
+        assert!(got >= before + t && got <= after + t, "{got:?}");
+        // A timer started after the login ended is not extended by it.
+        let later = Instant::now() + Duration::from_millis(1);
+        assert_eq!(o.extended(later, t, later + t), None);
+    }
+
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -6,7 +6,13 @@ dynamic registration, Slack-style errors sent with HTTP 200, cross-origin redire
 
     python oauth_server.py [--expires-in S] [--stale-client] [--slack] [--redirect-to URL]
                            [--static-token T] [--require-key K] [--auth-server URL]
-                           [--resource-metadata URL]
+                           [--resource-metadata URL] [--era legacy|dual|modern]
+                           [--token-trickle S]
+
+--era: which protocol eras the MCP server speaks (legacy: 2025-06-18 only, `server/discover` is
+-32601; modern: 2026-07-28 only, `initialize` is -32601; dual: both). --token-trickle S: the
+token endpoint's answer to the authorization code comes a byte a second for S seconds (a slow
+authorization server). `--expires-in` takes any integer (an absurd lifetime included).
 
 Prints `PORT <n>` once listening. Everything it issued and saw is at `GET /stats` (JSON):
 tokens, refresh tokens, codes and client secrets issued (so a test can grep the client's output
@@ -18,6 +24,7 @@ import argparse
 import json
 import sys
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -28,7 +35,7 @@ state = {
     "issued": {"access": [], "refresh": [], "codes": [], "secrets": []},
     "seen_auth": {},
     "seen_key": [],
-    "counts": {"authorize": 0, "register": 0, "token": 0, "refresh": 0, "refresh_failed": 0, "mcp_posts": 0, "prm": 0},
+    "counts": {"discover": 0, "initialize": 0, "authorize": 0, "register": 0, "token": 0, "refresh": 0, "refresh_failed": 0, "mcp_posts": 0, "prm": 0},
     "clients": {},
     "stale": set(),
 }
@@ -124,14 +131,32 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, {"ok": False, "error": "invalid_refresh_token" if error == "invalid_grant" else error})
         return self.send_json(status, {"error": error})
 
-    def issue(self):
+    def issue(self, trickle=0):
         at, rt = next_id("at"), next_id("rt")
         with lock:
             state["access"].add(at)
             state["refresh"].add(rt)
             state["issued"]["access"].append(at)
             state["issued"]["refresh"].append(rt)
-        return self.send_json(200, {"access_token": at, "token_type": "Bearer", "expires_in": args.expires_in, "refresh_token": rt})
+        body = {"access_token": at, "token_type": "Bearer", "expires_in": args.expires_in, "refresh_token": rt}
+        if not trickle:
+            return self.send_json(200, body)
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        for i in range(trickle):
+            try:
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
+            except OSError:
+                return
+            time.sleep(1)
+        try:
+            self.wfile.write(data[trickle:])
+        except OSError:
+            pass
 
     def do_POST(self):
         self.note_auth()
@@ -163,7 +188,7 @@ class Handler(BaseHTTPRequestHandler):
             if not known:
                 return self.token_error("invalid_client", 401)
             if form.get("grant_type") == "authorization_code":
-                return self.issue()
+                return self.issue(args.token_trickle)
             if form.get("grant_type") == "refresh_token":
                 with lock:
                     state["counts"]["refresh"] += 1
@@ -204,7 +229,13 @@ class Handler(BaseHTTPRequestHandler):
                 self.end_headers()
                 return
             method = msg.get("method")
-            if method == "initialize":
+            if method in ("initialize", "server/discover"):
+                with lock:
+                    state["counts"]["discover" if method == "server/discover" else "initialize"] += 1
+            if method == "server/discover" and args.era != "legacy":
+                result = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                          "serverInfo": {"name": "oauth-fault", "version": "1"}}
+            elif method == "initialize" and args.era != "modern":
                 result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
                           "serverInfo": {"name": "oauth-fault", "version": "1"}}
             elif method == "tools/list":
@@ -221,6 +252,8 @@ def main():
     global args, PORT
     p = argparse.ArgumentParser()
     p.add_argument("--expires-in", type=int, default=3600)
+    p.add_argument("--era", choices=["legacy", "dual", "modern"], default="legacy")
+    p.add_argument("--token-trickle", type=int, default=0)
     p.add_argument("--stale-client", action="store_true")
     p.add_argument("--slack", action="store_true")
     p.add_argument("--redirect-to")

@@ -463,11 +463,12 @@ impl HttpTransport {
     /// up to date first (the general path then decides).
     fn direct_headers(&self, line: &[u8], out: &Outgoing, version: &str) -> Option<Vec<u8>> {
         let applied = match &self.credentials {
+            Some(c) if c.due() => return None,
             Some(c) => c.apply(&credentials::Request {
                 method: "POST",
                 url: self.url.as_str(),
                 body: Some(line),
-            })?,
+            }),
             None => Applied::default(),
         };
         let mut extra = headers::Lines(Vec::with_capacity(96));
@@ -868,7 +869,7 @@ impl Transport for HttpTransport {
                 let applied = self
                     .credentials
                     .as_ref()
-                    .and_then(|c| {
+                    .map(|c| {
                         c.apply(&credentials::Request {
                             method: "DELETE",
                             url: self.url.as_str(),
