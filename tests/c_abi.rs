@@ -104,6 +104,10 @@ fn peers() -> &'static Vec<(&'static str, PathBuf)> {
                 "MCPLUG_MODERN_SERVER",
                 root.join("tests/servers/modern_server.py"),
             ),
+            (
+                "MCPLUG_OAUTH_SERVER",
+                root.join("tests/servers/oauth_server.py"),
+            ),
             ("MCPLUG_FILESYSTEM", npm_peer("server-filesystem")),
             ("MCPLUG_MEMORY", npm_peer("server-memory")),
         ];
@@ -503,6 +507,11 @@ fn c_oauth() {
 }
 
 #[test]
+fn c_regress_auth() {
+    run("regress_auth");
+}
+
+#[test]
 fn every_c_test_is_run() {
     // A new tests/c/*.c must get its #[test] above.
     let known = [
@@ -518,6 +527,7 @@ fn every_c_test_is_run() {
         "manager",
         "oauth",
         "logs",
+        "regress_auth",
     ];
     let dir = manifest_dir().join("tests/c");
     for entry in std::fs::read_dir(&dir).expect("read tests/c") {
