@@ -690,7 +690,8 @@ enum mcplug_status mcplug_config_merge(const char *sources_json, char **out);
  * `projects[<cwd>]`), `.claude/settings.local.json`, every `.mcp.json` from the working
  * directory up, and the settings files for policy and project approval.
  *
- * `options_json` (`{}` for defaults): `home` ($HOME), `cwd` (the current directory),
+ * `options_json` (`{}` for defaults): `home` ($HOME when it is an absolute path, else the user
+ * database's home; an empty or relative HOME is ignored), `cwd` (the current directory),
  * `managed_dir` (`/etc/claude-code` on Linux), `hosts` (other hosts' files to read too, each its
  * own scope: `"vscode"`, `"cursor"`, `"windsurf"`, `"claude_desktop"`, `"zed"`), `env`,
  * `settings` (more policy/approval settings from the host), `dynamic`, `plugin`, `claudeai`
@@ -839,7 +840,8 @@ enum mcplug_status mcplug_manager_status(struct mcplug_manager *manager, char **
  * (`_meta["anthropic/searchHint"]`, or null). Sorted by name (host tools would come first); two
  * tools with one pool name: the first keeps it, the other is in `dropped` (`name`, `server`,
  * `tool`, `reason`, `detail`). Only connected servers' tools are in the pool. `options_json`
- * (NULL: all): `{"server": "<name>"}` for one server's tools.
+ * (NULL: all): `{"server": "<name>"}` for one server's tools; any other key is
+ * `invalid_argument` naming it and the keys there are, as in every listing function's options.
  */
 enum mcplug_status mcplug_manager_list_tools(struct mcplug_manager *manager,
                                              const char *options_json,
@@ -868,7 +870,7 @@ enum mcplug_status mcplug_manager_call_tool(struct mcplug_manager *manager,
  * exactly (pool names, or the servers' own names), in that order. `options_json` (NULL: the
  * defaults): `max_results` (5), `server` (one server's tools only). `out`: `{"tools": [the pool
  * entries of `mcplug_manager_list_tools`, each with `score`, best first], "total": N (every
- * match, before `max_results`)}`. Errors: `invalid_argument` (an empty query, bad options).
+ * match, before `max_results`)}`. Errors: `invalid_argument` (an empty query, bad options, an unknown key).
  */
 enum mcplug_status mcplug_manager_search_tools(struct mcplug_manager *manager,
                                                const char *query,

@@ -58,6 +58,26 @@ pub(crate) fn fuzz_expand(text: &str) -> usize {
         + entry::expand_str(text, entry::Syntax::Editor, &vars, &mut missing).len()
 }
 
+/// The user's home directory, as every host of the library finds it: `$HOME` when it is an
+/// absolute path, else the password database's (an empty or relative `HOME` is ignored; it would
+/// make the working directory's `.claude.json` pass for the user's). `None` when neither has one.
+pub fn user_home() -> Option<std::path::PathBuf> {
+    crate::sys::user::home()
+}
+
+/// The `home` option of discovery and edits: the one given, else [`user_home`].
+pub(crate) fn home_option(given: Option<&str>) -> Result<std::path::PathBuf, Error> {
+    match given {
+        Some(home) => Ok(home.into()),
+        None => user_home().ok_or_else(|| {
+            Error::invalid(
+                "no `home` option, HOME is not an absolute path (unset, empty or relative), and \
+                 the user database has no home directory",
+            )
+        }),
+    }
+}
+
 pub(crate) fn config_error(message: impl Into<String>) -> Error {
     Error::new(ErrorKind::Config, message)
 }
@@ -233,3 +253,4 @@ pub(crate) fn fold_settings(
     }
     Ok(())
 }
+

@@ -40,7 +40,8 @@ pub unsafe extern "C" fn mcplug_config_merge(
 /// `projects[<cwd>]`), `.claude/settings.local.json`, every `.mcp.json` from the working
 /// directory up, and the settings files for policy and project approval.
 ///
-/// `options_json` (`{}` for defaults): `home` ($HOME), `cwd` (the current directory),
+/// `options_json` (`{}` for defaults): `home` ($HOME when it is an absolute path, else the user
+/// database's home; an empty or relative HOME is ignored), `cwd` (the current directory),
 /// `managed_dir` (`/etc/claude-code` on Linux), `hosts` (other hosts' files to read too, each its
 /// own scope: `"vscode"`, `"cursor"`, `"windsurf"`, `"claude_desktop"`, `"zed"`), `env`,
 /// `settings` (more policy/approval settings from the host), `dynamic`, `plugin`, `claudeai`
