@@ -15,6 +15,13 @@
 #include <stdint.h>
 
 /**
+ * The most bytes that the values of variables may add in one merge, all fields of all entries
+ * together: a per-field cap alone let 800 fields of 128 KiB each take a merge to half a
+ * gigabyte. Eight fields at [`MAX_EXPANDED`]; real configurations use a few kilobytes.
+ */
+#define MAX_MERGE_EXPANDED (8 << 20)
+
+/**
  * The incompatible-change counter of this ABI. Bindings refuse a library whose
  * `mcplug_abi_version()` differs from the one they were written for.
  */
@@ -677,7 +684,9 @@ void mcplug_client_free(struct mcplug_client *client);
  * `reason` is `shadowed` (with `by`), `duplicate` (with `duplicate_of`), `denied`,
  * `not_allowed`, `pending_approval`, `rejected`, `enterprise_exclusive` or `invalid` (with
  * `path`, and `line`/`column` for a source given as text); `errors` lists the sources that could
- * not be read (`scope`, `file`, `line`, `column`, `message`) — the other sources still merged.
+ * not be read (`scope`, `file`, `line`, `column`, `message`) — the other sources still merged —
+ * and the field at which the values of `${...}` variables passed 8 MiB in all (the limit of one
+ * merge; that entry and any later one that would add more are `invalid`, naming the field).
  * Free `out` with `mcplug_string_free`.
  * Errors: `invalid_argument` (NULL, malformed JSON, a key or value of the wrong shape),
  * `config` (a policy entry that cannot be read — policy fails closed — or malformed settings).
