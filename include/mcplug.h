@@ -201,8 +201,11 @@ enum mcplug_status mcplug_auth_respond(const char *response_json, char **out);
  * names it); `options_json` may give `auth_store` (else the default directory). `out` is
  * `{"forgotten": true|false}` (false: nothing was stored). A connection still open keeps the
  * token it holds until it is closed.
- * Errors: `invalid_argument` (no `url`, a bad option), `config` (the store cannot be read or
- * written).
+ * The record is removed without being read: one the store cannot use (corrupt, not a regular
+ * file, a symbolic link — the link itself goes, never what it leads to), which fails every
+ * connect to the server with `config` naming this call, is removed too.
+ * Errors: `invalid_argument` (no `url`, a bad option), `config` (the store's directory or lock
+ * cannot be used, the record cannot be removed).
  */
 enum mcplug_status mcplug_auth_logout(const char *server_json,
                                       const char *options_json,
@@ -1078,7 +1081,9 @@ enum mcplug_status mcplug_manager_authenticate(struct mcplug_manager *manager,
  * its client registrations, the needs-auth mark), closes its connection (which held the token)
  * and connects it once more without authorizing — a server that needs authorization ends
  * `needs-auth`. Waits for that attempt; `out` is the server's status entry with `"forgotten":
- * true|false` (false: nothing was stored). A disabled server stays disabled. Errors:
+ * true|false` (false: nothing was stored). A record the store cannot use (corrupt, not a
+ * regular file, a symbolic link), which fails the server's connect with `config` naming this
+ * call, is removed without being read. A disabled server stays disabled. Errors:
  * `not_found`, `invalid_argument` (a local server), `config` (the store), `closed`.
  */
 enum mcplug_status mcplug_manager_logout(struct mcplug_manager *manager,

@@ -553,7 +553,9 @@ pub unsafe extern "C" fn mcplug_manager_authenticate(
 /// its client registrations, the needs-auth mark), closes its connection (which held the token)
 /// and connects it once more without authorizing — a server that needs authorization ends
 /// `needs-auth`. Waits for that attempt; `out` is the server's status entry with `"forgotten":
-/// true|false` (false: nothing was stored). A disabled server stays disabled. Errors:
+/// true|false` (false: nothing was stored). A record the store cannot use (corrupt, not a
+/// regular file, a symbolic link), which fails the server's connect with `config` naming this
+/// call, is removed without being read. A disabled server stays disabled. Errors:
 /// `not_found`, `invalid_argument` (a local server), `config` (the store), `closed`.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_manager_logout(
