@@ -403,30 +403,24 @@ fn a_home_that_is_not_absolute_is_ignored() {
 fn list_fails_when_the_user_file_cannot_be_read() {
     let s = Scratch::new("unreadable");
     let file = s.home.join(".claude.json");
-    let cases: Vec<(&str, Box<dyn Fn()>, &str)> = vec![
-        (
-            "a directory",
-            Box::new(|| std::fs::create_dir(&file).unwrap()),
-            "not a regular file",
-        ),
-        (
-            "over the size limit",
-            Box::new(|| {
-                let f = std::fs::File::create(&file).unwrap();
-                f.set_len((64 << 20) + 1).unwrap();
-            }),
-            "bytes",
-        ),
-        (
-            "malformed",
-            Box::new(|| std::fs::write(&file, "{\"mcpServers\": {").unwrap()),
-            "",
-        ),
+    let plant = |what: &str| match what {
+        "a directory" => std::fs::create_dir(&file).unwrap(),
+        "over the size limit" => {
+            let f = std::fs::File::create(&file).unwrap();
+            f.set_len((64 << 20) + 1).unwrap();
+        }
+        "malformed" => std::fs::write(&file, "{\"mcpServers\": {").unwrap(),
+        other => unreachable!("{other}"),
+    };
+    let cases = [
+        ("a directory", "not a regular file"),
+        ("over the size limit", "bytes"),
+        ("malformed", ""),
     ];
-    for (what, plant, says) in cases {
+    for (what, says) in cases {
         let _ = std::fs::remove_dir_all(&file);
         let _ = std::fs::remove_file(&file);
-        plant();
+        plant(what);
         let (code, _, err) = s.run(&["list"]);
         assert_eq!(code, 1, "{what}: list exited {code}: {err}");
         assert!(

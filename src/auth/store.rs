@@ -731,65 +731,47 @@ mod tests {
         let store = tmp.store();
         let path = record_path(&tmp.0, "k");
         let outside = tmp.0.join("outside.json");
-        let plant: Vec<(&str, Box<dyn Fn()>)> = vec![
-            (
-                "not JSON",
-                Box::new(|| fs::write(&path, "{\"key\":\"k\",\"rec").unwrap()),
-            ),
-            (
-                "not an object",
-                Box::new(|| fs::write(&path, "[1,2]").unwrap()),
-            ),
-            (
-                "no key",
-                Box::new(|| fs::write(&path, "{\"record\":{}}").unwrap()),
-            ),
-            (
-                "another key",
-                Box::new(|| fs::write(&path, "{\"key\":\"x\",\"record\":{}}").unwrap()),
-            ),
-            (
-                "open to others",
-                Box::new(|| {
-                    fs::write(&path, "{\"key\":\"k\",\"record\":{}}").unwrap();
-                    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
-                }),
-            ),
-            (
-                "a directory",
-                Box::new(|| {
-                    fs::create_dir(&path).unwrap();
-                    fs::write(path.join("inside"), "x").unwrap();
-                }),
-            ),
-            (
-                "a FIFO",
-                Box::new(|| {
-                    rustix::fs::mknodat(
-                        rustix::fs::CWD,
-                        &path,
-                        rustix::fs::FileType::Fifo,
-                        rustix::fs::Mode::from_raw_mode(0o600),
-                        0,
-                    )
-                    .unwrap()
-                }),
-            ),
-            (
-                "a symlink",
-                Box::new(|| {
-                    fs::write(&outside, "{\"key\":\"k\",\"record\":{\"t\":1}}").unwrap();
-                    fs::set_permissions(&outside, fs::Permissions::from_mode(0o600)).unwrap();
-                    std::os::unix::fs::symlink(&outside, &path).unwrap();
-                }),
-            ),
-            (
-                "a dangling symlink",
-                Box::new(|| std::os::unix::fs::symlink(tmp.0.join("nowhere"), &path).unwrap()),
-            ),
+        let plant = |what: &str| match what {
+            "not JSON" => fs::write(&path, "{\"key\":\"k\",\"rec").unwrap(),
+            "not an object" => fs::write(&path, "[1,2]").unwrap(),
+            "no key" => fs::write(&path, "{\"record\":{}}").unwrap(),
+            "another key" => fs::write(&path, "{\"key\":\"x\",\"record\":{}}").unwrap(),
+            "open to others" => fs::write(&path, "{\"key\":\"k\",\"record\":{}}").unwrap(),
+            "a directory" => {
+                fs::create_dir(&path).unwrap();
+                fs::write(path.join("inside"), "x").unwrap();
+            }
+            "a FIFO" => rustix::fs::mknodat(
+                rustix::fs::CWD,
+                &path,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o600),
+                0,
+            )
+            .unwrap(),
+            "a symlink" => {
+                fs::write(&outside, "{\"key\":\"k\",\"record\":{\"t\":1}}").unwrap();
+                fs::set_permissions(&outside, fs::Permissions::from_mode(0o600)).unwrap();
+                std::os::unix::fs::symlink(&outside, &path).unwrap();
+            }
+            "a dangling symlink" => {
+                std::os::unix::fs::symlink(tmp.0.join("nowhere"), &path).unwrap()
+            }
+            other => unreachable!("{other}"),
+        };
+        let kinds = [
+            "not JSON",
+            "not an object",
+            "no key",
+            "another key",
+            "open to others",
+            "a directory",
+            "a FIFO",
+            "a symlink",
+            "a dangling symlink",
         ];
-        for (what, plant) in plant {
-            plant();
+        for what in kinds {
+            plant(what);
             if fs::symlink_metadata(&path).unwrap().file_type().is_file() {
                 fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).ok();
                 if what == "open to others" {
