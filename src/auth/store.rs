@@ -330,8 +330,8 @@ fn state_dir(
             .join("mcplug")
             .join("auth")),
         None => Err(
-            "cannot find the default auth store directory: neither XDG_STATE_HOME \
-                     (absolute) nor HOME is set, and the user database has no home directory"
+            "cannot find the default auth store directory: neither XDG_STATE_HOME nor HOME \
+                     is an absolute path, and the user database has no home directory"
                 .to_string(),
         ),
     }
