@@ -836,3 +836,55 @@ impl OAuth {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record the store cannot use refuses the connection at once, the error naming every way
+    /// to log out; logout removes it unread, and the next connection is made.
+    #[test]
+    fn an_unusable_record_names_logout_and_logout_removes_it() {
+        let dir = std::env::temp_dir().join(format!("mcplug-auth-unusable-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let url = "https://mcp.example/mcp";
+        let options = AuthOptions {
+            store: Some(dir.display().to_string()),
+            ..Default::default()
+        };
+        let store = Store::open(options.store.as_deref()).unwrap();
+        store
+            .update(&store_key(url), |_| Some(json!({"needs_auth_at": 1})))
+            .unwrap();
+        let record = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "json"))
+            .unwrap();
+        std::fs::write(&record, "{\"key\": \"server ").unwrap();
+        let connect = || OAuth::new(url, Some("srv"), None, &options, Box::new(|_| {}));
+
+        let e = connect().err().expect("an unusable record was used");
+        assert_eq!(e.kind, ErrorKind::Config, "{}", e.message);
+        for way in [
+            "mcplug logout srv",
+            "mcplug_auth_logout",
+            "mcplug_manager_logout(\"srv\")",
+            "mcplug.auth_logout",
+            "authLogout",
+        ] {
+            assert!(e.message.contains(way), "{way}: {}", e.message);
+        }
+        assert!(
+            e.message.contains(&record.display().to_string()),
+            "{}",
+            e.message
+        );
+
+        assert!(logout(url, &options).unwrap());
+        assert!(!record.exists());
+        assert!(!logout(url, &options).unwrap());
+        assert!(connect().is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
