@@ -15,6 +15,13 @@
 #include <stdint.h>
 
 /**
+ * The most bytes that the values of variables may add in one merge, all fields of all entries
+ * together: a per-field cap alone let 800 fields of 128 KiB each take a merge to half a
+ * gigabyte. Eight fields at [`MAX_EXPANDED`]; real configurations use a few kilobytes.
+ */
+#define MAX_MERGE_EXPANDED (8 << 20)
+
+/**
  * The incompatible-change counter of this ABI. Bindings refuse a library whose
  * `mcplug_abi_version()` differs from the one they were written for.
  */
@@ -194,8 +201,11 @@ enum mcplug_status mcplug_auth_respond(const char *response_json, char **out);
  * names it); `options_json` may give `auth_store` (else the default directory). `out` is
  * `{"forgotten": true|false}` (false: nothing was stored). A connection still open keeps the
  * token it holds until it is closed.
- * Errors: `invalid_argument` (no `url`, a bad option), `config` (the store cannot be read or
- * written).
+ * The record is removed without being read: one the store cannot use (corrupt, not a regular
+ * file, a symbolic link — the link itself goes, never what it leads to), which fails every
+ * connect to the server with `config` naming this call, is removed too.
+ * Errors: `invalid_argument` (no `url`, a bad option), `config` (the store's directory or lock
+ * cannot be used, the record cannot be removed).
  */
 enum mcplug_status mcplug_auth_logout(const char *server_json,
                                       const char *options_json,
@@ -677,7 +687,9 @@ void mcplug_client_free(struct mcplug_client *client);
  * `reason` is `shadowed` (with `by`), `duplicate` (with `duplicate_of`), `denied`,
  * `not_allowed`, `pending_approval`, `rejected`, `enterprise_exclusive` or `invalid` (with
  * `path`, and `line`/`column` for a source given as text); `errors` lists the sources that could
- * not be read (`scope`, `file`, `line`, `column`, `message`) — the other sources still merged.
+ * not be read (`scope`, `file`, `line`, `column`, `message`) — the other sources still merged —
+ * and the field at which the values of `${...}` variables passed 8 MiB in all (the limit of one
+ * merge; that entry and any later one that would add more are `invalid`, naming the field).
  * Free `out` with `mcplug_string_free`.
  * Errors: `invalid_argument` (NULL, malformed JSON, a key or value of the wrong shape),
  * `config` (a policy entry that cannot be read — policy fails closed — or malformed settings).
@@ -690,7 +702,8 @@ enum mcplug_status mcplug_config_merge(const char *sources_json, char **out);
  * `projects[<cwd>]`), `.claude/settings.local.json`, every `.mcp.json` from the working
  * directory up, and the settings files for policy and project approval.
  *
- * `options_json` (`{}` for defaults): `home` ($HOME), `cwd` (the current directory),
+ * `options_json` (`{}` for defaults): `home` ($HOME when it is an absolute path, else the user
+ * database's home; an empty or relative HOME is ignored), `cwd` (the current directory),
  * `managed_dir` (`/etc/claude-code` on Linux), `hosts` (other hosts' files to read too, each its
  * own scope: `"vscode"`, `"cursor"`, `"windsurf"`, `"claude_desktop"`, `"zed"`), `env`,
  * `settings` (more policy/approval settings from the host), `dynamic`, `plugin`, `claudeai`
@@ -839,7 +852,8 @@ enum mcplug_status mcplug_manager_status(struct mcplug_manager *manager, char **
  * (`_meta["anthropic/searchHint"]`, or null). Sorted by name (host tools would come first); two
  * tools with one pool name: the first keeps it, the other is in `dropped` (`name`, `server`,
  * `tool`, `reason`, `detail`). Only connected servers' tools are in the pool. `options_json`
- * (NULL: all): `{"server": "<name>"}` for one server's tools.
+ * (NULL: all): `{"server": "<name>"}` for one server's tools; any other key is
+ * `invalid_argument` naming it and the keys there are, as in every listing function's options.
  */
 enum mcplug_status mcplug_manager_list_tools(struct mcplug_manager *manager,
                                              const char *options_json,
@@ -868,7 +882,7 @@ enum mcplug_status mcplug_manager_call_tool(struct mcplug_manager *manager,
  * exactly (pool names, or the servers' own names), in that order. `options_json` (NULL: the
  * defaults): `max_results` (5), `server` (one server's tools only). `out`: `{"tools": [the pool
  * entries of `mcplug_manager_list_tools`, each with `score`, best first], "total": N (every
- * match, before `max_results`)}`. Errors: `invalid_argument` (an empty query, bad options).
+ * match, before `max_results`)}`. Errors: `invalid_argument` (an empty query, bad options, an unknown key).
  */
 enum mcplug_status mcplug_manager_search_tools(struct mcplug_manager *manager,
                                                const char *query,
@@ -1067,7 +1081,9 @@ enum mcplug_status mcplug_manager_authenticate(struct mcplug_manager *manager,
  * its client registrations, the needs-auth mark), closes its connection (which held the token)
  * and connects it once more without authorizing — a server that needs authorization ends
  * `needs-auth`. Waits for that attempt; `out` is the server's status entry with `"forgotten":
- * true|false` (false: nothing was stored). A disabled server stays disabled. Errors:
+ * true|false` (false: nothing was stored). A record the store cannot use (corrupt, not a
+ * regular file, a symbolic link), which fails the server's connect with `config` naming this
+ * call, is removed without being read. A disabled server stays disabled. Errors:
  * `not_found`, `invalid_argument` (a local server), `config` (the store), `closed`.
  */
 enum mcplug_status mcplug_manager_logout(struct mcplug_manager *manager,

@@ -494,6 +494,21 @@ fn c_manager() {
     );
 }
 
+/// Issue 32's regressions of the configuration and the credential store: an unusable token
+/// record (the connect names logout, logout removes it), a HOME that is not absolute, unknown
+/// listing keys, `${VAR}` expansion bounded per merge.
+#[test]
+fn c_regress_config() {
+    let peer = peers::oauth_http();
+    run_with(
+        "regress_config",
+        &[(
+            "MCPLUG_OAUTH_URL",
+            format!("http://127.0.0.1:{}/mcp", peer.port),
+        )],
+    );
+}
+
 #[test]
 fn c_oauth() {
     let peer = peers::oauth_http();
@@ -528,6 +543,7 @@ fn every_c_test_is_run() {
         "oauth",
         "logs",
         "regress_auth",
+        "regress_config",
     ];
     let dir = manifest_dir().join("tests/c");
     for entry in std::fs::read_dir(&dir).expect("read tests/c") {

@@ -342,3 +342,101 @@ fn login_through_the_browser_then_call_then_logout() {
     let (code, _, err) = s.run(&["login", "nope"]);
     assert_eq!(code, 3, "{err}");
 }
+
+/// An empty or relative HOME is no home: the working directory's `.claude.json` is not the
+/// user's file, so its servers are not run by `list` nor found by the verbs that edit the user's
+/// scope (the password database's home is used instead, as the token store does).
+#[test]
+fn a_home_that_is_not_absolute_is_ignored() {
+    let s = Scratch::new("relhome");
+    let marker = s.root.join("planted-ran");
+    let planted = format!("planted-{}", std::process::id());
+    let user_file = json!({"mcpServers": {planted.as_str(): {
+        "command": "sh", "args": ["-c", format!("touch {}", marker.display())]
+    }}});
+    let text = serde_json::to_string_pretty(&user_file).unwrap();
+    // HOME="" and HOME="." both name the working directory when taken as a path; "rel" a
+    // directory below it.
+    std::fs::write(s.project.join(".claude.json"), &text).unwrap();
+    std::fs::create_dir_all(s.project.join("rel")).unwrap();
+    std::fs::write(s.project.join("rel/.claude.json"), &text).unwrap();
+    for home in ["", ".", "rel"] {
+        let run = |args: &[&str]| {
+            let out = s.cmd(args).env("HOME", home).output().unwrap();
+            (
+                out.status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        };
+        let (_, out, err) = run(&["list"]);
+        assert!(
+            !out.contains(&planted) && !err.contains(&planted),
+            "HOME={home:?}: list showed the working directory's server\n{out}\n{err}"
+        );
+        let (code, _, err) = run(&["get", &planted]);
+        assert_eq!(
+            code, 3,
+            "HOME={home:?}: get found the planted server: {err}"
+        );
+        // `remove -s user` must not edit the working directory's file as the user's.
+        let (code, _, err) = run(&["remove", "-s", "user", &planted]);
+        assert_ne!(code, 0, "HOME={home:?}: remove -s user succeeded: {err}");
+        assert!(
+            !marker.exists(),
+            "HOME={home:?}: the planted server was run"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(s.project.join(".claude.json")).unwrap(),
+        text
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.project.join("rel/.claude.json")).unwrap(),
+        text
+    );
+}
+
+/// `list` fails (exit 1) when `~/.claude.json` cannot be used, as `explain` does, saying why —
+/// also with `--json` — instead of showing the other servers as if that was all.
+#[test]
+fn list_fails_when_the_user_file_cannot_be_read() {
+    let s = Scratch::new("unreadable");
+    let file = s.home.join(".claude.json");
+    let plant = |what: &str| match what {
+        "a directory" => std::fs::create_dir(&file).unwrap(),
+        "over the size limit" => {
+            let f = std::fs::File::create(&file).unwrap();
+            f.set_len((64 << 20) + 1).unwrap();
+        }
+        "malformed" => std::fs::write(&file, "{\"mcpServers\": {").unwrap(),
+        other => unreachable!("{other}"),
+    };
+    let cases = [
+        ("a directory", "not a regular file"),
+        ("over the size limit", "bytes"),
+        ("malformed", ""),
+    ];
+    for (what, says) in cases {
+        let _ = std::fs::remove_dir_all(&file);
+        let _ = std::fs::remove_file(&file);
+        plant(what);
+        let (code, _, err) = s.run(&["list"]);
+        assert_eq!(code, 1, "{what}: list exited {code}: {err}");
+        assert!(
+            err.contains(".claude.json") && err.contains(says),
+            "{what}: {err}"
+        );
+        let (code, out, _) = s.run(&["--json", "list"]);
+        assert_eq!(code, 1, "{what}: list --json exited {code}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert!(
+            v["errors"][0]["file"]
+                .as_str()
+                .is_some_and(|f| f.ends_with(".claude.json")),
+            "{what}: {v}"
+        );
+        let (code, _, _) = s.run(&["explain"]);
+        assert_eq!(code, 1, "{what}: explain exited {code}");
+    }
+}

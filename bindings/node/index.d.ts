@@ -676,7 +676,9 @@ export interface DiscoverResult extends MergeResult {
 
 /** Merges explicitly given sources the way Claude Code does. Throws McpError (invalid_argument, config). */
 export declare function mergeConfig(sources: ConfigSources): MergeResult;
-/** Forgets every OAuth credential the auth store holds for a remote server (logout). */
+/** Forgets every OAuth credential the auth store holds for a remote server (logout); also removes
+ *  a record the store cannot use (corrupt, not a regular file, a symlink — the link itself), which
+ *  otherwise fails every connect to the server with kind `config`. */
 export declare function authLogout(server: { url: string; [key: string]: unknown }, options?: { authStore?: string }): Promise<{ forgotten: boolean }>;
 /** Reads and merges the configuration on disk (Claude Code's files, and other hosts' on request). */
 export declare function discoverConfig(options?: DiscoverOptions): DiscoverResult;

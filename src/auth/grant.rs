@@ -5,8 +5,8 @@ use super::discovery::Discovered;
 use super::jws::SigningKey;
 use super::net::{auth_error, ClientAuth};
 use super::{
-    challenge, discovery, flow, jws, needs_auth, now_ms, scope_set, token_of, ClientReg, Current,
-    Dpop, Flight, Grant, OAuth,
+    challenge, discovery, flow, jws, needs_auth, now_ms, scope_set, store_error, token_of,
+    ClientReg, Current, Dpop, Flight, Grant, OAuth,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::transport::credentials::{Applied, Credentials, Request, Verdict};
@@ -691,7 +691,7 @@ impl OAuth {
             tokio::task::spawn_blocking(move || store.exclusive(&key, "refresh"))
                 .await
                 .map_err(|_| Error::new(ErrorKind::Config, "the auth store's task failed"))?
-                .map_err(|e| Error::new(ErrorKind::Config, format!("the auth store: {e}")))?
+                .map_err(|e| store_error(e, self.name.as_deref()))?
         };
         let record = {
             let (store, key) = (self.store.clone(), self.key.clone());

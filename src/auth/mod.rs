@@ -157,21 +157,37 @@ impl AuthOptions {
 }
 
 /// Forgets what the store holds for the server at `url` (its tokens, registrations, needs-auth
-/// mark): logout. Whether there was anything.
+/// mark): logout. Whether there was anything. The record is removed without being read: one
+/// that cannot be used (corrupt, not a regular file, a symbolic link) goes too — logout is the
+/// way out that a connection's error names.
 pub fn logout(url: &str, options: &AuthOptions) -> Result<bool> {
     let store = Store::locate(options.store.as_deref())
         .map_err(|e| Error::invalid(format!("option `auth_store`: {e}")))?;
-    let key = format!("server {url}");
-    let existed = store
-        .read(&key)
-        .map_err(|e| Error::new(ErrorKind::Config, format!("the auth store: {e}")))?
-        .is_some();
-    if existed {
-        store
-            .update(&key, |_| None)
-            .map_err(|e| Error::new(ErrorKind::Config, format!("the auth store: {e}")))?;
+    store
+        .remove(&store_key(url))
+        .map_err(|e| Error::new(ErrorKind::Config, format!("the auth store: {e}")))
+}
+
+/// The store's key of the server at `url`.
+fn store_key(url: &str) -> String {
+    format!("server {url}")
+}
+
+/// A store failure as a connection's error. A record that cannot be used would fail every
+/// connect to the server and nothing would ever fix it: the error names the way out, logout
+/// (the CLI's, and each binding's), which removes it.
+fn store_error(e: store::StoreError, name: Option<&str>) -> Error {
+    let mut message = format!("the auth store: {}", e.message);
+    if e.unusable_record {
+        let name = name.unwrap_or("<server>");
+        message.push_str(&format!(
+            "; log out of the server to remove it: `mcplug logout {name}`, or \
+             mcplug_auth_logout(entry) / mcplug_manager_logout(\"{name}\") (Python \
+             mcplug.auth_logout(entry) / Manager.logout(\"{name}\"), Node authLogout(entry) / \
+             manager.logout(\"{name}\")), then log in again"
+        ));
     }
-    Ok(existed)
+    Error::new(ErrorKind::Config, message)
 }
 
 /// The grant a server entry asks for (`oauth.grant`).
@@ -640,7 +656,7 @@ impl OAuth {
         let mut me = OAuth {
             server: server.to_string(),
             name: name.map(str::to_string),
-            key: format!("server {server}"),
+            key: store_key(server),
             settings,
             options: options.clone(),
             store,
@@ -653,9 +669,17 @@ impl OAuth {
             notify,
             needs_auth_at: None,
         };
-        if let Ok(Some(record)) = me.store.read(&me.key) {
-            me.adopt(&record);
-            me.needs_auth_at = record.get("needs_auth_at").and_then(Value::as_u64);
+        match me.store.read(&me.key) {
+            Ok(Some(record)) => {
+                me.adopt(&record);
+                me.needs_auth_at = record.get("needs_auth_at").and_then(Value::as_u64);
+            }
+            Ok(None) => {}
+            // Refused now, before the user is asked to log in for a token that could not be
+            // kept: the error says how to remove the record.
+            Err(e) if e.unusable_record => return Err(store_error(e, me.name.as_deref())),
+            // The store's own trouble (a lock, the disk) may pass; a write will say if not.
+            Err(_) => {}
         }
         Ok(Arc::new(me))
     }
@@ -760,7 +784,7 @@ impl OAuth {
         tokio::task::spawn_blocking(move || store.update(&key, f))
             .await
             .map_err(|_| Error::new(ErrorKind::Config, "the auth store's task failed"))?
-            .map_err(|e| Error::new(ErrorKind::Config, format!("the auth store: {e}")))
+            .map_err(|e| store_error(e, self.name.as_deref()))
     }
 
     /// Keeps a new token (and what refreshing it needs), and uses it.
@@ -842,9 +866,7 @@ impl OAuth {
 
 #[cfg(test)]
 mod tests {
-    use super::{expires_at, now_ms, refresh_at};
-    use serde_json::json;
-    use std::time::Duration;
+    use super::*;
 
     #[test]
     fn a_refresh_is_due_at_most_half_a_tokens_life_before_it_expires() {
@@ -875,5 +897,52 @@ mod tests {
         let t = json!({"access_token": "x", "expires_in": 60});
         let at = expires_at(&t).unwrap();
         assert!(at >= now_ms() + 59_000 && at <= now_ms() + 60_000);
+    }
+
+    /// A record the store cannot use refuses the connection at once, the error naming every way
+    /// to log out; logout removes it unread, and the next connection is made.
+    #[test]
+    fn an_unusable_record_names_logout_and_logout_removes_it() {
+        let dir = std::env::temp_dir().join(format!("mcplug-auth-unusable-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let url = "https://mcp.example/mcp";
+        let options = AuthOptions {
+            store: Some(dir.display().to_string()),
+            ..Default::default()
+        };
+        let store = Store::open(options.store.as_deref()).unwrap();
+        store
+            .update(&store_key(url), |_| Some(json!({"needs_auth_at": 1})))
+            .unwrap();
+        let record = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "json"))
+            .unwrap();
+        std::fs::write(&record, "{\"key\": \"server ").unwrap();
+        let connect = || OAuth::new(url, Some("srv"), None, &options, Box::new(|_| {}));
+
+        let e = connect().err().expect("an unusable record was used");
+        assert_eq!(e.kind, ErrorKind::Config, "{}", e.message);
+        for way in [
+            "mcplug logout srv",
+            "mcplug_auth_logout",
+            "mcplug_manager_logout(\"srv\")",
+            "mcplug.auth_logout",
+            "authLogout",
+        ] {
+            assert!(e.message.contains(way), "{way}: {}", e.message);
+        }
+        assert!(
+            e.message.contains(&record.display().to_string()),
+            "{}",
+            e.message
+        );
+
+        assert!(logout(url, &options).unwrap());
+        assert!(!record.exists());
+        assert!(!logout(url, &options).unwrap());
+        assert!(connect().is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -39,6 +39,40 @@ const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 /// `"memory"` sees the tokens another one obtained.
 static MEMORY: Lazy<Arc<Mutex<HashMap<String, Value>>>> = Lazy::new(Default::default);
 
+/// Why the store failed. `unusable_record`: the record file itself cannot be used (not JSON, the
+/// wrong shape, not a regular file, a symbolic link, not ours, open to others, another key's) —
+/// no later read will do better, so removing it ([`Store::remove`], logout) is the way out; the
+/// other failures are the store's (its directory, a lock, the disk).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreError {
+    pub message: String,
+    pub unusable_record: bool,
+}
+
+impl StoreError {
+    fn record(message: String) -> StoreError {
+        StoreError {
+            message,
+            unusable_record: true,
+        }
+    }
+}
+
+impl From<String> for StoreError {
+    fn from(message: String) -> StoreError {
+        StoreError {
+            message,
+            unusable_record: false,
+        }
+    }
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 /// Where OAuth records are kept.
 #[derive(Clone)]
 pub enum Store {
@@ -97,7 +131,7 @@ impl Store {
 
     /// Takes no lock: writes are atomic renames, so a reader sees the old file or the new one,
     /// never half of one.
-    pub fn read(&self, key: &str) -> Result<Option<Value>, String> {
+    pub fn read(&self, key: &str) -> Result<Option<Value>, StoreError> {
         match self {
             Store::Memory(map) => Ok(map.lock().get(key).cloned()),
             Store::Dir(dir) => Ok(read_file(&record_path(dir, key), Some(key))?.map(|(_, v)| v)),
@@ -111,7 +145,7 @@ impl Store {
     ///
     /// `f` runs while the lock is held: it must not use this store for the same key (the memory
     /// store would deadlock, a directory store would time out), and should be quick.
-    pub fn update<F>(&self, key: &str, f: F) -> Result<Option<Value>, String>
+    pub fn update<F>(&self, key: &str, f: F) -> Result<Option<Value>, StoreError>
     where
         F: FnOnce(Option<Value>) -> Option<Value>,
     {
@@ -119,7 +153,12 @@ impl Store {
     }
 
     /// [`Store::update`] with the lock timeout as a parameter, so tests need not wait 10 s.
-    fn update_within<F>(&self, key: &str, timeout: Duration, f: F) -> Result<Option<Value>, String>
+    fn update_within<F>(
+        &self,
+        key: &str,
+        timeout: Duration,
+        f: F,
+    ) -> Result<Option<Value>, StoreError>
     where
         F: FnOnce(Option<Value>) -> Option<Value>,
     {
@@ -153,19 +192,64 @@ impl Store {
         }
     }
 
+    /// Removes `key`'s record whatever it holds, without reading it — also one that cannot be
+    /// used (not JSON, not a regular file, a symbolic link: the link itself goes, never what it
+    /// leads to): logout, the way out of such a record. Whether there was one. Runs under the
+    /// key's lock, so that it does not race an update; a store directory that does not exist
+    /// holds nothing and is not created.
+    pub fn remove(&self, key: &str) -> Result<bool, StoreError> {
+        match self {
+            Store::Memory(map) => Ok(map.lock().remove(key).is_some()),
+            Store::Dir(dir) => {
+                let path = record_path(dir, key);
+                if !exists_no_follow(&path)? {
+                    return Ok(false);
+                }
+                prepare_dir(dir)?;
+                let _lock = crate::sys::fs::lock(
+                    &dir.join(format!("{}.lock", file_stem(key))),
+                    LOCK_TIMEOUT,
+                )?;
+                if !exists_no_follow(&path)? {
+                    return Ok(false);
+                }
+                let is_dir = fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+                let removed = if is_dir {
+                    // Not a record anyone wrote: whatever was put under its name goes with it
+                    // (std's remove_dir_all follows no symlink inside).
+                    fs::remove_dir_all(&path)
+                } else {
+                    fs::remove_file(&path)
+                };
+                match removed {
+                    Ok(()) => crate::sys::fs::sync_dir(dir)?,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+                    Err(e) => {
+                        return Err(format!(
+                            "cannot remove the auth record {}: {e}",
+                            path.display()
+                        )
+                        .into())
+                    }
+                }
+                Ok(true)
+            }
+        }
+    }
+
     /// Holds `key`'s `name` lock (`<stem>.<name>.lock`, beside the record's own) until the
     /// guard is dropped, waiting at most 10 s: for work that spans more than one `update`
     /// (a refresh: read the token, ask the server, write the new one), so that another process
     /// waits and then reads the winner's token instead of spending a rotated refresh token.
     /// The memory store gives a guard that holds nothing (one process: its callers serialize
     /// such work themselves).
-    pub fn exclusive(&self, key: &str, name: &str) -> Result<Exclusive, String> {
+    pub fn exclusive(&self, key: &str, name: &str) -> Result<Exclusive, StoreError> {
         match self {
             Store::Memory(_) => Ok(Exclusive(None)),
             Store::Dir(dir) => {
                 prepare_dir(dir)?;
                 let path = dir.join(format!("{}.{name}.lock", file_stem(key)));
-                crate::sys::fs::lock(&path, LOCK_TIMEOUT).map(|f| Exclusive(Some(f)))
+                Ok(crate::sys::fs::lock(&path, LOCK_TIMEOUT).map(|f| Exclusive(Some(f)))?)
             }
         }
     }
@@ -194,7 +278,7 @@ impl Store {
                     }
                     let path = entry.path();
                     // Deleted since the listing: it no longer exists, so it is no key.
-                    if let Some((key, _)) = read_file(&path, None)? {
+                    if let Some((key, _)) = read_file(&path, None).map_err(|e| e.message)? {
                         if file_stem(&key) != stem {
                             return Err(format!(
                                 "{} holds a record whose key does not match the file name \
@@ -227,7 +311,7 @@ pub struct Exclusive(#[allow(dead_code)] Option<File>);
 
 /// The default directory, from the environment of the process.
 fn default_dir() -> Result<PathBuf, String> {
-    state_dir(std::env::var_os("XDG_STATE_HOME"), home_dir)
+    state_dir(std::env::var_os("XDG_STATE_HOME"), crate::sys::user::home)
 }
 
 /// The rule of [`Store::open`] for `None`, apart from the environment so that it can be tested
@@ -246,23 +330,11 @@ fn state_dir(
             .join("mcplug")
             .join("auth")),
         None => Err(
-            "cannot find the default auth store directory: neither XDG_STATE_HOME \
-                     (absolute) nor HOME is set, and the user database has no home directory"
+            "cannot find the default auth store directory: neither XDG_STATE_HOME nor HOME \
+                     is an absolute path, and the user database has no home directory"
                 .to_string(),
         ),
     }
-}
-
-/// $HOME if absolute, else the home directory of the user database: services started without
-/// HOME still find the user's tokens. A relative HOME would put them below the working directory.
-fn home_dir() -> Option<PathBuf> {
-    if let Some(home) = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-    {
-        return Some(home);
-    }
-    crate::sys::user::home_from_passwd()
 }
 
 /// Creates the directory if need be and makes sure only we can get into it: the files hold
@@ -330,77 +402,93 @@ fn record_path(dir: &Path, key: &str) -> PathBuf {
 /// Reads a record file: `Ok(None)` when it does not exist, else its key and record. With
 /// `expect` the stored key must be that one. The checks run on the open descriptor (fstat), so
 /// the file cannot be swapped between check and read.
-fn read_file(path: &Path, expect: Option<&str>) -> Result<Option<(String, Value)>, String> {
+fn read_file(path: &Path, expect: Option<&str>) -> Result<Option<(String, Value)>, StoreError> {
+    let unusable = StoreError::record;
     let shown = path.display();
     let mut file = match crate::sys::fs::open_no_follow(path) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) if crate::sys::fs::is_symlink_refused(&e) => {
-            return Err(format!(
+            return Err(unusable(format!(
                 "refusing the auth record {shown}: it is a symbolic link"
-            ))
+            )))
         }
-        Err(e) => return Err(format!("cannot open the auth record {shown}: {e}")),
+        // Not ours to open (mode 000, another owner's file in our directory): unusable too.
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            return Err(unusable(format!(
+                "cannot open the auth record {shown}: {e}"
+            )))
+        }
+        Err(e) => return Err(format!("cannot open the auth record {shown}: {e}").into()),
     };
     let meta = file
         .metadata()
         .map_err(|e| format!("cannot inspect the auth record {shown}: {e}"))?;
     if !meta.is_file() {
-        return Err(format!(
+        return Err(unusable(format!(
             "refusing the auth record {shown}: it is not a regular file"
-        ));
+        )));
     }
     if meta.uid() != crate::sys::user::euid() {
-        return Err(format!(
+        return Err(unusable(format!(
             "refusing the auth record {shown}: it is owned by uid {}, not by us (uid {})",
             meta.uid(),
             crate::sys::user::euid()
-        ));
+        )));
     }
     let mode = meta.mode() & 0o7777;
     if mode & 0o077 != 0 {
-        return Err(format!(
+        return Err(unusable(format!(
             "refusing the auth record {shown}: its mode {mode:04o} lets group or others access it \
              (its tokens may have leaked; remove it and log in again, or chmod 600 it)"
-        ));
+        )));
     }
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read the auth record {shown}: {e}"))?;
     // Only the position of a syntax error is reported: serde_json's messages may quote text.
     let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
-        format!(
+        unusable(format!(
             "the auth record {shown} is corrupt (not JSON: error at line {} column {}); \
              it was left in place",
             e.line(),
             e.column()
-        )
+        ))
     })?;
     let Value::Object(mut object) = value else {
-        return Err(format!(
+        return Err(unusable(format!(
             "the auth record {shown} is corrupt (not a JSON object)"
-        ));
+        )));
     };
     let key = match object.remove("key") {
         Some(Value::String(key)) => key,
         _ => {
-            return Err(format!(
+            return Err(unusable(format!(
                 "the auth record {shown} is corrupt (no \"key\" string)"
-            ))
+            )))
         }
     };
     if expect.is_some_and(|want| want != key) {
-        return Err(format!(
+        return Err(unusable(format!(
             "the auth record {shown} belongs to another key (hash collision or tampered file); \
              refusing it"
-        ));
+        )));
     }
     let Some(record) = object.remove("record") else {
-        return Err(format!(
+        return Err(unusable(format!(
             "the auth record {shown} is corrupt (no \"record\")"
-        ));
+        )));
     };
     Ok(Some((key, record)))
+}
+
+/// Whether something (of any kind, a dangling symlink included) is at `path`.
+fn exists_no_follow(path: &Path) -> Result<bool, StoreError> {
+    match fs::symlink_metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(format!("cannot inspect the auth record {}: {e}", path.display()).into()),
+    }
 }
 
 /// Writes the record atomically (see `sys::fs::write_atomic`): a crash leaves the old record or
@@ -566,7 +654,7 @@ mod tests {
         store.update("k", |_| Some(json!({"t": "secret"}))).unwrap();
         let file = record_path(&tmp.0, "k");
         fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
-        let err = store.read("k").unwrap_err();
+        let err = store.read("k").unwrap_err().message;
         assert!(err.contains(&file.display().to_string()), "{err}");
         assert!(err.contains("0644"), "{err}");
         assert!(!err.contains("secret"), "{err}");
@@ -585,7 +673,7 @@ mod tests {
         fs::write(&elsewhere, "{\"key\":\"k\",\"record\":1}").unwrap();
         fs::set_permissions(&elsewhere, fs::Permissions::from_mode(0o600)).unwrap();
         std::os::unix::fs::symlink(&elsewhere, record_path(&tmp.0, "k")).unwrap();
-        let err = store.read("k").unwrap_err();
+        let err = store.read("k").unwrap_err().message;
         assert!(err.contains("symbolic link"), "{err}");
     }
 
@@ -628,11 +716,107 @@ mod tests {
         let text = "{\"key\":\"k\",\"record\":{\"access_token\":\"secret";
         fs::write(&path, text).unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
-        let err = store.read("k").unwrap_err();
+        let err = store.read("k").unwrap_err().message;
         assert!(err.contains(&path.display().to_string()), "{err}");
         assert!(!err.contains("secret"), "{err}");
         assert!(store.update("k", |_| None).is_err());
         assert_eq!(fs::read_to_string(&path).unwrap(), text);
+    }
+
+    /// Every kind of record that cannot be used is one (the connection says to log out), and
+    /// `remove` takes it away without reading it or following it; what a symlink led to stays.
+    #[test]
+    fn an_unusable_record_is_removed_without_being_read() {
+        let tmp = TempDir::new("unusable");
+        let store = tmp.store();
+        let path = record_path(&tmp.0, "k");
+        let outside = tmp.0.join("outside.json");
+        let plant = |what: &str| match what {
+            "not JSON" => fs::write(&path, "{\"key\":\"k\",\"rec").unwrap(),
+            "not an object" => fs::write(&path, "[1,2]").unwrap(),
+            "no key" => fs::write(&path, "{\"record\":{}}").unwrap(),
+            "another key" => fs::write(&path, "{\"key\":\"x\",\"record\":{}}").unwrap(),
+            "open to others" => fs::write(&path, "{\"key\":\"k\",\"record\":{}}").unwrap(),
+            "a directory" => {
+                fs::create_dir(&path).unwrap();
+                fs::write(path.join("inside"), "x").unwrap();
+            }
+            "a FIFO" => rustix::fs::mknodat(
+                rustix::fs::CWD,
+                &path,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o600),
+                0,
+            )
+            .unwrap(),
+            "a symlink" => {
+                fs::write(&outside, "{\"key\":\"k\",\"record\":{\"t\":1}}").unwrap();
+                fs::set_permissions(&outside, fs::Permissions::from_mode(0o600)).unwrap();
+                std::os::unix::fs::symlink(&outside, &path).unwrap();
+            }
+            "a dangling symlink" => {
+                std::os::unix::fs::symlink(tmp.0.join("nowhere"), &path).unwrap()
+            }
+            other => unreachable!("{other}"),
+        };
+        let kinds = [
+            "not JSON",
+            "not an object",
+            "no key",
+            "another key",
+            "open to others",
+            "a directory",
+            "a FIFO",
+            "a symlink",
+            "a dangling symlink",
+        ];
+        for what in kinds {
+            plant(what);
+            if fs::symlink_metadata(&path).unwrap().file_type().is_file() {
+                fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).ok();
+                if what == "open to others" {
+                    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+                }
+            }
+            let err = store.read("k").unwrap_err();
+            assert!(err.unusable_record, "{what}: {err:?}");
+            assert!(
+                store.update("k", |_| None).unwrap_err().unusable_record,
+                "{what}"
+            );
+            assert_eq!(store.remove("k"), Ok(true), "{what}");
+            assert!(fs::symlink_metadata(&path).is_err(), "{what}: still there");
+            assert_eq!(store.read("k"), Ok(None), "{what}");
+            assert_eq!(store.remove("k"), Ok(false), "{what}");
+        }
+        assert!(outside.is_file(), "what the symlink led to was removed");
+        // A usable record goes the same way; nothing at all is no error.
+        store.update("k", |_| Some(json!({"t": 1}))).unwrap();
+        assert_eq!(store.remove("k"), Ok(true));
+        assert_eq!(store.read("k"), Ok(None));
+        let absent = Store::Dir(tmp.0.join("never-made"));
+        assert_eq!(absent.remove("k"), Ok(false));
+        assert!(
+            !tmp.0.join("never-made").exists(),
+            "remove created the directory"
+        );
+        let memory = Store::private_memory();
+        memory.update("k", |_| Some(json!(1))).unwrap();
+        assert_eq!(memory.remove("k"), Ok(true));
+        assert_eq!(memory.remove("k"), Ok(false));
+    }
+
+    #[test]
+    fn a_store_failure_is_not_the_record_s() {
+        let tmp = TempDir::new("lockfail");
+        let store = tmp.store();
+        store.update("k", |_| Some(json!(1))).unwrap();
+        // A lock file that is a directory: the store's trouble, not the record's.
+        let lock = tmp.0.join(format!("{}.lock", file_stem("k")));
+        fs::remove_file(&lock).unwrap();
+        fs::create_dir(&lock).unwrap();
+        let err = store.update("k", |_| Some(json!(2))).unwrap_err();
+        assert!(!err.unusable_record, "{err:?}");
     }
 
     #[test]
@@ -644,7 +828,7 @@ mod tests {
             .unwrap();
         // As if "victim"'s file sat under the name of "k" (a collision or tampering).
         fs::rename(record_path(&tmp.0, "victim"), record_path(&tmp.0, "k")).unwrap();
-        let err = store.read("k").unwrap_err();
+        let err = store.read("k").unwrap_err().message;
         assert!(err.contains("another key"), "{err}");
         assert!(!err.contains("theirs"), "{err}");
         assert!(store.keys().unwrap_err().contains("does not match"));
@@ -659,7 +843,8 @@ mod tests {
         let start = Instant::now();
         let err = store
             .update_within("k", Duration::from_millis(150), |_| Some(json!(1)))
-            .unwrap_err();
+            .unwrap_err()
+            .message;
         assert!(start.elapsed() >= Duration::from_millis(150));
         assert!(err.contains(&lock_path.display().to_string()), "{err}");
         assert_eq!(store.read("k").unwrap(), None);

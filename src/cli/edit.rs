@@ -188,9 +188,9 @@ pub fn shown_url(url: &str) -> String {
 
 /// The scopes whose file holds a server of this name, in Claude Code's order of precedence.
 fn scopes_holding(name: &str) -> Result<Vec<Scope>, Error> {
-    let home = std::env::var_os("HOME")
-        .map(std::path::PathBuf::from)
-        .ok_or_else(|| Error::invalid("HOME is not set"))?;
+    let home = mcplug::config::user_home().ok_or_else(|| {
+        Error::invalid("HOME is not an absolute path and the user database has no home directory")
+    })?;
     let cwd = std::env::current_dir()
         .map_err(|e| Error::invalid(format!("the current directory is unknown: {e}")))?;
     let user = read_json(&home.join(".claude.json"))?;

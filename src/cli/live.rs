@@ -104,6 +104,14 @@ where
 
 pub fn list(ctx: &Ctx) -> Result<Exit, Error> {
     let d = discover(ctx)?;
+    // A configuration file that could not be read (unreadable, over the size limit, malformed)
+    // fails the listing, as it fails `explain`: its servers are missing from what is shown.
+    let config_failed = d["errors"].as_array().is_some_and(|e| !e.is_empty());
+    let base = if config_failed {
+        Exit::Failed
+    } else {
+        Exit::Ok
+    };
     let pending: Vec<&Value> = d["excluded"]
         .as_array()
         .into_iter()
@@ -112,11 +120,11 @@ pub fn list(ctx: &Ctx) -> Result<Exit, Error> {
         .collect();
     if servers(&d).is_empty() && pending.is_empty() {
         if ctx.json {
-            println!("{}", json!({"servers": []}));
+            println!("{}", listing_json(json!([]), &d));
         } else {
             println!("No MCP servers configured. Use `mcplug add` to add a server.");
         }
-        return Ok(Exit::Ok);
+        return Ok(base);
     }
     let status = with_servers(
         ctx,
@@ -125,7 +133,7 @@ pub fn list(ctx: &Ctx) -> Result<Exit, Error> {
         |m, s| async move { (m, Ok(s)) },
     )?;
     let mut rows = Vec::new();
-    let mut exit = Exit::Ok;
+    let mut exit = base;
     for (name, s) in servers(&d) {
         let st = &status["servers"][name];
         let state = st["state"].as_str().unwrap_or("failed");
@@ -139,7 +147,7 @@ pub fn list(ctx: &Ctx) -> Result<Exit, Error> {
         }));
     }
     if ctx.json {
-        println!("{}", json!({ "servers": rows }));
+        println!("{}", listing_json(json!(rows), &d));
     } else {
         for (r, entry) in rows.iter().zip(
             servers(&d)
@@ -193,6 +201,15 @@ fn exit_of_state(state: &str) -> Exit {
 }
 
 /// The more telling of two outcomes: a failure beats needing authentication beats success.
+/// `list --json`: the rows, and the configuration's errors when there are any (why it failed).
+fn listing_json(rows: Value, d: &Value) -> Value {
+    let mut out = json!({ "servers": rows });
+    if d["errors"].as_array().is_some_and(|e| !e.is_empty()) {
+        out["errors"] = d["errors"].clone();
+    }
+    out
+}
+
 fn worse(a: Exit, b: Exit) -> Exit {
     let rank = |e: Exit| match e {
         Exit::Ok => 0,

@@ -121,12 +121,7 @@ fn parse_options(o: &Value) -> Result<Options, Error> {
     if !o.is_object() {
         return Err(Error::invalid("`options_json` must be a JSON object"));
     }
-    let home = match opt_str(o, "home")? {
-        Some(h) => PathBuf::from(h),
-        None => std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .ok_or_else(|| Error::invalid("no `home` option and HOME is not set"))?,
-    };
+    let home = super::home_option(opt_str(o, "home")?)?;
     let cwd = match opt_str(o, "cwd")? {
         Some(c) => PathBuf::from(c),
         None => std::env::current_dir().map_err(|e| {

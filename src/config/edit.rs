@@ -36,12 +36,7 @@ fn target(o: &Value) -> Result<Target, Error> {
     let scope = s("scope")?.ok_or_else(|| {
         Error::invalid("option `scope` is required: \"user\", \"local\" or \"project\"")
     })?;
-    let home = match s("home")? {
-        Some(h) => PathBuf::from(h),
-        None => std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .ok_or_else(|| Error::invalid("no `home` option and HOME is not set"))?,
-    };
+    let home = super::home_option(s("home")?.as_deref())?;
     let cwd = match s("cwd")? {
         Some(c) => PathBuf::from(c),
         None => std::env::current_dir().map_err(|e| {

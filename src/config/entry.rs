@@ -302,37 +302,48 @@ pub struct Vars<'a> {
 }
 
 /// Expands variables in `command`, `args`, `env`, `url` and `headers` of an entry. Each variable
-/// that cannot be resolved stays as written, and is named in the returned list.
-pub fn expand(entry: &mut Value, syntax: Syntax, vars: &Vars) -> Vec<String> {
+/// that cannot be resolved stays as written, and is named in the returned list. The bytes the
+/// values add are taken from `budget`, the whole merge's: when a value does not fit in what is
+/// left, the entry is an error naming that field (the entry is then not usable, half expanded).
+pub fn expand(
+    entry: &mut Value,
+    syntax: Syntax,
+    vars: &Vars,
+    budget: &mut Budget,
+) -> Result<Vec<String>, EntryError> {
     let mut missing = Vec::new();
     if syntax == Syntax::None {
-        return missing;
+        return Ok(missing);
     }
     let Some(obj) = entry.as_object_mut() else {
-        return missing;
+        return Ok(missing);
+    };
+    let mut field = |s: &mut String, at: JsonPath, missing: &mut Vec<String>| {
+        *s = expand_str(s, syntax, vars, missing, budget).map_err(|over| err(at, over))?;
+        Ok::<(), EntryError>(())
     };
     for key in ["command", "url"] {
         if let Some(Value::String(s)) = obj.get_mut(key) {
-            *s = expand_str(s, syntax, vars, &mut missing);
+            field(s, JsonPath::of_keys(&[key]), &mut missing)?;
         }
     }
     if let Some(Value::Array(items)) = obj.get_mut("args") {
-        for item in items {
+        for (i, item) in items.iter_mut().enumerate() {
             if let Value::String(s) = item {
-                *s = expand_str(s, syntax, vars, &mut missing);
+                field(s, JsonPath::of_keys(&["args"]).index(i), &mut missing)?;
             }
         }
     }
     for key in ["env", "headers"] {
         if let Some(Value::Object(m)) = obj.get_mut(key) {
-            for (_, v) in m.iter_mut() {
+            for (name, v) in m.iter_mut() {
                 if let Value::String(s) = v {
-                    *s = expand_str(s, syntax, vars, &mut missing);
+                    field(s, JsonPath::of_keys(&[key, name]), &mut missing)?;
                 }
             }
         }
     }
-    missing
+    Ok(missing)
 }
 
 /// The longest a value may grow by expansion: `${A}${A}...` in a small file must not become
@@ -340,7 +351,38 @@ pub fn expand(entry: &mut Value, syntax: Syntax, vars: &Vars) -> Vec<String> {
 /// among the unresolved ones (a warning).
 const MAX_EXPANDED: usize = 1 << 20;
 
-pub fn expand_str(s: &str, syntax: Syntax, vars: &Vars, missing: &mut Vec<String>) -> String {
+/// The most bytes that the values of variables may add in one merge, all fields of all entries
+/// together: a per-field cap alone let 800 fields of 128 KiB each take a merge to half a
+/// gigabyte. Eight fields at [`MAX_EXPANDED`]; real configurations use a few kilobytes.
+pub const MAX_MERGE_EXPANDED: usize = 8 << 20;
+
+/// What is left of one merge's [`MAX_MERGE_EXPANDED`] bytes of expanded values.
+#[derive(Debug)]
+pub struct Budget {
+    left: usize,
+}
+
+impl Budget {
+    /// A whole merge's budget.
+    pub fn merge() -> Budget {
+        Budget::of(MAX_MERGE_EXPANDED)
+    }
+
+    pub fn of(bytes: usize) -> Budget {
+        Budget { left: bytes }
+    }
+}
+
+/// `s` with its variables expanded; `Err` (saying so) when a value would take the merge past its
+/// budget. `missing` gets each variable left as written (unresolved, or its value too long for
+/// one field).
+pub fn expand_str(
+    s: &str,
+    syntax: Syntax,
+    vars: &Vars,
+    missing: &mut Vec<String>,
+    budget: &mut Budget,
+) -> Result<String, String> {
     let mut out = String::with_capacity(s.len().min(MAX_EXPANDED));
     let mut rest = s;
     while let Some(start) = rest.find("${") {
@@ -348,12 +390,22 @@ pub fn expand_str(s: &str, syntax: Syntax, vars: &Vars, missing: &mut Vec<String
         let after = &rest[start + 2..];
         let Some(end) = after.find('}') else {
             out.push_str(&rest[start..]);
-            return out;
+            return Ok(out);
         };
         let inner = &after[..end];
         let whole = &rest[start..start + 2 + end + 1];
         match resolve(inner, syntax, vars) {
-            Some(v) if out.len() + v.len() + rest.len() <= MAX_EXPANDED => out.push_str(&v),
+            Some(v) if out.len() + v.len() + rest.len() <= MAX_EXPANDED => {
+                if v.len() > budget.left {
+                    return Err(format!(
+                        "expanding {whole} here ({} bytes) would take this configuration past                          {MAX_MERGE_EXPANDED} bytes of expanded variables in all (the limit of                          one merge); {} bytes were left",
+                        v.len(),
+                        budget.left
+                    ));
+                }
+                budget.left -= v.len();
+                out.push_str(&v);
+            }
             Some(_) => {
                 let note = format!("{whole} (its value would make the field longer than {MAX_EXPANDED} bytes; not expanded)");
                 if !missing.iter().any(|m| m == &note) {
@@ -371,7 +423,7 @@ pub fn expand_str(s: &str, syntax: Syntax, vars: &Vars, missing: &mut Vec<String
         rest = &after[end + 1..];
     }
     out.push_str(rest);
-    out
+    Ok(out)
 }
 
 fn resolve(inner: &str, syntax: Syntax, vars: &Vars) -> Option<String> {
@@ -412,11 +464,42 @@ mod tests {
         env.insert("A".to_string(), "x".repeat(300_000));
         let v = vars(&env);
         let mut missing = Vec::new();
-        let out = expand_str(&"${A}".repeat(100), Syntax::ClaudeCode, &v, &mut missing);
+        let out = expand_str(
+            &"${A}".repeat(100),
+            Syntax::ClaudeCode,
+            &v,
+            &mut missing,
+            &mut Budget::merge(),
+        )
+        .unwrap();
         assert!(out.len() <= MAX_EXPANDED, "{}", out.len());
         assert!(out.ends_with("${A}"));
         assert_eq!(missing.len(), 1, "{missing:?}");
         assert!(missing[0].contains("longer than 1048576 bytes"));
+    }
+
+    #[test]
+    fn expansion_is_capped_per_merge_naming_the_field() {
+        let mut env = HashMap::new();
+        env.insert("A".to_string(), "x".repeat(1000));
+        let v = vars(&env);
+        let mut budget = Budget::of(2500);
+        let mut e = json!({"command": "${A}", "args": ["${A}", "${A}"]});
+        let err = expand(&mut e, Syntax::ClaudeCode, &v, &mut budget).unwrap_err();
+        assert_eq!(err.at.to_string(), "args[1]");
+        assert!(err.message.contains("${A}"), "{}", err.message);
+        assert!(
+            err.message.contains("500 bytes were left"),
+            "{}",
+            err.message
+        );
+        // The budget is the merge's: what the next entry may still add.
+        let mut small = json!({"env": {"K": "${A}"}});
+        let err = expand(&mut small, Syntax::ClaudeCode, &v, &mut budget).unwrap_err();
+        assert_eq!(err.at.to_string(), "env.K");
+        // Text without variables costs nothing.
+        let mut plain = json!({"command": "x".repeat(5000)});
+        assert!(expand(&mut plain, Syntax::ClaudeCode, &v, &mut budget).is_ok());
     }
 
     fn vars(env: &HashMap<String, String>) -> Vars<'_> {
@@ -432,7 +515,13 @@ mod tests {
         let env = HashMap::from([("TOKEN".to_string(), "t0k".to_string())]);
         let mut e = json!({"command": "${BIN:-npx}", "args": ["--t=${TOKEN}", "${NOPE}"],
                            "env": {"A": "${NOPE}-${TOKEN}"}, "cwd": "${TOKEN}"});
-        let missing = expand(&mut e, Syntax::ClaudeCode, &vars(&env));
+        let missing = expand(
+            &mut e,
+            Syntax::ClaudeCode,
+            &vars(&env),
+            &mut Budget::merge(),
+        )
+        .unwrap();
         assert_eq!(
             e,
             json!({"command": "npx", "args": ["--t=t0k", "${NOPE}"],
@@ -445,7 +534,7 @@ mod tests {
     fn editor_expansion() {
         let env = HashMap::from([("K".to_string(), "v".to_string())]);
         let mut e = json!({"command": "${userHome}/bin/x", "args": ["${workspaceFolder}", "${env:K}", "${input:key}", "${K}"]});
-        let missing = expand(&mut e, Syntax::Editor, &vars(&env));
+        let missing = expand(&mut e, Syntax::Editor, &vars(&env), &mut Budget::merge()).unwrap();
         assert_eq!(e["command"], "/home/me/bin/x");
         assert_eq!(e["args"], json!(["/w", "v", "${input:key}", "${K}"]));
         assert_eq!(

@@ -125,6 +125,9 @@ pub fn run(inputs: &Inputs) -> Value {
     let enterprise = sources.iter().position(|s| s.scope == "enterprise");
     let mut candidates: Vec<Candidate> = Vec::new();
     let mut order = 0;
+    // The bytes `${...}` values may add, for the whole merge (see `entry::MAX_MERGE_EXPANDED`).
+    let mut budget = entry::Budget::merge();
+    let mut over_budget = false;
     for (i, src) in sources.iter().enumerate() {
         let Some(map) = maps[i] else { continue };
         if let Some(e) = enterprise {
@@ -172,8 +175,23 @@ pub fn run(inputs: &Inputs) -> Value {
                 workspace: src.workspace.as_deref(),
             };
             if approved {
-                for var in entry::expand(&mut config, syntax_of(src.format), &vars) {
-                    out.warnings.push(unresolved_warning(name, src, &var));
+                match entry::expand(&mut config, syntax_of(src.format), &vars, &mut budget) {
+                    Ok(unresolved) => {
+                        for var in unresolved {
+                            out.warnings.push(unresolved_warning(name, src, &var));
+                        }
+                    }
+                    Err(e) => {
+                        let at = entry_path.join(&e.at);
+                        // Also an error of the configuration (not just this entry's fate), once:
+                        // `explain` and `list` then fail, saying where the limit was reached.
+                        if !over_budget {
+                            over_budget = true;
+                            file_error(src, &mut out, &at, format!("{at}: {}", e.message));
+                        }
+                        invalid(&mut out, src, name, &at, e.message);
+                        continue;
+                    }
                 }
             }
             let signature = entry::signature(&config, kind);

@@ -54,8 +54,31 @@ pub(crate) fn fuzz_expand(text: &str) -> usize {
         workspace: Some("/w"),
     };
     let mut missing = Vec::new();
-    entry::expand_str(text, entry::Syntax::ClaudeCode, &vars, &mut missing).len()
-        + entry::expand_str(text, entry::Syntax::Editor, &vars, &mut missing).len()
+    let mut budget = entry::Budget::merge();
+    let mut len = |syntax| {
+        entry::expand_str(text, syntax, &vars, &mut missing, &mut budget).map_or(0, |s| s.len())
+    };
+    len(entry::Syntax::ClaudeCode) + len(entry::Syntax::Editor)
+}
+
+/// The user's home directory, as every host of the library finds it: `$HOME` when it is an
+/// absolute path, else the password database's (an empty or relative `HOME` is ignored; it would
+/// make the working directory's `.claude.json` pass for the user's). `None` when neither has one.
+pub fn user_home() -> Option<std::path::PathBuf> {
+    crate::sys::user::home()
+}
+
+/// The `home` option of discovery and edits: the one given, else [`user_home`].
+pub(crate) fn home_option(given: Option<&str>) -> Result<std::path::PathBuf, Error> {
+    match given {
+        Some(home) => Ok(home.into()),
+        None => user_home().ok_or_else(|| {
+            Error::invalid(
+                "no `home` option, HOME is not an absolute path (unset, empty or relative), and \
+                 the user database has no home directory",
+            )
+        }),
+    }
 }
 
 pub(crate) fn config_error(message: impl Into<String>) -> Error {
@@ -232,4 +255,45 @@ pub(crate) fn fold_settings(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// 800 fields of 128 KiB each took one merge to half a gigabyte: the merge stops adding at
+    /// its limit, and says at which field.
+    #[test]
+    fn expansion_is_bounded_per_merge() {
+        let value = "v".repeat(128 << 10);
+        let servers: serde_json::Map<String, Value> = (0..800)
+            .map(|i| (format!("s{i:03}"), json!({"command": "${BIG}"})))
+            .collect();
+        let out = merge(&json!({
+            "user": {"mcpServers": servers},
+            "env": {"BIG": value},
+        }))
+        .unwrap();
+        let kept = out["servers"].as_object().unwrap();
+        let expanded: usize = kept
+            .values()
+            .map(|s| s["config"]["command"].as_str().unwrap().len())
+            .sum();
+        assert!(expanded <= entry::MAX_MERGE_EXPANDED, "{expanded}");
+        assert_eq!(kept.len(), entry::MAX_MERGE_EXPANDED / value.len());
+        let errors = out["errors"].as_array().unwrap();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        let first_over = format!("mcpServers.s{:03}.command", kept.len());
+        let message = errors[0]["message"].as_str().unwrap();
+        assert!(message.contains(&first_over), "{message}");
+        assert!(message.contains("${BIG}"), "{message}");
+        let invalid = out["excluded"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["reason"] == "invalid")
+            .count();
+        assert_eq!(invalid, 800 - kept.len());
+    }
 }

@@ -58,8 +58,11 @@ pub unsafe extern "C" fn mcplug_auth_respond(
 /// names it); `options_json` may give `auth_store` (else the default directory). `out` is
 /// `{"forgotten": true|false}` (false: nothing was stored). A connection still open keeps the
 /// token it holds until it is closed.
-/// Errors: `invalid_argument` (no `url`, a bad option), `config` (the store cannot be read or
-/// written).
+/// The record is removed without being read: one the store cannot use (corrupt, not a regular
+/// file, a symbolic link — the link itself goes, never what it leads to), which fails every
+/// connect to the server with `config` naming this call, is removed too.
+/// Errors: `invalid_argument` (no `url`, a bad option), `config` (the store's directory or lock
+/// cannot be used, the record cannot be removed).
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_auth_logout(
     server_json: *const c_char,

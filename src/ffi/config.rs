@@ -20,7 +20,9 @@ use std::ffi::c_char;
 /// `reason` is `shadowed` (with `by`), `duplicate` (with `duplicate_of`), `denied`,
 /// `not_allowed`, `pending_approval`, `rejected`, `enterprise_exclusive` or `invalid` (with
 /// `path`, and `line`/`column` for a source given as text); `errors` lists the sources that could
-/// not be read (`scope`, `file`, `line`, `column`, `message`) — the other sources still merged.
+/// not be read (`scope`, `file`, `line`, `column`, `message`) — the other sources still merged —
+/// and the field at which the values of `${...}` variables passed 8 MiB in all (the limit of one
+/// merge; that entry and any later one that would add more are `invalid`, naming the field).
 /// Free `out` with `mcplug_string_free`.
 /// Errors: `invalid_argument` (NULL, malformed JSON, a key or value of the wrong shape),
 /// `config` (a policy entry that cannot be read — policy fails closed — or malformed settings).
@@ -40,7 +42,8 @@ pub unsafe extern "C" fn mcplug_config_merge(
 /// `projects[<cwd>]`), `.claude/settings.local.json`, every `.mcp.json` from the working
 /// directory up, and the settings files for policy and project approval.
 ///
-/// `options_json` (`{}` for defaults): `home` ($HOME), `cwd` (the current directory),
+/// `options_json` (`{}` for defaults): `home` ($HOME when it is an absolute path, else the user
+/// database's home; an empty or relative HOME is ignored), `cwd` (the current directory),
 /// `managed_dir` (`/etc/claude-code` on Linux), `hosts` (other hosts' files to read too, each its
 /// own scope: `"vscode"`, `"cursor"`, `"windsurf"`, `"claude_desktop"`, `"zed"`), `env`,
 /// `settings` (more policy/approval settings from the host), `dynamic`, `plugin`, `claudeai`

@@ -7,10 +7,9 @@ use super::handle::{self, Entered, Entries, Handle};
 use super::mcplug_status;
 use crate::client::events::Pulled;
 use crate::error::{Error, ErrorKind};
-use crate::manager::options::ManagerOptions;
+use crate::manager::options::{Listing, ListingOptions, ManagerOptions};
 use crate::manager::Manager;
 use crate::runtime;
-use serde_json::Value;
 use std::ffi::c_char;
 use std::time::Duration;
 
@@ -36,25 +35,9 @@ fn enter<'a>(ptr: *mut mcplug_manager) -> Result<Active<'a>, Error> {
     handle::enter(ptr)
 }
 
-/// The optional `server` option (a server's name) of a listing function.
-fn server_option(opts: Option<&Value>) -> Result<Option<String>, Error> {
-    match opts.and_then(|o| o.get("server")) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(v) => Err(Error::invalid(format!(
-            "option `server` must be a string (got {v})"
-        ))),
-    }
-}
-
-/// `options_json` of the functions that take a `server` beside the call options.
-fn listing_options(
-    options_json: *const c_char,
-) -> Result<(Option<String>, crate::client::options::CallOptions), Error> {
-    let opts = json_arg(options_json, "options_json")?;
-    let server = server_option(opts.as_ref())?;
-    let call = crate::client::options::CallOptions::parse_with(opts.as_ref(), &["server"])?;
-    Ok((server, call))
+/// `options_json` of a listing function, by the manager's one rule for them.
+fn listing_options(options_json: *const c_char, listing: Listing) -> Result<ListingOptions, Error> {
+    ListingOptions::parse(json_arg(options_json, "options_json")?.as_ref(), listing)
 }
 
 /// What a pull gives the host: the event(s), `timeout`, or `closed` after the last.
@@ -184,7 +167,8 @@ pub unsafe extern "C" fn mcplug_manager_status(
 /// (`_meta["anthropic/searchHint"]`, or null). Sorted by name (host tools would come first); two
 /// tools with one pool name: the first keeps it, the other is in `dropped` (`name`, `server`,
 /// `tool`, `reason`, `detail`). Only connected servers' tools are in the pool. `options_json`
-/// (NULL: all): `{"server": "<name>"}` for one server's tools.
+/// (NULL: all): `{"server": "<name>"}` for one server's tools; any other key is
+/// `invalid_argument` naming it and the keys there are, as in every listing function's options.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_manager_list_tools(
     manager: *mut mcplug_manager,
@@ -193,8 +177,7 @@ pub unsafe extern "C" fn mcplug_manager_list_tools(
 ) -> mcplug_status {
     ffi_boundary!(out, {
         let h = enter(manager)?;
-        let opts = json_arg(options_json, "options_json")?;
-        let server = server_option(opts.as_ref())?;
+        let server = listing_options(options_json, Listing::Pool)?.server;
         // The entries hold the servers' schemas, as deep as they came: the tree is rendered on
         // the library's spare stack (a 128 KiB host thread overflows in a debug build).
         let manager = &h.0.manager;
@@ -234,7 +217,7 @@ pub unsafe extern "C" fn mcplug_manager_call_tool(
 /// exactly (pool names, or the servers' own names), in that order. `options_json` (NULL: the
 /// defaults): `max_results` (5), `server` (one server's tools only). `out`: `{"tools": [the pool
 /// entries of `mcplug_manager_list_tools`, each with `score`, best first], "total": N (every
-/// match, before `max_results`)}`. Errors: `invalid_argument` (an empty query, bad options).
+/// match, before `max_results`)}`. Errors: `invalid_argument` (an empty query, bad options, an unknown key).
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_manager_search_tools(
     manager: *mut mcplug_manager,
@@ -245,30 +228,12 @@ pub unsafe extern "C" fn mcplug_manager_search_tools(
     ffi_boundary!(out, {
         let h = enter(manager)?;
         let query = str_arg(query, "query")?;
-        let opts = json_arg(options_json, "options_json")?;
-        if let Some(Value::Object(o)) = &opts {
-            if let Some(k) = o
-                .keys()
-                .find(|k| !matches!(k.as_str(), "server" | "max_results"))
-            {
-                return Err(crate::client::options::unknown_option(
-                    k,
-                    &[&["max_results", "server"]],
-                ));
-            }
-        }
-        let server = server_option(opts.as_ref())?;
-        let max = match opts.as_ref().and_then(|o| o.get("max_results")) {
-            None | Some(Value::Null) => 5,
-            Some(v) => match v.as_u64() {
-                Some(n) if n >= 1 => n as usize,
-                _ => {
-                    return Err(Error::invalid(format!(
-                        "option `max_results` must be a whole number >= 1 (got {v})"
-                    )))
-                }
-            },
-        };
+        let ListingOptions {
+            server,
+            max_results,
+            ..
+        } = listing_options(options_json, Listing::Search)?;
+        let max = max_results.unwrap_or(5);
         let manager = &h.0.manager;
         on_spare_stack(|| {
             manager
@@ -292,8 +257,8 @@ pub unsafe extern "C" fn mcplug_manager_list_resources(
 ) -> mcplug_status {
     ffi_boundary!(out, {
         let h = enter(manager)?;
-        let (server, opts) = listing_options(options_json)?;
-        Ok(runtime::block_on(h.0.manager.list_resources(server.as_deref(), &opts))?.to_string())
+        let ListingOptions { server, call, .. } = listing_options(options_json, Listing::Servers)?;
+        Ok(runtime::block_on(h.0.manager.list_resources(server.as_deref(), &call))?.to_string())
     })
 }
 
@@ -330,8 +295,8 @@ pub unsafe extern "C" fn mcplug_manager_list_prompts(
 ) -> mcplug_status {
     ffi_boundary!(out, {
         let h = enter(manager)?;
-        let (server, opts) = listing_options(options_json)?;
-        Ok(runtime::block_on(h.0.manager.list_prompts(server.as_deref(), &opts))?.to_string())
+        let ListingOptions { server, call, .. } = listing_options(options_json, Listing::Servers)?;
+        Ok(runtime::block_on(h.0.manager.list_prompts(server.as_deref(), &call))?.to_string())
     })
 }
 
@@ -588,7 +553,9 @@ pub unsafe extern "C" fn mcplug_manager_authenticate(
 /// its client registrations, the needs-auth mark), closes its connection (which held the token)
 /// and connects it once more without authorizing — a server that needs authorization ends
 /// `needs-auth`. Waits for that attempt; `out` is the server's status entry with `"forgotten":
-/// true|false` (false: nothing was stored). A disabled server stays disabled. Errors:
+/// true|false` (false: nothing was stored). A record the store cannot use (corrupt, not a
+/// regular file, a symbolic link), which fails the server's connect with `config` naming this
+/// call, is removed without being read. A disabled server stays disabled. Errors:
 /// `not_found`, `invalid_argument` (a local server), `config` (the store), `closed`.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_manager_logout(

@@ -105,6 +105,86 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     Option::<T>::deserialize(d).map(Some)
 }
 
+/// The options of the manager's listing functions, one rule for all of them: every key is one
+/// the function reads, any other is `invalid_argument` naming it and the keys there are (a
+/// misspelt `{"sever": "x"}` must not list every server's tools as if no filter was asked).
+#[derive(Debug, Clone, Default)]
+pub struct ListingOptions {
+    /// `server`: that server only.
+    pub server: Option<String>,
+    /// `max_results` of a search (at least 1), when given.
+    pub max_results: Option<usize>,
+    /// The call options of a listing that asks the servers (`timeout_ms`, ...).
+    pub call: crate::client::options::CallOptions,
+}
+
+/// Which keys a listing function reads besides `server`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listing {
+    /// The pool as it is (`list_tools`): `server` only.
+    Pool,
+    /// A search of the pool (`search_tools`): `server`, `max_results`.
+    Search,
+    /// A listing that asks the servers now (`list_resources`, `list_prompts`): `server` and a
+    /// call's options.
+    Servers,
+}
+
+impl ListingOptions {
+    pub fn parse(value: Option<&Value>, listing: Listing) -> Result<Self> {
+        use crate::client::options::{unknown_option, CallOptions, CALL_KEYS};
+        let mut o = ListingOptions::default();
+        let obj = match value {
+            None | Some(Value::Null) => return Ok(o),
+            Some(Value::Object(obj)) => obj,
+            Some(v) => {
+                return Err(Error::invalid(format!(
+                    "`options_json` must be a JSON object (got {v})"
+                )))
+            }
+        };
+        let own: &[&str] = match listing {
+            Listing::Pool | Listing::Servers => &["server"],
+            Listing::Search => &["max_results", "server"],
+        };
+        let call: &[&str] = if listing == Listing::Servers {
+            CALL_KEYS
+        } else {
+            &[]
+        };
+        if let Some(key) = obj
+            .keys()
+            .find(|k| !own.contains(&k.as_str()) && !call.contains(&k.as_str()))
+        {
+            return Err(unknown_option(key, &[own, call]));
+        }
+        o.server = match obj.get("server") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(v) => {
+                return Err(Error::invalid(format!(
+                    "option `server` must be a string (got {v})"
+                )))
+            }
+        };
+        o.max_results = match obj.get("max_results") {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_u64() {
+                Some(n) if n >= 1 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+                _ => {
+                    return Err(Error::invalid(format!(
+                        "option `max_results` must be a whole number >= 1 (got {v})"
+                    )))
+                }
+            },
+        };
+        if listing == Listing::Servers {
+            o.call = CallOptions::parse_with(value, own)?;
+        }
+        Ok(o)
+    }
+}
+
 impl ManagerOptions {
     pub fn parse(value: Option<&Value>) -> Result<Self> {
         let mut o = ManagerOptions::default();
@@ -234,6 +314,62 @@ pub fn entries(config: &Value) -> Result<Vec<(String, Value)>> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn every_listing_refuses_a_key_it_does_not_read() {
+        for (listing, keys) in [
+            (Listing::Pool, "server"),
+            (Listing::Search, "max_results, server"),
+            (Listing::Servers, "all_pages, cache"),
+        ] {
+            let e = ListingOptions::parse(Some(&json!({"sever": "x"})), listing).unwrap_err();
+            assert_eq!(
+                e.kind,
+                crate::error::ErrorKind::InvalidArgument,
+                "{listing:?}"
+            );
+            assert!(
+                e.message.contains("unknown option `sever`"),
+                "{listing:?}: {}",
+                e.message
+            );
+            assert!(e.message.contains(keys), "{listing:?}: {}", e.message);
+        }
+        // What one listing reads is unknown to another.
+        for (listing, key) in [
+            (Listing::Pool, json!({"max_results": 3})),
+            (Listing::Pool, json!({"timeout_ms": 3})),
+            (Listing::Search, json!({"timeout_ms": 3})),
+            (Listing::Servers, json!({"max_results": 3})),
+        ] {
+            assert!(
+                ListingOptions::parse(Some(&key), listing).is_err(),
+                "{listing:?} {key}"
+            );
+        }
+        let o = ListingOptions::parse(
+            Some(&json!({"server": "a", "max_results": 2})),
+            Listing::Search,
+        )
+        .unwrap();
+        assert_eq!((o.server.as_deref(), o.max_results), (Some("a"), Some(2)));
+        let o = ListingOptions::parse(
+            Some(&json!({"server": "a", "timeout_ms": 5})),
+            Listing::Servers,
+        )
+        .unwrap();
+        assert_eq!(o.server.as_deref(), Some("a"));
+        assert!(
+            matches!(o.call.timeout, crate::client::options::Limit::After(d) if d.as_millis() == 5)
+        );
+        assert!(ListingOptions::parse(Some(&json!([])), Listing::Pool).is_err());
+        assert!(ListingOptions::parse(Some(&json!({"server": 1})), Listing::Pool).is_err());
+        assert!(ListingOptions::parse(Some(&json!({"max_results": 0})), Listing::Search).is_err());
+        assert!(ListingOptions::parse(None, Listing::Pool)
+            .unwrap()
+            .server
+            .is_none());
+    }
 
     #[test]
     fn backoff_doubles_and_is_capped() {

@@ -115,7 +115,7 @@ impl Drop for TmpGuard<'_> {
 /// narrow them further), see the module's documentation. `path` itself is replaced: a caller
 /// that edits what a symlink points to resolves it first ([`resolve`]).
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = parent_dir(path);
     let mut attempt = 0;
     let (tmp, mut file) = loop {
         let tmp = tmp_name(path, attempt);
@@ -144,6 +144,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> 
         .map_err(|e| format!("cannot rename {shown} to {}: {e}", path.display()))?;
     guard.0 = None;
     sync_dir(dir)
+}
+
+/// The directory holding `path`, for syncing it: a bare file name (`c.json`, whose parent is
+/// the empty path) lives in the working directory.
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
 }
 
 /// Opens `path` for reading without following a symlink in its last component (`O_NOFOLLOW`: it
@@ -288,6 +297,30 @@ mod tests {
         std::os::unix::fs::symlink("c.json", d.join("l1")).unwrap();
         std::os::unix::fs::symlink(d.join("l1"), d.join("l2")).unwrap();
         assert_eq!(resolve(&d.join("l2")).unwrap(), d.join("c.json"));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// A bare file name lives in the working directory: the write succeeds and says so (its
+    /// parent, the empty path, was synced as a directory and failed).
+    #[test]
+    fn a_bare_file_name_is_written_in_the_working_directory() {
+        assert_eq!(parent_dir(Path::new("c.json")), Path::new("."));
+        assert_eq!(parent_dir(Path::new("/c.json")), Path::new("/"));
+        assert_eq!(parent_dir(Path::new("a/c.json")), Path::new("a"));
+        // Through a real write, without changing this process's working directory: the bare
+        // name is resolved by a child whose working directory is the scratch one.
+        let d = scratch("bare");
+        let child = crate::sys::process::fork(|| {
+            std::env::set_current_dir(&d).is_ok()
+                && write_atomic(Path::new("c.json"), b"{}", 0o600).is_ok()
+        })
+        .expect("fork");
+        assert_eq!(
+            child.wait().unwrap(),
+            Some(0),
+            "the write reported an error"
+        );
+        assert_eq!(std::fs::read(d.join("c.json")).unwrap(), b"{}");
         let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -1,5 +1,5 @@
-//! Who the process runs as: its effective user, and that user's home directory from the password
-//! database (for a host started without `HOME`, as some services are).
+//! Who the process runs as: its effective user, and that user's home directory — `$HOME`, or the
+//! password database's (for a host started without `HOME`, as some services are).
 
 use std::ffi::{CStr, OsString};
 use std::os::unix::ffi::OsStringExt;
@@ -8,6 +8,22 @@ use std::path::PathBuf;
 /// The effective user id.
 pub(crate) fn euid() -> u32 {
     rustix::process::geteuid().as_raw()
+}
+
+/// The user's home directory, the one rule for every file the library finds there (the OAuth
+/// store, `~/.claude.json` of discovery and of edits): `$HOME` when it is an absolute path, else
+/// the password database's. An empty or relative `HOME` is ignored: it would make the working
+/// directory's `.claude.json` pass for the user's, and an edit of the user's scope write there.
+pub(crate) fn home() -> Option<PathBuf> {
+    home_from(std::env::var_os("HOME"), home_from_passwd)
+}
+
+/// The rule of [`home`], apart from the environment and the password database, for tests.
+fn home_from(env: Option<OsString>, passwd: impl FnOnce() -> Option<PathBuf>) -> Option<PathBuf> {
+    match env.map(PathBuf::from) {
+        Some(home) if home.is_absolute() => Some(home),
+        _ => passwd(),
+    }
 }
 
 /// The effective user's home directory as the password database has it (`getpwuid_r`), if it is
@@ -41,5 +57,26 @@ pub(crate) fn home_from_passwd() -> Option<PathBuf> {
         let dir = unsafe { CStr::from_ptr(pwd.pw_dir) }.to_bytes().to_vec();
         let dir = PathBuf::from(OsString::from_vec(dir));
         return dir.is_absolute().then_some(dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_absolute_home_is_taken() {
+        let passwd = || Some(PathBuf::from("/home/from-passwd"));
+        let of = |v: &str| home_from(Some(v.into()), passwd);
+        assert_eq!(of("/home/u"), Some(PathBuf::from("/home/u")));
+        for ignored in ["", ".", "rel", "rel/dir", "./x"] {
+            assert_eq!(of(ignored), passwd(), "HOME={ignored:?}");
+        }
+        assert_eq!(home_from(None, passwd), passwd());
+        assert_eq!(home_from(Some("rel".into()), || None), None);
+        assert_eq!(
+            home_from(Some("/h".into()), || panic!("passwd asked")),
+            Some(PathBuf::from("/h"))
+        );
     }
 }

@@ -74,7 +74,8 @@ def auth_logout(server: Dict[str, Any], auth_store: Optional[str] = None) -> boo
     """Logs out of a remote server: forgets every credential the auth store holds for it
     (tokens, registrations, the needs-auth mark). ``server`` is its entry (``{"type", "url"}``);
     ``auth_store`` the store (default: the library's default directory). Whether anything was
-    stored."""
+    stored. A record the store cannot use (corrupt, not a regular file, a symlink — the link
+    itself goes), which fails every connect to the server with ``ConfigError``, is removed too."""
     options = None if auth_store is None else _codec.dumps({"auth_store": str(auth_store)}).encode()
     status, text = _ffi.invoke(_ffi.lib.mcplug_auth_logout, _codec.dumps(dict(server)).encode(), options)
     return bool(_ffi.checked(status, text)["forgotten"])
