@@ -391,14 +391,20 @@ mod tests {
             shown,
             "a\\u{1b}]0;title\\u{7}b\\u{1b}]52;c;ZXZpbA==\\u{7}\\u{d}\\u{1b}[2Jc\\u{9b}31md\\u{7f}\te\nf"
         );
-        assert!(!shown.chars().any(|c| c.is_control() && c != '\n' && c != '\t'));
-        assert!(matches!(for_terminal("plain ✓ text\n"), std::borrow::Cow::Borrowed(_)));
+        assert!(!shown
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t'));
+        assert!(matches!(
+            for_terminal("plain ✓ text\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 
     #[test]
     fn a_record_on_stderr_is_one_line_whatever_its_text() {
         let mut out = Lines(Vec::new());
-        let record = "DEBUG mcplug::client: connect failed: bad\r\x1b[2Kforged\nINFO fake: x\u{9b}\t.\n";
+        let record =
+            "DEBUG mcplug::client: connect failed: bad\r\x1b[2Kforged\nINFO fake: x\u{9b}\t.\n";
         out.write_all(record.as_bytes()).unwrap();
         let text = String::from_utf8(out.0).unwrap();
         assert_eq!(

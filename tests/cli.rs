@@ -360,9 +360,7 @@ fn nothing_a_server_or_config_says_reaches_the_terminal_raw() {
     let python = peers::repo().join(".deps/venv/bin/python");
     let server = peers::repo().join("tests/servers/terminal_server.py");
     let hostile_arg = "\u{1b}]0;from-config\u{7}\r\u{9b}2J";
-    let entry = |mode: &str| {
-        json!({"type": "stdio", "command": python, "args": [server, mode, hostile_arg]})
-    };
+    let entry = |mode: &str| json!({"type": "stdio", "command": python, "args": [server, mode, hostile_arg]});
     std::fs::write(
         s.home.join(".claude.json"),
         json!({"mcpServers": {"evil": entry("ok"), "broken": entry("fail-init")}}).to_string(),
@@ -401,12 +399,21 @@ fn nothing_a_server_or_config_says_reaches_the_terminal_raw() {
     }
     // The texts are there, shown escaped (text), or as JSON escapes that read back the same.
     assert!(seen.contains("evil\\u{1b}]0;pwned\\u{7}"), "{seen}");
-    assert!(seen.contains("\\u{d}OVERWRITTEN\\u{9b}31m\\u{7f}"), "{seen}");
+    assert!(
+        seen.contains("\\u{d}OVERWRITTEN\\u{9b}31m\\u{7f}"),
+        "{seen}"
+    );
     assert!(seen.contains("from-config"), "{seen}");
-    assert!(seen.contains("refused\\u{d}"), "the failing server's error: {seen}");
+    assert!(
+        seen.contains("refused\\u{d}"),
+        "the failing server's error: {seen}"
+    );
     // A tool's output keeps its lines and tabs.
     let out = s.ok(&["call", "evil", "show"]);
-    assert!(out.starts_with("line1\n\tindented \\u{1b}]0;pwned"), "{out:?}");
+    assert!(
+        out.starts_with("line1\n\tindented \\u{1b}]0;pwned"),
+        "{out:?}"
+    );
     assert!(out.ends_with("\nlast\n"), "{out:?}");
     let doc: Value = serde_json::from_str(&s.ok(&["call", "evil", "show", "--json"])).unwrap();
     assert!(

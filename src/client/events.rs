@@ -294,14 +294,24 @@ impl EventQueue {
 
     /// Queues an event already serialized as a JSON object.
     pub fn push_text(&self, text: String, droppable: bool) {
-        self.push_inner(Item::Text(text), droppable, None, SELF_DRIVING.with(|d| d.get()));
+        self.push_inner(
+            Item::Text(text),
+            droppable,
+            None,
+            SELF_DRIVING.with(|d| d.get()),
+        );
     }
 
     /// Queues an event that says what is true now, under `key`: an event of the same key still
     /// waiting is dropped (it said something older), and this one goes last.
     pub fn push_latest(&self, text: String, droppable: bool, key: &str) {
         let key = Some(key.into());
-        self.push_inner(Item::Text(text), droppable, key, SELF_DRIVING.with(|d| d.get()));
+        self.push_inner(
+            Item::Text(text),
+            droppable,
+            key,
+            SELF_DRIVING.with(|d| d.get()),
+        );
     }
 
     /// Queues an event and always signals its waiters: for a queue no connection's own thread

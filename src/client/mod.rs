@@ -51,7 +51,6 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::sync::Notify;
 
-
 pub struct Client {
     shared: Arc<Shared>,
 }

@@ -61,7 +61,11 @@ impl<'a> Pages<'a> {
     pub fn next(&mut self, cursor: &str) -> Result<()> {
         if !self.cursors.insert(self.keys.hash_one(cursor)) {
             let shown: String = cursor.chars().take(64).collect();
-            let more = if shown.len() < cursor.len() { "…" } else { "" };
+            let more = if shown.len() < cursor.len() {
+                "…"
+            } else {
+                ""
+            };
             return Err(Error::protocol(format!(
                 "{}: the server sent the cursor {shown:?}{more} twice; stopping instead of looping",
                 self.method

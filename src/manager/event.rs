@@ -163,6 +163,9 @@ mod tests {
             changed("a").latest_key(),
             ManagerEvent::PromptsChanged { server: "a".into() }.latest_key()
         );
-        assert_eq!(ManagerEvent::Removed { server: "a".into() }.latest_key(), None);
+        assert_eq!(
+            ManagerEvent::Removed { server: "a".into() }.latest_key(),
+            None
+        );
     }
 }
