@@ -237,7 +237,11 @@ enum mcplug_status mcplug_auth_logout(const char *server_json,
  * server is taken for a legacy one; at most half of `connect_timeout_ms`). A server entry's own
  * `timeout` (milliseconds) limits each of its requests and tool calls.
  * `max_events` (10000 queued events at most, and 16 MiB of their text: past either, the oldest
- * that need no answer are dropped and an `overflow` event counts them), `shutdown_grace_ms`,
+ * that need no answer are dropped and an `overflow` event counts them), `max_list_bytes` (64 MiB,
+ * or twice `max_message_bytes` when that is more: the most bytes of pages one listing of every
+ * page takes — `mcplug_client_list_tools`, `all_pages`, a manager's lists — before it fails
+ * `denied` naming the option; its cursors are kept as hashes, a repeated one is `protocol`, as
+ * are more than 10000 pages), `shutdown_grace_ms`,
  * and `tag` (so that `mcplug_cancel` can abort the connect). An unknown option is
  * `invalid_argument` naming it.
  *
@@ -1012,7 +1016,10 @@ enum mcplug_status mcplug_manager_next_events(struct mcplug_manager *manager,
  * names], "pool": [every pool name]}` after a server's `notifications/tools/list_changed` (or
  * after its 2026-07-28 listen stream was opened again: `listening` with `reopened` true),
  * `{"type": "removed", "server"}`, `{"type": "resources_changed" | "prompts_changed", "server"}`
- * (after the server's list_changed notification for them: list them again), the `tools/call`
+ * (after the server's list_changed notification for them: list them again) — coalesced: a
+ * storm of notifications makes one tools re-list in flight per server and at most one queued,
+ * and a new `tools_changed`, `resources_changed` or `prompts_changed` of a server replaces the
+ * one of the same server still waiting in the queue (it goes last) — the `tools/call`
  * requests of in-process servers (see `mcplug_manager_set_tools`), and the `completion` events of
  * started calls (`mcplug_manager_call_tool_start`). The last event is
  * `{"type": "closed"}` once the manager is

@@ -15,6 +15,11 @@
 //! What a config holds for the server (`env` values, `headers`, tokens) is never logged: the
 //! messages on the wire do not carry it, and the connect record names only what is safe.
 //!
+//! A record is one line on stderr: a control character in it (a server's CR, a newline in its
+//! error message, C1 controls — ESC tracing already shows as `\x1b`) is shown escaped, as
+//! [`for_terminal`] shows it, so a server's text can neither redraw the person's terminal nor
+//! forge a record of its own.
+//!
 //! A host can take the records instead ([`capture`]): from then on they go, as JSON objects
 //! `{"type": "log", "level", "target", "message", "fields", "time_ms", "thread"}`, to one
 //! process-wide queue the host pulls (bounded like an event queue: past it the oldest go, and an
@@ -94,7 +99,7 @@ fn install() -> &'static Installed {
                 if running().is_some() {
                     Box::new(std::io::sink())
                 } else {
-                    Box::new(std::io::stderr())
+                    Box::new(Lines(std::io::stderr()))
                 }
             })
             .with_ansi(false)
@@ -305,6 +310,53 @@ impl Visit for Fields {
     }
 }
 
+/// Text as a person's terminal should get it: every control character — C0 but `\n` and `\t`,
+/// DEL, C1 — shown escaped as Rust writes it (`\u{1b}`, `\u{d}`, `\u{9b}`), so text a server
+/// or a configuration wrote cannot move the cursor, retitle or clear the terminal, write the
+/// clipboard (OSC 52) or overwrite a line with CR. Borrowed when there is nothing to escape.
+pub fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
+    escape_controls(text, &['\n', '\t'])
+}
+
+/// `text` with every control character but those in `keep` escaped.
+fn escape_controls<'a>(text: &'a str, keep: &[char]) -> std::borrow::Cow<'a, str> {
+    let escaped = |c: char| c.is_control() && !keep.contains(&c);
+    if !text.chars().any(escaped) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if escaped(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Stderr for the records: each is written whole, one line, its control characters (a newline
+/// inside it too) escaped; the line's own end is kept.
+struct Lines<W: std::io::Write>(W);
+
+impl<W: std::io::Write> std::io::Write for Lines<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let (body, end) = match text.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (&*text, ""),
+        };
+        let line = escape_controls(body, &['\t']);
+        self.0.write_all(line.as_bytes())?;
+        self.0.write_all(end.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 /// A message this connection sent (`mcplug::wire`, trace).
 pub fn sent(server: Option<&str>, message: &[u8]) {
     if tracing::enabled!(target: "mcplug::wire", tracing::Level::TRACE) {
@@ -324,4 +376,40 @@ fn wire(server: Option<&str>, way: &str, message: &[u8]) {
     let text = String::from_utf8_lossy(message);
     let text = crate::redact::urls(text.trim_end());
     tracing::trace!(target: "mcplug::wire", server = server.unwrap_or(""), "{way} {text}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn text_for_a_terminal_has_no_control_character_but_newline_and_tab() {
+        let hostile = "a\x1b]0;title\x07b\x1b]52;c;ZXZpbA==\x07\r\x1b[2Jc\u{9b}31md\x7f\te\nf";
+        let shown = for_terminal(hostile);
+        assert_eq!(
+            shown,
+            "a\\u{1b}]0;title\\u{7}b\\u{1b}]52;c;ZXZpbA==\\u{7}\\u{d}\\u{1b}[2Jc\\u{9b}31md\\u{7f}\te\nf"
+        );
+        assert!(!shown
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t'));
+        assert!(matches!(
+            for_terminal("plain ✓ text\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn a_record_on_stderr_is_one_line_whatever_its_text() {
+        let mut out = Lines(Vec::new());
+        let record =
+            "DEBUG mcplug::client: connect failed: bad\r\x1b[2Kforged\nINFO fake: x\u{9b}\t.\n";
+        out.write_all(record.as_bytes()).unwrap();
+        let text = String::from_utf8(out.0).unwrap();
+        assert_eq!(
+            text,
+            "DEBUG mcplug::client: connect failed: bad\\u{d}\\u{1b}[2Kforged\\u{a}INFO fake: x\\u{9b}\t.\n"
+        );
+    }
 }

@@ -379,6 +379,17 @@ fn run_with(name: &str, extra: &[(&str, String)]) {
     }
 }
 
+/// Issue 32, items 7 and 8: lists too big to hold (max_list_bytes) and storms of list_changed,
+/// against a hostile server of the test's own.
+#[test]
+fn c_regress_lists() {
+    let server = manifest_dir().join("tests/servers/list_storm_server.py");
+    run_with(
+        "regress_lists",
+        &[("MCPLUG_LIST_STORM_SERVER", server.display().to_string())],
+    );
+}
+
 #[test]
 fn c_abi_args() {
     run("abi_args");
@@ -544,6 +555,7 @@ fn every_c_test_is_run() {
         "logs",
         "regress_auth",
         "regress_config",
+        "regress_lists",
     ];
     let dir = manifest_dir().join("tests/c");
     for entry in std::fs::read_dir(&dir).expect("read tests/c") {

@@ -440,3 +440,122 @@ fn list_fails_when_the_user_file_cannot_be_read() {
         assert_eq!(code, 1, "{what}: explain exited {code}");
     }
 }
+
+/// Control characters a person's terminal would act on: every one but newline and tab.
+fn raw_controls(text: &str) -> Vec<char> {
+    text.chars()
+        .filter(|c| c.is_control() && *c != '\n' && *c != '\t')
+        .collect()
+}
+
+/// Issue 32, item 9: a server (and a configuration) whose names, descriptions, errors and tool
+/// output carry ESC sequences (OSC 0 retitles, OSC 52 writes the clipboard, CSI 2J clears), a CR
+/// that overwrites the line, C1 CSI and DEL: nothing the command line prints carries one raw —
+/// stdout and stderr, text and `--json` — and a tool's output keeps its newlines and tabs.
+#[test]
+fn nothing_a_server_or_config_says_reaches_the_terminal_raw() {
+    let s = Scratch::new("terminal");
+    let python = peers::repo().join(".deps/venv/bin/python");
+    let server = peers::repo().join("tests/servers/terminal_server.py");
+    let hostile_arg = "\u{1b}]0;from-config\u{7}\r\u{9b}2J";
+    let entry = |mode: &str| json!({"type": "stdio", "command": python, "args": [server, mode, hostile_arg]});
+    std::fs::write(
+        s.home.join(".claude.json"),
+        json!({"mcpServers": {"evil": entry("ok"), "broken": entry("fail-init")}}).to_string(),
+    )
+    .unwrap();
+    let runs: &[&[&str]] = &[
+        &["list"],
+        &["list", "--json"],
+        &["get", "evil"],
+        &["get", "broken"],
+        &["tools"],
+        &["tools", "evil", "--json"],
+        &["call", "evil", "show"],
+        &["call", "evil", "show", "--json"],
+        &["call", "evil", "nosuch"],
+        &["call", "broken", "show"],
+        &["explain"],
+        &["explain", "--json"],
+    ];
+    let mut seen = String::new();
+    for args in runs {
+        let (code, out, err) = s.run(args);
+        assert!(
+            raw_controls(&out).is_empty() && raw_controls(&err).is_empty(),
+            "mcplug {args:?} (exit {code}) printed raw controls {:?} / {:?}\nstdout: {out:?}\nstderr: {err:?}",
+            raw_controls(&out),
+            raw_controls(&err)
+        );
+        if args.contains(&"--json") {
+            let doc: Value = serde_json::from_str(&out)
+                .unwrap_or_else(|e| panic!("mcplug {args:?}: --json is not JSON ({e}): {out}"));
+            seen.push_str(&doc.to_string());
+        }
+        seen.push_str(&out);
+        seen.push_str(&err);
+    }
+    // The texts are there, shown escaped (text), or as JSON escapes that read back the same.
+    assert!(seen.contains("evil\\u{1b}]0;pwned\\u{7}"), "{seen}");
+    assert!(
+        seen.contains("\\u{d}OVERWRITTEN\\u{9b}31m\\u{7f}"),
+        "{seen}"
+    );
+    assert!(seen.contains("from-config"), "{seen}");
+    assert!(
+        seen.contains("refused\\u{d}"),
+        "the failing server's error: {seen}"
+    );
+    // A tool's output keeps its lines and tabs.
+    let out = s.ok(&["call", "evil", "show"]);
+    assert!(
+        out.starts_with("line1\n\tindented \\u{1b}]0;pwned"),
+        "{out:?}"
+    );
+    assert!(out.ends_with("\nlast\n"), "{out:?}");
+    let doc: Value = serde_json::from_str(&s.ok(&["call", "evil", "show", "--json"])).unwrap();
+    assert!(
+        doc["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}[2J\rOVERWRITTEN\u{9b}31m\u{7f}"),
+        "--json keeps the server's text exactly: {doc}"
+    );
+}
+
+/// Issue 32, item 9: `MCPLUG_LOG` records carry a server's text (a refused handshake's message)
+/// escaped: one line each, no CR or ESC a terminal would act on.
+#[test]
+fn log_records_on_stderr_carry_a_servers_text_escaped() {
+    let s = Scratch::new("terminal-log");
+    let python = peers::repo().join(".deps/venv/bin/python");
+    let server = peers::repo().join("tests/servers/terminal_server.py");
+    std::fs::write(
+        s.home.join(".claude.json"),
+        json!({"mcpServers": {"broken": {"command": python, "args": [server, "fail-init"]},
+                              "evil": {"command": python, "args": [server]}}})
+        .to_string(),
+    )
+    .unwrap();
+    let out = s
+        .cmd(&["list"])
+        .env("MCPLUG_LOG", "debug,mcplug::wire=trace")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("connect failed") && err.contains("refused\\u{d}"),
+        "the server's message is logged, escaped: {err}"
+    );
+    assert!(
+        raw_controls(&err).is_empty(),
+        "raw controls {:?} in the log:\n{err:?}",
+        raw_controls(&err)
+    );
+    for line in err.lines() {
+        assert!(
+            !line.starts_with("OVERWRITTEN") && !line.starts_with("\\"),
+            "a record's text began a line of its own: {line:?}"
+        );
+    }
+}

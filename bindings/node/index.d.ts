@@ -270,7 +270,8 @@ export interface ConnectOptions {
   /** Restricts negotiation, e.g. ['2025-11-25']. */
   protocolVersions?: string[];
   /** Raw connection options of the C ABI (snake_case: `capabilities`, `protocol_versions`,
-   *  `max_message_bytes`, `max_events`, `shutdown_grace_ms`, ...); the named options above win.
+   *  `max_message_bytes`, `max_events`, `max_list_bytes` (64 MiB: one listing of every page
+   *  past it is a `denied` McpError), `shutdown_grace_ms`, ...); the named options above win.
    *  Among them `cache` (default true: keep the results a 2026-07-28 server marks cacheable,
    *  `ttlMs`/`cacheScope`, and answer from them while fresh) and `listen` (default "auto": a
    *  2026-07-28 connection opens its `subscriptions/listen` stream of list changes once events

@@ -89,7 +89,7 @@ pub fn entry_of(a: &AddArgs) -> Result<Value, Error> {
         ));
     }
     if a.command_or_url.starts_with("http://") || a.command_or_url.starts_with("https://") {
-        eprintln!(
+        tellln!(
             "mcplug: warning: {:?} looks like a URL; to add a remote server pass --transport http",
             a.command_or_url
         );
@@ -147,7 +147,7 @@ fn write(ctx: &Ctx, scope: Scope, name: &str, entry: Value) -> Result<Exit, Erro
     let kind = kind_of(&entry);
     let out = config::add_server(&json!({"scope": scope.as_str(), "name": name, "config": entry}))?;
     if ctx.json {
-        println!("{out}");
+        crate::show::json(&out);
     } else {
         let what = match (entry.get("command"), entry.get("url")) {
             (Some(Value::String(c)), _) => {
@@ -160,11 +160,11 @@ fn write(ctx: &Ctx, scope: Scope, name: &str, entry: Value) -> Result<Exit, Erro
             (_, Some(Value::String(u))) => format!(" with URL: {}", shown_url(u)),
             _ => String::new(),
         };
-        println!(
+        sayln!(
             "Added {kind} MCP server {name}{what} to {} config",
             scope.as_str()
         );
-        println!("File modified: {}", out["file"].as_str().unwrap_or("?"));
+        sayln!("File modified: {}", out["file"].as_str().unwrap_or("?"));
     }
     Ok(Exit::Ok)
 }
@@ -252,10 +252,10 @@ pub fn remove(ctx: &Ctx, name: &str, scope: Option<Scope>) -> Result<Exit, Error
     };
     let out = config::remove_server(&json!({"scope": scope.as_str(), "name": name}))?;
     if ctx.json {
-        println!("{out}");
+        crate::show::json(&out);
     } else {
-        println!("Removed MCP server {name} from {} config", scope.as_str());
-        println!("File modified: {}", out["file"].as_str().unwrap_or("?"));
+        sayln!("Removed MCP server {name} from {} config", scope.as_str());
+        sayln!("File modified: {}", out["file"].as_str().unwrap_or("?"));
     }
     Ok(Exit::Ok)
 }

@@ -17,10 +17,10 @@ fn discover(ctx: &Ctx) -> Result<Value, Error> {
     let d = mcplug::config::discover(&json!({}))?;
     if !ctx.json {
         for w in d["warnings"].as_array().into_iter().flatten() {
-            eprintln!("mcplug: warning: {}", w.as_str().unwrap_or_default());
+            tellln!("mcplug: warning: {}", w.as_str().unwrap_or_default());
         }
         for e in d["errors"].as_array().into_iter().flatten() {
-            eprintln!("mcplug: {}", show::config_error(e));
+            tellln!("mcplug: {}", show::config_error(e));
         }
     }
     Ok(d)
@@ -120,9 +120,9 @@ pub fn list(ctx: &Ctx) -> Result<Exit, Error> {
         .collect();
     if servers(&d).is_empty() && pending.is_empty() {
         if ctx.json {
-            println!("{}", listing_json(json!([]), &d));
+            show::json(&listing_json(json!([]), &d));
         } else {
-            println!("No MCP servers configured. Use `mcplug add` to add a server.");
+            sayln!("No MCP servers configured. Use `mcplug add` to add a server.");
         }
         return Ok(base);
     }
@@ -147,7 +147,7 @@ pub fn list(ctx: &Ctx) -> Result<Exit, Error> {
         }));
     }
     if ctx.json {
-        println!("{}", listing_json(json!(rows), &d));
+        show::json(&listing_json(json!(rows), &d));
     } else {
         for (r, entry) in rows.iter().zip(
             servers(&d)
@@ -155,7 +155,7 @@ pub fn list(ctx: &Ctx) -> Result<Exit, Error> {
                 .map(|s| Some(&s["config"]))
                 .chain(std::iter::repeat(None)),
         ) {
-            println!(
+            sayln!(
                 "{}: {} - {}",
                 r["name"].as_str().unwrap_or_default(),
                 entry
@@ -241,9 +241,9 @@ pub fn get(ctx: &Ctx, name: &str) -> Result<Exit, Error> {
     let mut r = row(name, &s, st);
     if ctx.json {
         r["config"] = s["config"].clone();
-        println!("{r}");
+        show::json(&r);
     } else {
-        print!("{}", show::details(name, &s, &r));
+        say!("{}", show::details(name, &s, &r));
     }
     Ok(exit_of_state(r["state"].as_str().unwrap_or("failed")))
 }
@@ -288,15 +288,15 @@ pub fn tools(ctx: &Ctx, name: Option<&str>) -> Result<Exit, Error> {
         if state != "connected" {
             exit = worse(exit, exit_of_state(state));
             if !ctx.json {
-                eprintln!("mcplug: {}", server_error(server, st).message);
+                tellln!("mcplug: {}", server_error(server, st).message);
             }
         }
     }
     if ctx.json {
-        println!("{listed}");
+        show::json(&listed);
     } else {
         for t in listed["tools"].as_array().into_iter().flatten() {
-            println!(
+            sayln!(
                 "{}  {}",
                 t["name"].as_str().unwrap_or_default(),
                 show::first_line(t["description"].as_str().unwrap_or_default(), 100)
@@ -370,14 +370,14 @@ pub fn call(ctx: &Ctx, name: &str, tool: &str, args: Option<&str>) -> Result<Exi
     })?;
     let failed = result["isError"] == true;
     if ctx.json {
-        println!("{result}");
+        show::json(&result);
     } else {
         let text = show::content(&result);
         if failed {
-            eprintln!("mcplug: the tool returned an error:");
-            eprint!("{text}");
+            tellln!("mcplug: the tool returned an error:");
+            tell!("{text}");
         } else {
-            print!("{text}");
+            say!("{text}");
         }
     }
     Ok(if failed { Exit::Failed } else { Exit::Ok })
@@ -415,8 +415,8 @@ pub fn login(ctx: &Ctx, name: &str) -> Result<Exit, Error> {
             return (m, Ok(started));
         };
         if !json_out {
-            eprintln!("Opening your browser to authorize {owned}.");
-            eprintln!("If it does not open, visit:\n\n  {url}\n");
+            tellln!("Opening your browser to authorize {owned}.");
+            tellln!("If it does not open, visit:\n\n  {url}\n");
         }
         show::open_browser(url);
         let done = m
@@ -426,9 +426,9 @@ pub fn login(ctx: &Ctx, name: &str) -> Result<Exit, Error> {
     })?;
     let state = st["state"].as_str().unwrap_or("failed");
     if ctx.json {
-        println!("{st}");
+        show::json(&st);
     } else if state == "connected" {
-        println!("✓ Authenticated {name}");
+        sayln!("✓ Authenticated {name}");
     } else {
         return Err(server_error(name, &st));
     }
@@ -442,14 +442,14 @@ pub fn logout(ctx: &Ctx, name: &str) -> Result<Exit, Error> {
     let options = mcplug::AuthOptions::parse(&Map::new())?;
     let forgotten = mcplug::logout(&url, &options)?;
     if ctx.json {
-        println!("{}", json!({"name": name, "forgotten": forgotten}));
+        show::json(&json!({"name": name, "forgotten": forgotten}));
     } else if forgotten {
-        println!(
+        sayln!(
             "Removed the stored credentials of {name} ({})",
             shown_url(&url)
         );
     } else {
-        println!("No stored credentials for {name}");
+        sayln!("No stored credentials for {name}");
     }
     Ok(Exit::Ok)
 }
@@ -457,9 +457,9 @@ pub fn logout(ctx: &Ctx, name: &str) -> Result<Exit, Error> {
 pub fn explain(ctx: &Ctx) -> Result<Exit, Error> {
     let d = mcplug::config::discover(&json!({}))?;
     if ctx.json {
-        println!("{d}");
+        show::json(&d);
     } else {
-        print!("{}", show::explanation(&d));
+        say!("{}", show::explanation(&d));
     }
     Ok(if d["errors"].as_array().is_some_and(|e| !e.is_empty()) {
         Exit::Failed

@@ -6,6 +6,24 @@
 //! Results go to stdout (`--json`: one JSON document), everything else to stderr. Exit codes are
 //! in [`Exit`].
 
+/// What the command line shows a person: on stdout (`say!`, `sayln!`) or stderr (`tell!`,
+/// `tellln!`), every control character but newline and tab escaped
+/// ([`mcplug::log::for_terminal`]) — names, descriptions, tool output, errors and config text
+/// come from servers and files, and must not drive the terminal. `--json` goes through
+/// [`show::json`] instead.
+macro_rules! say {
+    ($($arg:tt)*) => { print!("{}", mcplug::log::for_terminal(&format!($($arg)*))) };
+}
+macro_rules! sayln {
+    ($($arg:tt)*) => { println!("{}", mcplug::log::for_terminal(&format!($($arg)*))) };
+}
+macro_rules! tell {
+    ($($arg:tt)*) => { eprint!("{}", mcplug::log::for_terminal(&format!($($arg)*))) };
+}
+macro_rules! tellln {
+    ($($arg:tt)*) => { eprintln!("{}", mcplug::log::for_terminal(&format!($($arg)*))) };
+}
+
 mod edit;
 mod live;
 mod show;
@@ -178,7 +196,7 @@ fn main() -> ExitCode {
     }
     mcplug::log::init();
     if !(cli.timeout.is_finite() && cli.timeout > 0.0 && cli.timeout < 86_400.0) {
-        eprintln!("mcplug: --timeout must be a number of seconds above 0 and below a day");
+        tellln!("mcplug: --timeout must be a number of seconds above 0 and below a day");
         return ExitCode::from(Exit::Usage as u8);
     }
     let ctx = Ctx {
@@ -205,9 +223,9 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
             if ctx.json {
-                println!("{}", e.to_json());
+                show::json(&e.to_json());
             }
-            eprintln!("mcplug: {}", e.message);
+            tellln!("mcplug: {}", e.message);
             ExitCode::from(Exit::of(&e) as u8)
         }
     }

@@ -44,6 +44,26 @@ impl Drop for Spinner {
     }
 }
 
+/// `--json`'s document on stdout, one line. serde_json escapes C0 controls in strings already;
+/// DEL and the C1 controls (which some terminals act on) are escaped too, as `\u007f`, `\u009b`
+/// — JSON's own escapes, so the document reads back the same.
+pub fn json(value: &Value) {
+    let text = value.to_string();
+    if !text.chars().any(char::is_control) {
+        println!("{text}");
+        return;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if c.is_control() {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    println!("{out}");
+}
+
 /// What a server is: its command line, or its URL and transport.
 pub fn target(entry: &Value) -> String {
     if let Some(url) = entry["url"].as_str() {
@@ -243,7 +263,7 @@ pub fn open_browser(url: &str) {
             });
         }
         Err(e) => {
-            eprintln!("mcplug: could not start a browser ({first}: {e}); open the URL yourself")
+            tellln!("mcplug: could not start a browser ({first}: {e}); open the URL yourself")
         }
     }
 }

@@ -425,3 +425,51 @@ fn a_legacy_tool_call_that_becomes_a_task_is_polled_and_its_result_fetched() {
         client.close().await;
     });
 }
+
+#[test]
+fn a_listing_whose_pages_never_end_stops_at_max_list_bytes() {
+    crate::runtime::block_on(async {
+        let (client, _info, task) = connect(
+            options(json!({"max_list_bytes": 1 << 20})),
+            |mut server| async move {
+                handshake_legacy(&mut server, json!({"tools": {}})).await;
+                // Pages of 64 KiB, each with a new 16 KiB cursor, for ever: the client must stop.
+                let filler = "d".repeat(48 << 10);
+                let mut asked = 0;
+                loop {
+                    let list = server.next().await;
+                    if list["method"] != "tools/list" {
+                        return (asked, list);
+                    }
+                    asked += 1;
+                    let cursor = format!("{asked}-{}", "c".repeat(16 << 10));
+                    server.answer(
+                        &list,
+                        json!({"tools": [{"name": format!("t{asked}"), "description": filler,
+                                          "inputSchema": {"type": "object"}}],
+                               "nextCursor": cursor}),
+                    );
+                }
+            },
+        )
+        .await;
+        let e = client
+            .list_tools(&CallOptions::default())
+            .await
+            .expect_err("an endless listing fails");
+        assert_eq!(e.kind, ErrorKind::Denied, "{e:?}");
+        assert!(e.message.contains("max_list_bytes"), "{}", e.message);
+        assert!(e.message.contains("1048576 bytes"), "{}", e.message);
+        // The connection still works: the next request is an ordinary one.
+        let ping = tokio::spawn({
+            let client = client.clone();
+            async move { client.request("ping", None, &CallOptions::default()).await }
+        });
+        let (asked, next) = task.await.unwrap();
+        // 1 MiB of 64 KiB pages: the 16th page passes it, none is asked for after.
+        assert_eq!(asked, 16, "pages asked for");
+        assert_eq!(next["method"], "ping");
+        ping.abort();
+        client.close().await;
+    });
+}

@@ -7,7 +7,9 @@
 //! values and are serialized only if a host pulls them after all. The queue is
 //! bounded: past `max_events`, the oldest events that need no answer are dropped and the next
 //! event pulled is an `overflow` event that says how many; requests and completions are never
-//! dropped.
+//! dropped. An event that says what is true now (a manager's `tools_changed` of a server) may
+//! carry a key: it replaces the event of the same key still waiting, which leaves its place (the
+//! new one goes last), so a storm of changes leaves one event per key behind, not one per change.
 //!
 //! A host with its own event loop asks for a descriptor ([`EventQueue::readiness_fd`]) instead of
 //! blocking: it is readable while events wait. One byte is written to a pipe when the queue stops
@@ -21,7 +23,7 @@
 use super::event::Event;
 use parking_lot::{Condvar, Mutex};
 use serde_json::Value;
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::os::fd::{AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
@@ -83,12 +85,16 @@ struct Queued {
     /// The length of the item's text.
     len: usize,
     droppable: bool,
+    /// The key of an event a newer one of the same key replaces (see [`EventQueue::push_latest`]).
+    key: Option<Box<str>>,
 }
 
 struct State {
     queue: VecDeque<Queued>,
     /// The bytes of the queued events' texts.
     bytes: usize,
+    /// The keys of the queued events that have one.
+    keyed: HashSet<Box<str>>,
     dropped: u64,
     closed: bool,
     /// The readiness pipe, once a host asked for it, and whether its byte is in it.
@@ -183,7 +189,7 @@ impl State {
             return Some(Item::Event(Event::Overflow { dropped }));
         }
         let q = self.queue.pop_front()?;
-        self.bytes -= q.len;
+        self.forget(&q);
         Some(q.item)
     }
 
@@ -200,12 +206,29 @@ impl State {
         self.queue.front().map(|q| q.len)
     }
 
-    fn enqueue(&mut self, item: Item, len: usize, droppable: bool) {
+    /// What the queue counts of an event that left it.
+    fn forget(&mut self, gone: &Queued) {
+        self.bytes -= gone.len;
+        if let Some(key) = &gone.key {
+            self.keyed.remove(key);
+        }
+    }
+
+    fn enqueue(&mut self, item: Item, len: usize, droppable: bool, key: Option<Box<str>>) {
+        if let Some(key) = &key {
+            if !self.keyed.insert(key.clone()) {
+                // The event it replaces leaves its place.
+                let pos = self.queue.iter().position(|q| q.key.as_ref() == Some(key));
+                let gone = self.queue.remove(pos.expect("a key in `keyed` is queued"));
+                self.bytes -= gone.expect("found").len;
+            }
+        }
         self.bytes += len;
         self.queue.push_back(Queued {
             item,
             len,
             droppable,
+            key,
         });
     }
 }
@@ -227,6 +250,7 @@ impl EventQueue {
             state: Mutex::new(State {
                 queue: VecDeque::new(),
                 bytes: 0,
+                keyed: HashSet::new(),
                 dropped: 0,
                 closed: false,
                 pipe: None,
@@ -250,7 +274,7 @@ impl EventQueue {
     pub fn push_event(&self, event: Event) {
         let droppable = event.droppable();
         let item = self.item_of(event);
-        self.push_inner(item, droppable, SELF_DRIVING.with(|d| d.get()));
+        self.push_inner(item, droppable, None, SELF_DRIVING.with(|d| d.get()));
     }
 
     /// How this queue keeps an event: a value when the engine consumes it, else its text.
@@ -270,16 +294,33 @@ impl EventQueue {
 
     /// Queues an event already serialized as a JSON object.
     pub fn push_text(&self, text: String, droppable: bool) {
-        self.push_inner(Item::Text(text), droppable, SELF_DRIVING.with(|d| d.get()));
+        self.push_inner(
+            Item::Text(text),
+            droppable,
+            None,
+            SELF_DRIVING.with(|d| d.get()),
+        );
+    }
+
+    /// Queues an event that says what is true now, under `key`: an event of the same key still
+    /// waiting is dropped (it said something older), and this one goes last.
+    pub fn push_latest(&self, text: String, droppable: bool, key: &str) {
+        let key = Some(key.into());
+        self.push_inner(
+            Item::Text(text),
+            droppable,
+            key,
+            SELF_DRIVING.with(|d| d.get()),
+        );
     }
 
     /// Queues an event and always signals its waiters: for a queue no connection's own thread
     /// consumes (the log records), which the thread-local `SELF_DRIVING` says nothing about.
     pub fn push_text_waking(&self, text: String, droppable: bool) {
-        self.push_inner(Item::Text(text), droppable, false);
+        self.push_inner(Item::Text(text), droppable, None, false);
     }
 
-    fn push_inner(&self, item: Item, droppable: bool, self_driving: bool) {
+    fn push_inner(&self, item: Item, droppable: bool, key: Option<Box<str>>, self_driving: bool) {
         let len = item.text_len();
         let mut s = self.state.lock();
         if s.closed {
@@ -290,7 +331,7 @@ impl EventQueue {
         while s.queue.len() >= self.max || s.bytes + len > MAX_EVENT_BYTES {
             if let Some(pos) = s.queue.iter().position(|q| q.droppable) {
                 let gone = s.queue.remove(pos).expect("found");
-                s.bytes -= gone.len;
+                s.forget(&gone);
                 s.dropped += 1;
             } else if droppable {
                 s.dropped += 1;
@@ -299,7 +340,7 @@ impl EventQueue {
                 break; // a request that needs an answer is always kept
             }
         }
-        s.enqueue(item, len, droppable);
+        s.enqueue(item, len, droppable, key);
         // The pipe (or the interrupt) wakes a thread that waits for events elsewhere; the thread
         // that is itself reading the server for events (see `started.rs`) is not waiting, and
         // takes them next.
@@ -370,7 +411,7 @@ impl EventQueue {
         }
         if let Some(item) = last {
             let len = item.text_len();
-            s.enqueue(item, len, false);
+            s.enqueue(item, len, false, None);
         }
         s.closed = true;
         s.sync_pipe();
@@ -385,6 +426,7 @@ impl EventQueue {
     pub fn abandon(&self) {
         let mut s = self.state.lock();
         s.queue.clear();
+        s.keyed.clear();
         s.bytes = 0;
         s.dropped = 0;
         s.closed = true;
@@ -658,6 +700,47 @@ mod tests {
         q.close_with(Some(json!({"type": "closed"}).to_string()));
         assert!(matches!(q.pull(None), Pulled::Event(_)));
         assert!(matches!(q.pull(None), Pulled::Closed));
+    }
+
+    #[test]
+    fn an_event_with_a_key_replaces_the_one_still_waiting() {
+        let q = EventQueue::new(100);
+        for n in 0..10_000 {
+            q.push(&json!({"type": "notification", "n": n}), true);
+            let changed = json!({"type": "resources_changed", "server": "a", "n": n});
+            q.push_latest(changed.to_string(), false, "resources_changed/a");
+        }
+        q.push_latest(
+            json!({"type": "resources_changed", "server": "b"}).to_string(),
+            false,
+            "resources_changed/b",
+        );
+        let mut seen = Vec::new();
+        while let Pulled::Event(e) = q.pull(Some(Duration::ZERO)) {
+            seen.push(serde_json::from_str::<Value>(&e).unwrap());
+        }
+        let changed: Vec<&Value> = seen
+            .iter()
+            .filter(|e| e["type"] == "resources_changed")
+            .collect();
+        // One per key, the newest, after the notification that caused it.
+        assert_eq!(changed.len(), 2, "{seen:?}");
+        assert_eq!(changed[0]["n"], 9_999);
+        let at = seen
+            .iter()
+            .position(|e| e["type"] == "resources_changed")
+            .unwrap();
+        assert_eq!(seen[at - 1]["type"], "notification");
+        assert_eq!(seen[at - 1]["n"], 9_999);
+        assert_eq!(changed[1]["server"], "b");
+        let s = q.state.lock();
+        assert!(s.keyed.is_empty() && s.bytes == 0);
+        drop(s);
+        // Once taken, a key is new again.
+        q.push_latest("{\"n\": 1}".into(), false, "k");
+        assert!(matches!(q.pull(Some(Duration::ZERO)), Pulled::Event(_)));
+        q.push_latest("{\"n\": 2}".into(), false, "k");
+        assert!(matches!(q.pull(Some(Duration::ZERO)), Pulled::Event(e) if e.contains('2')));
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod inbound;
 mod listen;
 mod mrtr;
 mod negotiate;
+mod pages;
 mod request;
 mod schema;
 mod skills;
@@ -44,14 +45,11 @@ use options::{CallOptions, ConnectOptions, ServerSpec};
 use parking_lot::{Mutex, RwLock};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::sync::Notify;
-
-/// The most pages a list call follows before it calls the server broken.
-const MAX_PAGES: usize = 10_000;
 
 pub struct Client {
     shared: Arc<Shared>,
@@ -574,7 +572,8 @@ impl Client {
     }
 
     /// Follows `nextCursor` to the end (`""` is a valid cursor; a missing one ends the list) and
-    /// returns `{field: [every item]}`. A fresh timer per page.
+    /// returns `{field: [every item]}`. A fresh timer per page; the listing is bounded (see
+    /// `pages.rs`: its bytes by `max_list_bytes`, its pages, its cursors kept as hashes).
     async fn list_all(
         &self,
         method: &str,
@@ -593,15 +592,16 @@ impl Client {
             }
         };
         let mut items = Vec::new();
-        let mut seen = HashSet::new();
-        for _ in 0..MAX_PAGES {
+        let mut pages = pages::Pages::new(method, self.shared.options.list_limit());
+        loop {
             let params = Some(Value::Object(base.clone()));
             let key = self.shared.cache_key(method, params.as_ref());
-            let mut page = self
+            let page = self
                 .shared
                 .fetch_page(key, method, params, timeout, options)
-                .await?
-                .value()?;
+                .await?;
+            pages.page(page.as_str().len())?;
+            let mut page = page.value()?;
             match page.get_mut(field).map(Value::take) {
                 Some(Value::Array(list)) => items.extend(list),
                 None | Some(Value::Null) => {}
@@ -611,7 +611,7 @@ impl Client {
                     )))
                 }
             }
-            match page.get("nextCursor") {
+            match page.get_mut("nextCursor").map(Value::take) {
                 None | Some(Value::Null) => {
                     if method == "tools/list" && self.shared.wants_tool_tasks() {
                         self.shared.host.remember_tools(&items, true);
@@ -621,12 +621,8 @@ impl Client {
                     return Ok(Value::Object(out));
                 }
                 Some(Value::String(cursor)) => {
-                    if !seen.insert(cursor.clone()) {
-                        return Err(Error::protocol(format!(
-                            "{method}: the server sent the cursor {cursor:?} twice; stopping instead of looping"
-                        )));
-                    }
-                    base.insert("cursor".into(), Value::String(cursor.clone()));
+                    pages.next(&cursor)?;
+                    base.insert("cursor".into(), Value::String(cursor));
                 }
                 Some(other) => {
                     return Err(Error::protocol(format!(
@@ -635,9 +631,6 @@ impl Client {
                 }
             }
         }
-        Err(Error::protocol(format!(
-            "{method}: more than {MAX_PAGES} pages; stopping"
-        )))
     }
 
     /// `resources/subscribe` and `resources/unsubscribe` on a modern connection: the era has

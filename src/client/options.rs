@@ -121,6 +121,8 @@ struct RawConnect {
     max_message_bytes: Option<usize>,
     #[serde(default, deserialize_with = "count")]
     max_events: Option<usize>,
+    #[serde(default, deserialize_with = "count")]
+    max_list_bytes: Option<usize>,
 }
 
 pub(super) fn as_object<'a>(value: &'a Value, what: &str) -> Result<&'a Map<String, Value>> {
@@ -166,6 +168,9 @@ pub struct ConnectOptions {
     pub legacy_versions: Vec<String>,
     pub max_message_bytes: usize,
     pub max_events: usize,
+    /// `max_list_bytes`: the most bytes of page text one listing of every page takes (`None`:
+    /// the default, see [`ConnectOptions::list_limit`]).
+    pub max_list_bytes: Option<usize>,
     /// The events are taken by the engine (a manager's pump), not a host: they stay typed
     /// values in the queue (`EventQueue::with_consumer`). Not a host's option.
     pub engine_consumer: bool,
@@ -427,6 +432,7 @@ impl Default for ConnectOptions {
             legacy_versions: era::LEGACY_VERSIONS.iter().map(|s| s.to_string()).collect(),
             max_message_bytes: 32 << 20,
             max_events: 10_000,
+            max_list_bytes: None,
             engine_consumer: false,
             shutdown_grace: Duration::from_millis(500),
             validate_arguments: false,
@@ -458,6 +464,7 @@ pub const CONNECT_KEYS: &[&str] = &[
     "elicitation_defaults",
     "max_message_bytes",
     "max_events",
+    "max_list_bytes",
     "shutdown_grace_ms",
     "validate_arguments",
     "cache",
@@ -582,6 +589,7 @@ impl ConnectOptions {
         if let Some(n) = raw.max_events {
             o.max_events = n;
         }
+        o.max_list_bytes = raw.max_list_bytes;
         if let Limit::After(d) = raw.shutdown_grace_ms {
             o.shutdown_grace = d;
         }
@@ -604,6 +612,13 @@ impl ConnectOptions {
             o.cancel = cancel_token_of(v)?.map(OwnCancel);
         }
         Ok(o)
+    }
+
+    /// The most bytes of page text one listing of every page takes: `max_list_bytes`, by
+    /// default 64 MiB or twice `max_message_bytes` when that is more.
+    pub fn list_limit(&self) -> usize {
+        self.max_list_bytes
+            .unwrap_or_else(|| super::pages::default_max_list_bytes(self.max_message_bytes))
     }
 
     /// A server entry's own `timeout` (milliseconds, as other clients' configs write it): the

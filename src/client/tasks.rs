@@ -9,7 +9,7 @@
 
 use super::options::CallOptions;
 use super::request::{Body, Send};
-use super::{cancel, cancels_fired, Shared, MAX_PAGES};
+use super::{cancel, cancels_fired, pages, Shared};
 use crate::client::options::TaskMode;
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::{codes, RawJson};
@@ -113,9 +113,10 @@ impl Shared {
         };
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
-        for _ in 0..MAX_PAGES {
-            let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-            let mut page = self
+        let mut pages = pages::Pages::new("tools/list", self.options.list_limit());
+        loop {
+            let params = cursor.take().map(|c| json!({ "cursor": c }));
+            let page = self
                 .send_request(Send {
                     method: "tools/list",
                     body: Body::Params(params),
@@ -125,13 +126,17 @@ impl Shared {
                     options: Some(&list_options),
                     pausable: false,
                 })
-                .await?
-                .value()?;
+                .await?;
+            pages.page(page.as_str().len())?;
+            let mut page = page.value()?;
             if let Some(Value::Array(list)) = page.get_mut("tools").map(Value::take) {
                 tools.extend(list);
             }
-            match page.get("nextCursor").and_then(Value::as_str) {
-                Some(next) if cursor.as_deref() != Some(next) => cursor = Some(next.to_string()),
+            match page.get_mut("nextCursor").map(Value::take) {
+                Some(Value::String(next)) => {
+                    pages.next(&next)?;
+                    cursor = Some(next);
+                }
                 _ => break,
             }
         }

@@ -61,7 +61,11 @@ fn enter<'a>(ptr: *mut mcplug_client) -> Result<Active<'a>, Error> {
 /// server is taken for a legacy one; at most half of `connect_timeout_ms`). A server entry's own
 /// `timeout` (milliseconds) limits each of its requests and tool calls.
 /// `max_events` (10000 queued events at most, and 16 MiB of their text: past either, the oldest
-/// that need no answer are dropped and an `overflow` event counts them), `shutdown_grace_ms`,
+/// that need no answer are dropped and an `overflow` event counts them), `max_list_bytes` (64 MiB,
+/// or twice `max_message_bytes` when that is more: the most bytes of pages one listing of every
+/// page takes — `mcplug_client_list_tools`, `all_pages`, a manager's lists — before it fails
+/// `denied` naming the option; its cursors are kept as hashes, a repeated one is `protocol`, as
+/// are more than 10000 pages), `shutdown_grace_ms`,
 /// and `tag` (so that `mcplug_cancel` can abort the connect). An unknown option is
 /// `invalid_argument` naming it.
 ///

@@ -445,7 +445,10 @@ pub unsafe extern "C" fn mcplug_manager_next_events(
 /// names], "pool": [every pool name]}` after a server's `notifications/tools/list_changed` (or
 /// after its 2026-07-28 listen stream was opened again: `listening` with `reopened` true),
 /// `{"type": "removed", "server"}`, `{"type": "resources_changed" | "prompts_changed", "server"}`
-/// (after the server's list_changed notification for them: list them again), the `tools/call`
+/// (after the server's list_changed notification for them: list them again) — coalesced: a
+/// storm of notifications makes one tools re-list in flight per server and at most one queued,
+/// and a new `tools_changed`, `resources_changed` or `prompts_changed` of a server replaces the
+/// one of the same server still waiting in the queue (it goes last) — the `tools/call`
 /// requests of in-process servers (see `mcplug_manager_set_tools`), and the `completion` events of
 /// started calls (`mcplug_manager_call_tool_start`). The last event is
 /// `{"type": "closed"}` once the manager is

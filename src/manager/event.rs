@@ -73,6 +73,20 @@ impl ManagerEvent {
         )
     }
 
+    /// The key under which a newer event of the same server replaces this one while it waits
+    /// in the queue: what the tools, resources or prompts of a server are now says all the older
+    /// ones said (a storm of `list_changed` leaves one event per server and kind).
+    pub fn latest_key(&self) -> Option<String> {
+        match self {
+            ManagerEvent::ToolsChanged { server, .. } => Some(format!("tools_changed/{server}")),
+            ManagerEvent::ResourcesChanged { server } => {
+                Some(format!("resources_changed/{server}"))
+            }
+            ManagerEvent::PromptsChanged { server } => Some(format!("prompts_changed/{server}")),
+            _ => None,
+        }
+    }
+
     /// The JSON text a host reads.
     pub fn to_text(&self) -> String {
         serde_json::to_string(self).expect("an event always serializes")
@@ -140,5 +154,18 @@ mod tests {
         );
         assert!(ManagerEvent::Removed { server: "s".into() }.droppable());
         assert!(!ManagerEvent::Closed { reason: "r".into() }.droppable());
+        let changed = |server: &str| ManagerEvent::ResourcesChanged {
+            server: server.into(),
+        };
+        assert_eq!(changed("a").latest_key(), changed("a").latest_key());
+        assert_ne!(changed("a").latest_key(), changed("b").latest_key());
+        assert_ne!(
+            changed("a").latest_key(),
+            ManagerEvent::PromptsChanged { server: "a".into() }.latest_key()
+        );
+        assert_eq!(
+            ManagerEvent::Removed { server: "a".into() }.latest_key(),
+            None
+        );
     }
 }

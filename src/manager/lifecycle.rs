@@ -453,15 +453,9 @@ impl Inner {
             // A tools list change, or a 2026-07-28 listen stream opened again after it ended
             // (changes in between may have been missed).
             Event::Notification { method, .. } if method == "notifications/tools/list_changed" => {
-                let me = self.clone();
-                let s = server.clone();
-                crate::runtime::spawn(async move { me.relist(s, gen).await });
+                self.want_relist(server, gen);
             }
-            Event::Listening { reopened: true, .. } => {
-                let me = self.clone();
-                let s = server.clone();
-                crate::runtime::spawn(async move { me.relist(s, gen).await });
-            }
+            Event::Listening { reopened: true, .. } => self.want_relist(server, gen),
             Event::Notification { method, .. } => {
                 let changed = match method.as_str() {
                     "notifications/resources/list_changed" => Some(Changed::Resources),
@@ -483,6 +477,28 @@ impl Inner {
         }
         self.push(with_server(event, &server.name), droppable);
         None
+    }
+
+    /// The server's tools are to be listed again (`list_changed`, a listen stream opened again):
+    /// coalesced, one re-list in flight per server and at most one queued after it (see
+    /// `relists.rs`), so a storm of notifications costs a few lists, not one each.
+    fn want_relist(self: &Arc<Self>, server: &Arc<Server>, gen: u64) {
+        if !server.relists.want(gen) {
+            return;
+        }
+        let me = self.clone();
+        let server = server.clone();
+        crate::runtime::spawn(async move {
+            let mut turn = super::relists::Running::new(&server.relists);
+            let mut gen = gen;
+            loop {
+                me.clone().relist(server.clone(), gen).await;
+                match turn.next() {
+                    Some(next) => gen = next,
+                    None => break,
+                }
+            }
+        });
     }
 
     /// `notifications/tools/list_changed`: the server's tools again, and the new pool.

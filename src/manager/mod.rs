@@ -25,6 +25,7 @@ pub mod hygiene;
 mod lifecycle;
 pub mod options;
 pub mod pool;
+mod relists;
 pub mod sdk;
 pub mod search;
 
@@ -134,6 +135,8 @@ struct Server {
     forwarding: Mutex<()>,
     /// Held while `authenticate` or `logout` decides what to do (one at a time).
     auth_gate: tokio::sync::Mutex<()>,
+    /// Its tools re-listed after `list_changed`: one in flight, at most one queued.
+    relists: relists::Relists,
 }
 
 struct ServerState {
@@ -684,6 +687,7 @@ impl Server {
             errors: AtomicU32::new(0),
             forwarding: Mutex::new(()),
             auth_gate: tokio::sync::Mutex::new(()),
+            relists: Default::default(),
         }
     }
 
@@ -878,7 +882,12 @@ impl Inner {
 
     /// An event of the manager's own.
     fn emit(&self, event: ManagerEvent) {
-        self.events.push_text(event.to_text(), event.droppable());
+        match event.latest_key() {
+            Some(key) => self
+                .events
+                .push_latest(event.to_text(), event.droppable(), &key),
+            None => self.events.push_text(event.to_text(), event.droppable()),
+        }
     }
 
     fn emit_state(&self, server: &Server) {
