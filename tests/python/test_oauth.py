@@ -119,11 +119,12 @@ def test_authorizes_through_the_loopback_listener_and_keeps_the_store_private(pe
 
 
 def test_refresh_before_expiry(peers: Any, tmp_path: Path) -> None:
-    peer = peers("--expires-in", "2")
-    with connect(peer, tmp_path / "auth", refresh_skew_ms=1500) as c:
+    peer = peers("--expires-in", "4")
+    with connect(peer, tmp_path / "auth", refresh_skew_ms=3000) as c:
         call(c)
         assert peer.stats()["counts"]["refresh"] == 0
-        time.sleep(0.7)  # within the skew now: the next request refreshes first
+        # The skew is at most half the token's life: due after 2 s, not after 1 (issue 32).
+        time.sleep(2.5)  # due now: the next request refreshes first
         call(c)
         s = peer.stats()
         assert s["counts"]["refresh"] == 1 and s["counts"]["refresh_failed"] == 0
