@@ -225,8 +225,9 @@ enum mcplug_status mcplug_auth_logout(const char *server_json,
  * (a shell command printing a JSON object of headers, run before the first request and again
  * on a 401/403); options `auth_store` (a directory, or `"memory"`), `auth_interactive` (the
  * host answers `auth/authorize`, see `mcplug_auth_next_event`), `auth_timeout_ms` (300000),
- * `auth_request_timeout_ms` (30000), `auth_cache_ttl_ms` (900000), `refresh_skew_ms` (300000),
- * `allow_private_auth_urls` (false), `auth_channel`, `headers_helper_timeout_ms` (10000). A
+ * `auth_request_timeout_ms` (30000), `auth_cache_ttl_ms` (900000), `refresh_skew_ms` (300000:
+ * a token is refreshed that long before it expires, but never more than half its life before;
+ * a request always carries the token held), `allow_private_auth_urls` (false), `auth_channel`, `headers_helper_timeout_ms` (10000). A
  * server that needs authorization the connection cannot give is `needs_auth`, with `data`
  * `{"reason", "issuer"?, "scope"?, "resource_metadata"?}`.
  * `options_json` (NULL for defaults): `connect_timeout_ms` (30000), `request_timeout_ms` (60000),
@@ -234,7 +235,8 @@ enum mcplug_status mcplug_auth_logout(const char *server_json,
  * request — or an input request of a modern call — waits for `mcplug_client_respond`),
  * `client_info`, `capabilities`, `handlers`, `roots`, `protocol_versions`, `max_message_bytes`,
  * `discover_timeout_ms` (5000: how long the `server/discover` probe waits before a silent
- * server is taken for a legacy one; at most half of `connect_timeout_ms`). A server entry's own
+ * server is taken for a legacy one; at most half of `connect_timeout_ms`; the handshake's timers do
+ * not count the time credentials are obtained — a login — and start again, whole, after it). A server entry's own
  * `timeout` (milliseconds) limits each of its requests and tool calls.
  * `max_events` (10000 queued events at most, and 16 MiB of their text: past either, the oldest
  * that need no answer are dropped and an `overflow` event counts them), `max_list_bytes` (64 MiB,
