@@ -16,7 +16,8 @@ fn a_host_name_is_looked_up_off_the_callers_thread() {
     // and the direct path takes the requests after that.
     let d = Direct::new(&"http://localhost:9/mcp".parse().unwrap(), &headers).unwrap();
     assert!(!d.addresses_ready());
-    assert!(d.addresses().is_err());
+    // (The lookup may finish between the two looks.)
+    assert!(d.addresses().is_err() || d.addresses_ready());
     let deadline = Instant::now() + Duration::from_secs(5);
     while !d.addresses_ready() {
         assert!(Instant::now() < deadline, "localhost was never looked up");
