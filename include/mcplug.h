@@ -15,13 +15,6 @@
 #include <stdint.h>
 
 /**
- * The most bytes that the values of variables may add in one merge, all fields of all entries
- * together: a per-field cap alone let 800 fields of 128 KiB each take a merge to half a
- * gigabyte. Eight fields at [`MAX_EXPANDED`]; real configurations use a few kilobytes.
- */
-#define MAX_MERGE_EXPANDED (8 << 20)
-
-/**
  * The incompatible-change counter of this ABI. Bindings refuse a library whose
  * `mcplug_abi_version()` differs from the one they were written for.
  */

@@ -354,7 +354,7 @@ const MAX_EXPANDED: usize = 1 << 20;
 /// The most bytes that the values of variables may add in one merge, all fields of all entries
 /// together: a per-field cap alone let 800 fields of 128 KiB each take a merge to half a
 /// gigabyte. Eight fields at [`MAX_EXPANDED`]; real configurations use a few kilobytes.
-pub const MAX_MERGE_EXPANDED: usize = 8 << 20;
+pub(crate) const MAX_MERGE_EXPANDED: usize = 8 << 20;
 
 /// What is left of one merge's [`MAX_MERGE_EXPANDED`] bytes of expanded values.
 #[derive(Debug)]
@@ -398,7 +398,7 @@ pub fn expand_str(
             Some(v) if out.len() + v.len() + rest.len() <= MAX_EXPANDED => {
                 if v.len() > budget.left {
                     return Err(format!(
-                        "expanding {whole} here ({} bytes) would take this configuration past                          {MAX_MERGE_EXPANDED} bytes of expanded variables in all (the limit of                          one merge); {} bytes were left",
+                        "expanding {whole} here ({} bytes) would take this configuration past {MAX_MERGE_EXPANDED} bytes of expanded variables in all (the limit of one merge); {} bytes were left",
                         v.len(),
                         budget.left
                     ));
