@@ -71,13 +71,16 @@ static int idle_connection(int port) {
     return fd;
 }
 
-/* Runs until the process exits. */
+static _Atomic int host_stop;
+
+/* Runs until host_stop (joined, so that its resolver state is freed before exit: valgrind). */
 static void *host(void *arg) {
     (void)arg;
-    while (arg == NULL) {
+    while (!host_stop) {
         char *ev = NULL;
         mcplug_status st = mcplug_auth_next_event(200, &ev);
-        if (st != MCPLUG_OK || ev == NULL || !contains(ev, "auth/authorize")) {
+        if (st != MCPLUG_OK || ev == NULL || !contains(ev, "\"type\":\"request\"") ||
+            !contains(ev, "auth/authorize")) {
             mcplug_string_free(ev);
             continue;
         }
@@ -85,6 +88,7 @@ static void *host(void *arg) {
         char *id = string_after(ev, "id");
         char *auth_url = string_after(ev, "url");
         char *redirect = string_after(ev, "redirect_uri");
+        CHECK_OUT(id != NULL && auth_url != NULL && redirect != NULL, ev, "an auth/authorize request with its id, url and redirect_uri");
         mcplug_string_free(ev);
         if (how == SLOW_FOLLOW) sleep_ms(6500);
         char *loc = location_of(auth_url);
@@ -196,6 +200,8 @@ int main(void) {
     mcplug_string_free(out);
     stop_server();
 
+    host_stop = 1;
+    pthread_join(th, NULL);
     printf("# %d checks passed\n", check_count);
     return 0;
 }
