@@ -100,9 +100,11 @@ def test_the_loopback_listener_serves_side_by_side_and_checks_state_first(peers:
             pages.append(_get(params["redirect_uri"] + "?code=evil"))
             pages.append(_get(loc))
 
-        threading.Thread(target=later, daemon=True).start()
+        threads.append(threading.Thread(target=later, daemon=True))
+        threads[-1].start()
         return None
 
+    threads: List[threading.Thread] = []
     started = time.monotonic()
     try:
         with connect(peer, tmp_path / "auth", browser) as c:
@@ -111,6 +113,8 @@ def test_the_loopback_listener_serves_side_by_side_and_checks_state_first(peers:
         for s in idle:
             s.close()
     assert time.monotonic() - started < 5, "idle connections delayed the real callback"
+    for t in threads:
+        t.join(10)
     (forged_status, forged_page), (missing_status, _), (real_status, real_page) = pages
     assert forged_status == 400 and "does not belong" in forged_page, forged_page
     assert missing_status == 400
@@ -132,11 +136,15 @@ def test_a_refusal_is_told_to_the_browser_and_fails_the_connect(peers: Any, tmp_
             time.sleep(0.2)
             pages.append(_get(denied))
 
-        threading.Thread(target=later, daemon=True).start()
+        threads.append(threading.Thread(target=later, daemon=True))
+        threads[-1].start()
         return None
 
+    threads: List[threading.Thread] = []
     with pytest.raises(mcplug.NeedsAuthError) as e:
         connect(peer, tmp_path / "auth", browser)
+    for t in threads:
+        t.join(10)
     assert e.value.data["reason"] == "declined" and "access_denied" in str(e.value)
     [(status, page)] = pages
     assert status == 400 and "did not succeed" in page and "access_denied" in page, page
