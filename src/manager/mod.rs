@@ -346,7 +346,10 @@ impl Manager {
             let pool = inner.pool.read();
             match pool.get(pool_name) {
                 Some(t) => (t.server.clone(), t.tool.clone(), t.auth),
-                None => return Err(inner.unknown_tool(pool_name)),
+                None => match pool::collided(pool_name, &pool.collision(pool_name)) {
+                    Some(e) => return Err(e),
+                    None => return Err(inner.unknown_tool(pool_name)),
+                },
             }
         };
         if pseudo {
