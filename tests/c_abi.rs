@@ -104,6 +104,10 @@ fn peers() -> &'static Vec<(&'static str, PathBuf)> {
                 "MCPLUG_MODERN_SERVER",
                 root.join("tests/servers/modern_server.py"),
             ),
+            (
+                "MCPLUG_NAMES_SERVER",
+                root.join("tests/servers/names_server.py"),
+            ),
             ("MCPLUG_FILESYSTEM", npm_peer("server-filesystem")),
             ("MCPLUG_MEMORY", npm_peer("server-memory")),
         ];
@@ -503,6 +507,11 @@ fn c_oauth() {
 }
 
 #[test]
+fn c_regress_names() {
+    run("regress_names");
+}
+
+#[test]
 fn every_c_test_is_run() {
     // A new tests/c/*.c must get its #[test] above.
     let known = [
@@ -518,6 +527,7 @@ fn every_c_test_is_run() {
         "manager",
         "oauth",
         "logs",
+        "regress_names",
     ];
     let dir = manifest_dir().join("tests/c");
     for entry in std::fs::read_dir(&dir).expect("read tests/c") {
