@@ -626,7 +626,9 @@ enum mcplug_status mcplug_client_get_skill(struct mcplug_client *client,
  * compared). Nothing unverified is returned: a mismatch is `MCPLUG_INVALID_RESULT` with
  * `data` `{"skill", "uri", "check": "size"|"digest"|"frontmatter", "expected", "actual"}`
  * (refresh the entry with `mcplug_client_get_skill`, approve again, and load again). Other
- * errors: `protocol` (an invalid entry: not loaded), `denied` (the entry is over the limits of
+ * errors: `protocol` (an invalid entry: not loaded; among them an entry whose URI or a listed
+ * file's has a dot segment, `.` or `..`, also percent-encoded as `%2e` or made with `%2f`,
+ * named in the message), `denied` (the entry is over the limits of
  * a skill: 512 files, 16 MiB), and those of `mcplug_client_list_skills`.
  */
 enum mcplug_status mcplug_client_load_skill(struct mcplug_client *client,
@@ -641,7 +643,8 @@ enum mcplug_status mcplug_client_load_skill(struct mcplug_client *client,
  * "blob", "verified"}`. A file that entry does not list is refused without being read, and a
  * mismatch is `MCPLUG_INVALID_RESULT` (`check` `"unlisted"`, `"size"` or `"digest"`), as for
  * `mcplug_client_load_skill`. Errors also: `not_found` (the skill is not loaded),
- * `invalid_argument` (a path that leaves the skill's directory).
+ * `invalid_argument` (a path that leaves the skill's directory, or a URI with a dot segment —
+ * `.` or `..`, also `%2e`/`%2E` or made with `%2f` — refused unsent, the URI named).
  */
 enum mcplug_status mcplug_client_read_skill_file(struct mcplug_client *client,
                                                  const char *skill,
@@ -849,10 +852,14 @@ enum mcplug_status mcplug_manager_status(struct mcplug_manager *manager, char **
  * server sent them, and the flags `read_only` (`annotations.readOnlyHint`), `destructive`
  * (`destructiveHint`), `always_load` (`_meta["anthropic/alwaysLoad"]`), `search_hint`
  * (`_meta["anthropic/searchHint"]`, or null). Sorted by name (host tools would come first); two
- * tools with one pool name: the first keeps it, the other is in `dropped` (`name`, `server`,
- * `tool`, `reason`, `detail`). Only connected servers' tools are in the pool. `options_json`
- * (NULL: all): `{"server": "<name>"}` for one server's tools; any other key is
- * `invalid_argument` naming it and the keys there are, as in every listing function's options.
+ * tools of one server with one pool name: the first keeps it, the other is in `dropped` (`name`,
+ * `server`, `tool`, `reason` `"duplicate"`, `detail`); tools of two servers with one pool name
+ * (`mcp__x__y__z` is `x`'s `y__z` and `x__y`'s `z`): neither is in the pool, each is in
+ * `dropped` with `reason` `"collision"`, and a call by the name fails `not_found` naming both
+ * servers (`data.collision`: the entries). Prompts follow the same rule. Only connected
+ * servers' tools are in the pool. `options_json` (NULL: all): `{"server": "<name>"}` for one
+ * server's tools; any other key is `invalid_argument` naming it and the keys there are, as in
+ * every listing function's options.
  */
 enum mcplug_status mcplug_manager_list_tools(struct mcplug_manager *manager,
                                              const char *options_json,
@@ -916,7 +923,9 @@ enum mcplug_status mcplug_manager_read_resource(struct mcplug_manager *manager,
  * The prompts of every connected server that has the `prompts` capability, listed now.
  * `options_json` as `mcplug_manager_list_resources`. `out`: `{"prompts": [each prompt as the
  * server sent it, with "server", "prompt" (the server's own name) and "name" the qualified name
- * `mcp__{server}__{prompt}`, made like pool names], "errors": {"<server>": {...}}}`.
+ * `mcp__{server}__{prompt}`, made like pool names], "errors": {"<server>": {...}}, "dropped":
+ * [...]}`: a qualified name prompts of two servers come out as is given to neither, each listed
+ * in `dropped` (`name`, `server`, `prompt`, `reason` `"collision"`, `detail`), as tools are.
  */
 enum mcplug_status mcplug_manager_list_prompts(struct mcplug_manager *manager,
                                                const char *options_json,
@@ -925,7 +934,9 @@ enum mcplug_status mcplug_manager_list_prompts(struct mcplug_manager *manager,
 /**
  * Gets a prompt (`prompts/get`) by its qualified name `mcp__{server}__{prompt}`, with
  * `arguments_json` (a JSON object of strings, or NULL). `out`: the `GetPromptResult`, its text
- * cleaned like tool output. Errors: `not_found` (no server or prompt of that name), `closed`,
+ * cleaned like tool output. Every server whose name begins the qualified name is asked for its
+ * prompts. Errors: `not_found` (no server or prompt of that name, or prompts of two servers
+ * make the name: the message names both), `closed`,
  * `invalid_argument`, and the server's own.
  */
 enum mcplug_status mcplug_manager_get_prompt(struct mcplug_manager *manager,

@@ -108,6 +108,10 @@ fn peers() -> &'static Vec<(&'static str, PathBuf)> {
                 "MCPLUG_OAUTH_SERVER",
                 root.join("tests/servers/oauth_server.py"),
             ),
+            (
+                "MCPLUG_NAMES_SERVER",
+                root.join("tests/servers/names_server.py"),
+            ),
             ("MCPLUG_FILESYSTEM", npm_peer("server-filesystem")),
             ("MCPLUG_MEMORY", npm_peer("server-memory")),
         ];
@@ -538,6 +542,11 @@ fn c_regress_auth() {
 }
 
 #[test]
+fn c_regress_names() {
+    run("regress_names");
+}
+
+#[test]
 fn every_c_test_is_run() {
     // A new tests/c/*.c must get its #[test] above.
     let known = [
@@ -556,6 +565,7 @@ fn every_c_test_is_run() {
         "regress_auth",
         "regress_config",
         "regress_lists",
+        "regress_names",
     ];
     let dir = manifest_dir().join("tests/c");
     for entry in std::fs::read_dir(&dir).expect("read tests/c") {

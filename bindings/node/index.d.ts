@@ -807,7 +807,13 @@ export interface PoolTool {
   [key: string]: unknown;
 }
 
+/** A tool left out of the pool: `reason` 'duplicate' (another tool of its server has the name) or
+ *  'collision' (tools of two servers make the name, e.g. mcp__x__y__z from x's y__z and x__y's z:
+ *  it goes to neither, and a call by it fails 'not_found' naming both). */
 export interface DroppedTool { name: string; server: string; tool: string; reason: string; detail: string }
+
+/** A prompt left out of listPrompts(), by the same rule as DroppedTool. */
+export interface DroppedPrompt { name: string; server: string; prompt: string; reason: string; detail: string }
 
 /** A tool of a host (in-process) server. */
 export interface HostTool {
@@ -902,7 +908,7 @@ export declare class Manager extends EventEmitter {
   readResource(server: string, uri: string, options?: CallOptions): Promise<JsonObject>;
   /** Prompts of every server with the prompts capability: `name` is `mcp__<server>__<prompt>`,
    *  `prompt` the server's own name. */
-  listPrompts(options?: ListOptions): Promise<{ prompts: JsonObject[]; errors: { [server: string]: { kind: ErrorKind; message: string } } }>;
+  listPrompts(options?: ListOptions): Promise<{ prompts: JsonObject[]; errors: { [server: string]: { kind: ErrorKind; message: string } }; dropped: DroppedPrompt[] }>;
   getPrompt(qualifiedName: string, args?: { [name: string]: string } | null, options?: CallOptions): Promise<JsonObject>;
   /** Any request to one server (`resources/subscribe`, `completion/complete`, ...). */
   request<T = JsonObject>(server: string, method: string, params?: JsonObject | null, options?: CallOptions): Promise<T>;

@@ -92,6 +92,7 @@ impl Entry {
             .strip_suffix("/SKILL.md")
             .filter(|r| r.contains("://"))
             .ok_or_else(|| format!("its uri {uri:?} is not the URI of a SKILL.md"))?;
+        check_path(uri, None).map_err(|why| format!("its uri is not a skill's: {why}"))?;
         let frontmatter = v
             .get("frontmatter")
             .and_then(Value::as_object)
@@ -120,12 +121,10 @@ impl Entry {
                         "its resources do not list its own SKILL.md ({uri:?})"
                     ));
                 }
-                let prefix = format!("{root}/");
-                if let Some(f) = files.iter().find(|f| !f.uri.starts_with(&prefix)) {
-                    return Err(format!(
-                        "its resources list {:?}, which is not in the skill's directory",
-                        f.uri
-                    ));
+                for f in &files {
+                    check_path(&f.uri, Some(root)).map_err(|why| {
+                        format!("its resources list a file that is not the skill's: {why}")
+                    })?;
                 }
                 Files::Listed(files)
             }
@@ -294,6 +293,47 @@ impl File {
             size,
         })
     }
+}
+
+/// The one rule of a skill's paths, for its entry and every read: `uri` is inside the directory
+/// `root` (`Some`) or the skill's own URI (`root` `None`), and no segment of its path is a dot
+/// segment (`.` or `..`) — also written `%2e`, in any case, or made with an encoded slash
+/// (`%2f`) or a backslash — which a server may resolve to outside the skill's directory.
+/// Refused, not normalized: a URI is sent as the entry lists it. The error names the URI.
+fn check_path(uri: &str, root: Option<&str>) -> std::result::Result<(), String> {
+    let path = uri.split(['?', '#']).next().unwrap_or_default();
+    let path = path.split_once("://").map_or(path, |(_, p)| p);
+    let mut decoded = String::with_capacity(path.len());
+    let mut rest = path;
+    while let Some(at) = rest.find('%') {
+        decoded.push_str(&rest[..at]);
+        let code = rest.get(at + 1..at + 3).map(str::to_ascii_lowercase);
+        match code.as_deref() {
+            Some("2e") => decoded.push('.'),
+            Some("2f") | Some("5c") => decoded.push('/'),
+            _ => {
+                decoded.push('%');
+                rest = &rest[at + 1..];
+                continue;
+            }
+        }
+        rest = &rest[at + 3..];
+    }
+    decoded.push_str(rest);
+    if decoded
+        .split(['/', '\\'])
+        .any(|seg| seg == "." || seg == "..")
+    {
+        return Err(format!(
+            "{uri:?} has a dot segment (`.` or `..`, perhaps percent-encoded) in its path, which could leave the skill's directory"
+        ));
+    }
+    if let Some(root) = root {
+        if !uri.starts_with(&format!("{root}/")) {
+            return Err(format!("{uri:?} is not in the skill's directory {root:?}"));
+        }
+    }
+    Ok(())
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -646,12 +686,9 @@ impl Client {
                 )
             })?;
         let uri = resolve(&entry, file)?;
-        if !uri.starts_with(&format!("{}/", entry.root)) {
-            return Err(Error::invalid(format!(
-                "{uri:?} is not a file of skill {skill:?} (its directory is {:?})",
-                entry.root
-            )));
-        }
+        check_path(&uri, Some(&entry.root)).map_err(|why| {
+            Error::invalid(format!("{why}: not a file of skill {skill:?}; not read"))
+        })?;
         if matches!(entry.files, Files::Listed(_)) && entry.listed(&uri).is_none() {
             // Refused before anything is read: the entry is the whole skill.
             entry.verify(&uri, &[])?;
@@ -842,5 +879,45 @@ mod tests {
         );
         assert!(resolve(&e, "../other/SKILL.md").is_err());
         assert!(resolve(&e, "").is_err());
+    }
+
+    #[test]
+    fn dot_segments_never_leave_the_skill_directory() {
+        // In the entry: a listed file, the skill's own URI.
+        for escaping in [
+            "skill://pdf-processing/../other/secret.md",
+            "skill://pdf-processing/./x/../../other/secret.md",
+            "skill://pdf-processing/%2e%2e/other/secret.md",
+            "skill://pdf-processing/%2E%2e/other/secret.md",
+            "skill://pdf-processing/x%2f..%2f..%2fetc/passwd",
+            "skill://pdf-processing/x%2F%2E%2E%2Fsecret",
+            "skill://pdf-processing/..\\secret",
+        ] {
+            let mut v = entry_json(SKILL);
+            v["resources"][1]["uri"] = json!(escaping);
+            let e = Entry::parse(&v).expect_err(escaping);
+            assert!(e.contains("dot segment"), "{escaping}: {e}");
+            assert!(e.contains(&format!("{escaping:?}")), "names the URI: {e}");
+        }
+        let mut v = entry_json(SKILL);
+        v["uri"] = json!("skill://a/../pdf-processing/SKILL.md");
+        v["resources"][0]["uri"] = v["uri"].clone();
+        v["resources"].as_array_mut().unwrap().truncate(1);
+        assert!(Entry::parse(&v).unwrap_err().contains("dot segment"));
+        // In a read, by the same rule.
+        let e = Entry::parse(&entry_json(SKILL)).unwrap();
+        let read = "skill://pdf-processing/../../etc/passwd";
+        let uri = resolve(&e, read).unwrap();
+        let err = check_path(&uri, Some(&e.root)).unwrap_err();
+        assert!(err.contains("dot segment") && err.contains(read), "{err}");
+        assert!(check_path("skill://pdf-processing/%2e%2E/x", Some(&e.root)).is_err());
+        // Names with dots that are not dot segments are files like any other.
+        check_path("skill://pdf-processing/a..b/.hidden/x.md", Some(&e.root)).unwrap();
+        check_path("skill://pdf-processing/100%25/x.md", Some(&e.root)).unwrap();
+        assert!(
+            check_path("skill://pdf-processing-evil/x.md", Some(&e.root))
+                .unwrap_err()
+                .contains("not in the skill's directory")
+        );
     }
 }

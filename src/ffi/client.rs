@@ -756,7 +756,9 @@ pub unsafe extern "C" fn mcplug_client_get_skill(
 /// compared). Nothing unverified is returned: a mismatch is `MCPLUG_INVALID_RESULT` with
 /// `data` `{"skill", "uri", "check": "size"|"digest"|"frontmatter", "expected", "actual"}`
 /// (refresh the entry with `mcplug_client_get_skill`, approve again, and load again). Other
-/// errors: `protocol` (an invalid entry: not loaded), `denied` (the entry is over the limits of
+/// errors: `protocol` (an invalid entry: not loaded; among them an entry whose URI or a listed
+/// file's has a dot segment, `.` or `..`, also percent-encoded as `%2e` or made with `%2f`,
+/// named in the message), `denied` (the entry is over the limits of
 /// a skill: 512 files, 16 MiB), and those of `mcplug_client_list_skills`.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_client_load_skill(
@@ -780,7 +782,8 @@ pub unsafe extern "C" fn mcplug_client_load_skill(
 /// "blob", "verified"}`. A file that entry does not list is refused without being read, and a
 /// mismatch is `MCPLUG_INVALID_RESULT` (`check` `"unlisted"`, `"size"` or `"digest"`), as for
 /// `mcplug_client_load_skill`. Errors also: `not_found` (the skill is not loaded),
-/// `invalid_argument` (a path that leaves the skill's directory).
+/// `invalid_argument` (a path that leaves the skill's directory, or a URI with a dot segment —
+/// `.` or `..`, also `%2e`/`%2E` or made with `%2f` — refused unsent, the URI named).
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_client_read_skill_file(
     client: *mut mcplug_client,

@@ -165,10 +165,14 @@ pub unsafe extern "C" fn mcplug_manager_status(
 /// server sent them, and the flags `read_only` (`annotations.readOnlyHint`), `destructive`
 /// (`destructiveHint`), `always_load` (`_meta["anthropic/alwaysLoad"]`), `search_hint`
 /// (`_meta["anthropic/searchHint"]`, or null). Sorted by name (host tools would come first); two
-/// tools with one pool name: the first keeps it, the other is in `dropped` (`name`, `server`,
-/// `tool`, `reason`, `detail`). Only connected servers' tools are in the pool. `options_json`
-/// (NULL: all): `{"server": "<name>"}` for one server's tools; any other key is
-/// `invalid_argument` naming it and the keys there are, as in every listing function's options.
+/// tools of one server with one pool name: the first keeps it, the other is in `dropped` (`name`,
+/// `server`, `tool`, `reason` `"duplicate"`, `detail`); tools of two servers with one pool name
+/// (`mcp__x__y__z` is `x`'s `y__z` and `x__y`'s `z`): neither is in the pool, each is in
+/// `dropped` with `reason` `"collision"`, and a call by the name fails `not_found` naming both
+/// servers (`data.collision`: the entries). Prompts follow the same rule. Only connected
+/// servers' tools are in the pool. `options_json` (NULL: all): `{"server": "<name>"}` for one
+/// server's tools; any other key is `invalid_argument` naming it and the keys there are, as in
+/// every listing function's options.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_manager_list_tools(
     manager: *mut mcplug_manager,
@@ -286,7 +290,9 @@ pub unsafe extern "C" fn mcplug_manager_read_resource(
 /// The prompts of every connected server that has the `prompts` capability, listed now.
 /// `options_json` as `mcplug_manager_list_resources`. `out`: `{"prompts": [each prompt as the
 /// server sent it, with "server", "prompt" (the server's own name) and "name" the qualified name
-/// `mcp__{server}__{prompt}`, made like pool names], "errors": {"<server>": {...}}}`.
+/// `mcp__{server}__{prompt}`, made like pool names], "errors": {"<server>": {...}}, "dropped":
+/// [...]}`: a qualified name prompts of two servers come out as is given to neither, each listed
+/// in `dropped` (`name`, `server`, `prompt`, `reason` `"collision"`, `detail`), as tools are.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_manager_list_prompts(
     manager: *mut mcplug_manager,
@@ -302,7 +308,9 @@ pub unsafe extern "C" fn mcplug_manager_list_prompts(
 
 /// Gets a prompt (`prompts/get`) by its qualified name `mcp__{server}__{prompt}`, with
 /// `arguments_json` (a JSON object of strings, or NULL). `out`: the `GetPromptResult`, its text
-/// cleaned like tool output. Errors: `not_found` (no server or prompt of that name), `closed`,
+/// cleaned like tool output. Every server whose name begins the qualified name is asked for its
+/// prompts. Errors: `not_found` (no server or prompt of that name, or prompts of two servers
+/// make the name: the message names both), `closed`,
 /// `invalid_argument`, and the server's own.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_manager_get_prompt(

@@ -4,7 +4,6 @@
 //! qualified name, `mcp__{server}__{prompt}`, made the way pool names are.
 
 use super::pool;
-use super::Server;
 use crate::client::options::CallOptions;
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
@@ -107,7 +106,47 @@ pub async fn list_prompts(
             }
         }
     }
-    Ok(json!({"prompts": prompts, "errors": errors}))
+    let (prompts, dropped) = settle_prompts(prompts);
+    Ok(json!({"prompts": prompts, "errors": errors, "dropped": dropped}))
+}
+
+/// The qualified prompts that keep their names by the pool's one rule ([`pool::settle`]), and
+/// the `dropped` entries of the others.
+fn settle_prompts(prompts: Vec<Value>) -> (Vec<Value>, Vec<Value>) {
+    let (keep, dropped) = {
+        let claims: Vec<pool::Claim<'_>> = prompts
+            .iter()
+            .filter_map(|p| {
+                Some(pool::Claim {
+                    name: p.get("name")?.as_str()?,
+                    server: p.get("server")?.as_str()?,
+                    own: p.get("prompt")?.as_str()?,
+                })
+            })
+            .collect();
+        if claims.len() != prompts.len() {
+            // A prompt without a name string has no qualified name to settle; kept as listed.
+            let named: Vec<bool> = prompts
+                .iter()
+                .map(|p| p.get("prompt").and_then(Value::as_str).is_some())
+                .collect();
+            let (k, d) = pool::settle(&claims, "prompt");
+            let mut k = k.into_iter();
+            let keep: Vec<bool> = named
+                .iter()
+                .map(|n| if *n { k.next().unwrap_or(false) } else { true })
+                .collect();
+            (keep, d)
+        } else {
+            pool::settle(&claims, "prompt")
+        }
+    };
+    let kept = prompts
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(p, k)| k.then_some(p))
+        .collect();
+    (kept, dropped)
 }
 
 fn qualify(server: &str, mut prompt: Value) -> Value {
@@ -122,24 +161,60 @@ fn qualify(server: &str, mut prompt: Value) -> Value {
     prompt
 }
 
-/// The server's own name for the prompt `qualified` names (asking the server for its list:
-/// normalization is not reversible).
-pub async fn resolve_prompt(t: &Target, qualified: &str, options: &CallOptions) -> Result<String> {
-    let listed = list_of(t, "prompts/list", "prompts", options).await?;
-    listed
+/// The server and own name of the prompt `qualified` names, by the pool's one rule: every
+/// server that may make the name ([`pool::may_name`]) is asked for its list (normalization is
+/// not reversible), and a name two servers' prompts come out as goes to neither.
+pub async fn resolve_prompt(
+    targets: Vec<Target>,
+    qualified: &str,
+    options: &CallOptions,
+) -> Result<(Target, String)> {
+    let runs = targets
         .iter()
-        .filter_map(|p| p.get("name").and_then(Value::as_str))
-        .find(|own| pool::pool_name(&t.server, own) == qualified)
-        .map(str::to_string)
-        .ok_or_else(|| {
+        .map(|t| async move { list_of(t, "prompts/list", "prompts", options).await });
+    let mut prompts = Vec::new();
+    for (t, listed) in targets
+        .iter()
+        .zip(futures_util::future::join_all(runs).await)
+    {
+        let items = listed.map_err(|e| {
             Error::new(
-                ErrorKind::NotFound,
+                e.kind,
                 format!(
-                    "server {:?} has no prompt named {qualified:?} (see mcplug_manager_list_prompts)",
-                    t.server
+                    "server {:?} may have a prompt named {qualified:?} but could not be asked: {}",
+                    t.server, e.message
                 ),
             )
-        })
+        })?;
+        prompts.extend(items.into_iter().map(|p| qualify(&t.server, p)));
+    }
+    let (kept, dropped) = settle_prompts(prompts);
+    let collision: Vec<&Value> = dropped
+        .iter()
+        .filter(|d| d["name"] == qualified && d["reason"] == "collision")
+        .collect();
+    if let Some(e) = pool::collided(qualified, &collision) {
+        return Err(e);
+    }
+    let found = kept.iter().find(|p| p["name"] == qualified).and_then(|p| {
+        Some((
+            p.get("server")?.as_str()?.to_string(),
+            p.get("prompt")?.as_str()?.to_string(),
+        ))
+    });
+    let Some((server, own)) = found else {
+        return Err(Error::new(
+            ErrorKind::NotFound,
+            format!(
+                "no server of the manager has a prompt named {qualified:?} (prompt names are mcp__<server>__<prompt>; see mcplug_manager_list_prompts)"
+            ),
+        ));
+    };
+    let t = targets
+        .into_iter()
+        .find(|t| t.server == server)
+        .expect("the server was among the targets");
+    Ok((t, own))
 }
 
 /// The manager's side: what a host asks of the servers' resources and prompts.
@@ -184,23 +259,12 @@ impl super::Manager {
     ) -> Result<RawJson> {
         let inner = &self.inner;
         inner.check_open()?;
-        // The longest server prefix that fits (one server's name may prefix another's).
-        let mut owners: Vec<Arc<Server>> = inner
-            .servers
-            .lock()
-            .iter()
-            .filter(|s| qualified.starts_with(&format!("mcp__{}__", pool::normalize(&s.name))))
-            .cloned()
+        let targets: Vec<Target> = inner
+            .targets(None, "prompts")?
+            .into_iter()
+            .filter(|t| pool::may_name(&t.server, qualified))
             .collect();
-        owners.sort_by_key(|s| std::cmp::Reverse(s.name.len()));
-        let Some(owner) = owners.first() else {
-            return Err(Error::new(
-                ErrorKind::NotFound,
-                format!("no server of the manager has a prompt named {qualified:?} (prompt names are mcp__<server>__<prompt>)"),
-            ));
-        };
-        let t = inner.target(&owner.name)?;
-        let own = resolve_prompt(&t, qualified, options).await?;
+        let (t, own) = resolve_prompt(targets, qualified, options).await?;
         let mut params = json!({ "name": own });
         if let Some(a) = arguments {
             if !a.is_object() {

@@ -349,7 +349,7 @@ impl Manager {
             let pool = inner.pool.read();
             match pool.get(pool_name) {
                 Some(t) => (t.server.clone(), t.tool.clone(), t.auth),
-                None => return Err(inner.unknown_tool(pool_name)),
+                None => return Err(inner.no_tool(&pool, pool_name)),
             }
         };
         if pseudo {
@@ -474,8 +474,11 @@ impl Manager {
     ) -> Result<u64> {
         let inner = &self.inner;
         inner.check_open()?;
-        if inner.pool.read().get(pool_name).is_none() {
-            return Err(inner.unknown_tool(pool_name));
+        {
+            let pool = inner.pool.read();
+            if pool.get(pool_name).is_none() {
+                return Err(inner.no_tool(&pool, pool_name));
+            }
         }
         let call = inner.next_call.fetch_add(1, Ordering::Relaxed);
         let signal = options.started_cancel();
@@ -844,6 +847,13 @@ impl Inner {
             ErrorKind::NotFound,
             format!("no server named {name:?} in the manager"),
         )
+    }
+
+    /// Why `pool_name` is not in `pool`: a collision ([`pool::settle`]) names the servers;
+    /// otherwise as [`Inner::unknown_tool`].
+    fn no_tool(&self, pool: &Pool, pool_name: &str) -> Error {
+        pool::collided(pool_name, &pool.collision(pool_name))
+            .unwrap_or_else(|| self.unknown_tool(pool_name))
     }
 
     fn unknown_tool(&self, pool_name: &str) -> Error {

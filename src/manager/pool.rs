@@ -5,11 +5,19 @@
 //! Names: each part has every character outside `[a-zA-Z0-9_-]` replaced by `_`; a name longer
 //! than 64 characters keeps its first 55 and ends with `_` and 8 hex digits of a hash of the
 //! original server and tool names, so two long names that share a prefix stay apart, the same
-//! way on every run. Two tools whose names come out the same are a collision: the first in the
-//! pool's order keeps the name (host tools first, then server tools, each group sorted by name;
-//! ties by server then tool name) and the other is reported in `dropped`.
+//! way on every run.
+//!
+//! One rule gives a name to what it names, for tools and prompts alike ([`settle`]): names are
+//! not reversible (`mcp__x__y__z` is server `x`'s tool `y__z` and server `x__y`'s tool `z`), so a
+//! name that two servers' tools (or prompts) come out as goes to neither — each is reported in
+//! `dropped` (reason `collision`, naming the other servers), and a call by that name is refused
+//! naming them; routing it to either would let one server capture the other's name. Two tools of
+//! one server with one name: the first in the pool's order keeps it (host tools first, then
+//! server tools, each group sorted by name; ties by server then tool name) and the other is
+//! reported (reason `duplicate`).
 
 use super::hygiene;
+use crate::error::{Error, ErrorKind};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -58,6 +66,100 @@ pub fn pool_name(server: &str, tool: &str) -> String {
     let keep = MAX_NAME - HASH_HEX - 1;
     let hash = fnv1a(&[server, tool]) >> 32;
     format!("{}_{:08x}", &full[..keep], hash as u32)
+}
+
+/// Whether `name` can be a name [`pool_name`] makes for something of `server`: it begins with
+/// `mcp__{server}__` (normalized) as written, or, for a shortened name, with as much of it as
+/// the shortening kept. Who can claim a name is asked of these servers only.
+pub fn may_name(server: &str, name: &str) -> bool {
+    let prefix = format!("mcp__{}__", normalize(server));
+    let kept = MAX_NAME - HASH_HEX - 1;
+    if prefix.len() > kept {
+        return name.len() == MAX_NAME && name.starts_with(&prefix[..kept]);
+    }
+    name.starts_with(&prefix)
+}
+
+/// One claim on a qualified name: `own`, a tool's (or prompt's) own name on `server`, comes out
+/// as `name`.
+#[derive(Debug, Clone, Copy)]
+pub struct Claim<'a> {
+    pub name: &'a str,
+    pub server: &'a str,
+    pub own: &'a str,
+}
+
+/// The one rule, for tools and prompts (`what`: `"tool"` or `"prompt"`, the key of the own name
+/// in a `dropped` entry): which `claims` (in the caller's order) keep their names. A name
+/// claimed from more than one server is given to none (each claim dropped, reason `collision`);
+/// within one server the first claim keeps it (the later ones dropped, reason `duplicate`).
+/// Returns, for each claim, whether it keeps its name, and the `dropped` entries in order.
+pub fn settle(claims: &[Claim<'_>], what: &str) -> (Vec<bool>, Vec<Value>) {
+    let mut by_name: HashMap<&str, Vec<usize>> = HashMap::with_capacity(claims.len());
+    for (i, c) in claims.iter().enumerate() {
+        by_name.entry(c.name).or_default().push(i);
+    }
+    let mut keep = vec![false; claims.len()];
+    let mut dropped = Vec::new();
+    for (i, c) in claims.iter().enumerate() {
+        let same = &by_name[c.name];
+        let mut servers: Vec<&str> = same.iter().map(|&j| claims[j].server).collect();
+        servers.sort_unstable();
+        servers.dedup();
+        let (reason, detail) = if servers.len() > 1 {
+            let named: Vec<String> = servers.iter().map(|s| format!("{s:?}")).collect();
+            (
+                "collision",
+                format!(
+                    "a {what} of each of the servers {} comes out as {:?} (the name cannot tell them apart): it goes to none of them",
+                    named.join(", "),
+                    c.name
+                ),
+            )
+        } else if same[0] != i {
+            let first = &claims[same[0]];
+            (
+                "duplicate",
+                format!(
+                    "the name is taken by {what} {:?} of server {:?}",
+                    first.own, first.server
+                ),
+            )
+        } else {
+            keep[i] = true;
+            continue;
+        };
+        dropped.push(json!({
+            "name": c.name, "server": c.server, what: c.own,
+            "reason": reason, "detail": detail,
+        }));
+    }
+    (keep, dropped)
+}
+
+/// The error of a call by a name [`settle`] gave to none (`dropped`: its `collision` entries),
+/// or `None` when no collision took it: `not_found`, naming the servers, `data.collision` the
+/// entries.
+pub fn collided(name: &str, dropped: &[&Value]) -> Option<Error> {
+    if dropped.is_empty() {
+        return None;
+    }
+    let mut servers: Vec<String> = dropped
+        .iter()
+        .filter_map(|d| d["server"].as_str())
+        .map(|s| format!("{s:?}"))
+        .collect();
+    servers.sort_unstable();
+    servers.dedup();
+    let mut e = Error::new(
+        ErrorKind::NotFound,
+        format!(
+            "{name:?} names something of each of the servers {} (the name cannot tell them apart): it is routed to none of them; call them by their servers (request) or rename one server",
+            servers.join(", ")
+        ),
+    );
+    e.data = Some(json!({ "name": name, "collision": dropped }));
+    Some(e)
 }
 
 /// How the pool treats what servers send.
@@ -189,29 +291,41 @@ impl Pool {
                 .then_with(|| a.server.cmp(&b.server))
                 .then_with(|| a.tool.cmp(&b.tool))
         });
+        let claims: Vec<Claim<'_>> = all
+            .iter()
+            .map(|t| Claim {
+                name: &t.name,
+                server: &t.server,
+                own: &t.tool,
+            })
+            .collect();
+        let (keep, dropped) = settle(&claims, "tool");
         let mut pool = Pool {
             parts,
+            dropped,
             ..Pool::default()
         };
         pool.by_name.reserve(all.len());
-        for t in all {
-            if let Some(&first) = pool.by_name.get(&t.name) {
-                let winner = &pool.tools[first];
-                pool.dropped.push(json!({
-                    "name": t.name, "server": t.server, "tool": t.tool,
-                    "reason": "duplicate",
-                    "detail": format!("the pool name is taken by tool {:?} of server {:?}", winner.tool, winner.server),
-                }));
-                continue;
+        for (t, keep) in all.into_iter().zip(keep) {
+            if keep {
+                pool.by_name.insert(t.name.clone(), pool.tools.len());
+                pool.tools.push(t);
             }
-            pool.by_name.insert(t.name.clone(), pool.tools.len());
-            pool.tools.push(t);
         }
         Some(pool)
     }
 
     pub fn get(&self, name: &str) -> Option<&PoolTool> {
         self.by_name.get(name).map(|&i| &*self.tools[i])
+    }
+
+    /// Why `name` is not in the pool though tools came out as it: the `dropped` entries of a
+    /// collision (reason `collision`), if any.
+    pub fn collision(&self, name: &str) -> Vec<&Value> {
+        self.dropped
+            .iter()
+            .filter(|d| d["name"] == name && d["reason"] == "collision")
+            .collect()
     }
 
     pub fn names(&self) -> Vec<Value> {
@@ -449,5 +563,79 @@ mod tests {
             third.rebuild(&again[..1], &limits()).unwrap().tools.len(),
             2
         );
+    }
+
+    #[test]
+    fn a_name_two_servers_make_goes_to_neither() {
+        // mcp__x__y__z is server x's y__z and server x__y's z: neither captures it, in any order.
+        for order in [[0, 1], [1, 0]] {
+            let all = [
+                (
+                    "x".to_string(),
+                    Source::Server,
+                    vec![json!({"name": "y__z"}), json!({"name": "k"})],
+                ),
+                (
+                    "x__y".to_string(),
+                    Source::Server,
+                    vec![json!({"name": "z"})],
+                ),
+            ];
+            let servers: Vec<_> = order.iter().map(|&i| all[i].clone()).collect();
+            let pool = Pool::build(&servers, &limits());
+            assert!(pool.get("mcp__x__y__z").is_none(), "routed to neither");
+            assert_eq!(pool.names(), vec![json!("mcp__x__k")]);
+            assert_eq!(
+                pool.dropped.len(),
+                2,
+                "reported for both: {:?}",
+                pool.dropped
+            );
+            let mut who: Vec<(&str, &str)> = pool
+                .dropped
+                .iter()
+                .map(|d| (d["server"].as_str().unwrap(), d["tool"].as_str().unwrap()))
+                .collect();
+            who.sort();
+            assert_eq!(who, [("x", "y__z"), ("x__y", "z")]);
+            for d in &pool.dropped {
+                assert_eq!(d["reason"], "collision");
+                let detail = d["detail"].as_str().unwrap();
+                assert!(
+                    detail.contains("\"x\"") && detail.contains("\"x__y\""),
+                    "{detail}"
+                );
+            }
+            let e = collided("mcp__x__y__z", &pool.collision("mcp__x__y__z")).unwrap();
+            assert_eq!(e.kind, ErrorKind::NotFound);
+            assert!(e.message.contains("\"x__y\""), "{}", e.message);
+            assert!(collided("mcp__x__k", &pool.collision("mcp__x__k")).is_none());
+        }
+        // The same rule for prompts (the one function).
+        let claims = [
+            Claim {
+                name: "mcp__x__y__z",
+                server: "x__y",
+                own: "z",
+            },
+            Claim {
+                name: "mcp__x__y__z",
+                server: "x",
+                own: "y__z",
+            },
+            Claim {
+                name: "mcp__x__q",
+                server: "x",
+                own: "q",
+            },
+        ];
+        let (keep, dropped) = settle(&claims, "prompt");
+        assert_eq!(keep, [false, false, true]);
+        assert_eq!(dropped[0]["prompt"], "z");
+        // Who may make a name: its server's prefix as written (or as much as a shortening kept).
+        assert!(may_name("x", "mcp__x__y__z") && may_name("x__y", "mcp__x__y__z"));
+        assert!(!may_name("x__y", "mcp__x__k") && !may_name("y", "mcp__x__y__z"));
+        let long = "s".repeat(70);
+        assert!(may_name(&long, &pool_name(&long, "t")));
     }
 }

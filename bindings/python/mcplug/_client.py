@@ -357,7 +357,8 @@ class Client(_Info, Managed):
         (``verified`` is False and ``files`` ``"dynamic"`` for a skill the server generates).
         Raises InvalidResultError when the file does not match (``data["check"]``: ``"size"``,
         ``"digest"`` or ``"frontmatter"``; nothing unverified is returned), ProtocolError for
-        an invalid entry, DeniedError for a skill over the limits (512 files, 16 MiB)."""
+        an invalid entry (also one whose URIs have a dot segment, ``..`` or ``%2e%2e``, named in
+        the message), DeniedError for a skill over the limits (512 files, 16 MiB)."""
         return self._core.load_skill(uri, call_options(timeout, tag))
 
     def read_skill_file(self, skill: str, file: str, *, timeout: Timeout = None, tag: Optional[str] = None) -> Dict[str, Any]:

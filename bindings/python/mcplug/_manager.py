@@ -521,8 +521,10 @@ class Manager(Managed):
         [...]}``. Each tool: ``name`` (the pool name ``mcp__<server>__<tool>``), ``server``,
         ``tool`` (the server's own name), ``description`` (cleaned and capped), ``inputSchema``,
         ``outputSchema``/``annotations``/``title``/``_meta`` when sent, and ``read_only``,
-        ``destructive``, ``always_load``, ``search_hint``. A tool whose pool name another took is
-        in ``dropped`` with its ``reason``. Only connected servers' tools are in the pool."""
+        ``destructive``, ``always_load``, ``search_hint``. A tool whose pool name another of its
+        server took is in ``dropped`` (``reason`` ``"duplicate"``); a name tools of two servers
+        make (``mcp__x__y__z``: x's ``y__z``, x__y's ``z``) goes to neither, both in ``dropped``
+        (``reason`` ``"collision"``), and call_tool by it raises NotFoundError naming both. Only connected servers' tools are in the pool."""
         return self._core.list_tools(server)
 
     def call_tool(
@@ -565,7 +567,8 @@ class Manager(Managed):
     def list_prompts(self, server: Optional[str] = None, *, timeout: Timeout = None) -> Dict[str, Any]:
         """The prompts of every connected server that has them: ``{"prompts": [prompt +
         "server" + "prompt" (the server's own name); "name" is the qualified
-        "mcp__<server>__<prompt>"], "errors": {...}}``."""
+        "mcp__<server>__<prompt>"], "errors": {...}, "dropped": [...]}``: a name prompts of two
+        servers make goes to neither, both in ``dropped`` (``reason`` ``"collision"``), as tools."""
         return self._core.list_prompts(list_options(server, timeout))
 
     def get_prompt(
