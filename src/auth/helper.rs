@@ -7,7 +7,9 @@
 //! name; when they carry no `Authorization`, OAuth (lazy, as without a helper) supplies it.
 //!
 //! The command runs with `sh -c`, stdin closed, in its own process group (killed whole when
-//! it overruns), with `MCPLUG_SERVER_NAME` and `MCPLUG_SERVER_URL` set, and Claude Code's
+//! it overruns, and when it has exited: what it left running goes with it); its own exit, not
+//! the end of its output, ends the run (a child left holding stdout is not waited for), with
+//! `MCPLUG_SERVER_NAME` and `MCPLUG_SERVER_URL` set, and Claude Code's
 //! `CLAUDE_CODE_MCP_SERVER_NAME` and `CLAUDE_CODE_MCP_SERVER_URL` for scripts written for it.
 //! Its output is a credential: it never appears in an error, and its values are marked
 //! sensitive; its stderr (the script's own diagnostics) is quoted, cut short, when it fails.
@@ -125,12 +127,11 @@ impl HeadersHelper {
     }
 
     async fn run_command(&self) -> Result<Vec<(HeaderName, HeaderValue)>> {
-        use std::io::Read;
         use std::os::unix::process::CommandExt;
         let who = self.who();
         let fail = |why: String| Error::new(ErrorKind::Config, format!("{who}: {why}"));
         // std's process, not tokio's: tokio's would install a SIGCHLD handler in the host's
-        // process. Its pipes are read on blocking threads; the wait for them is bounded here.
+        // process. Its pipes are read on a blocking thread, bounded by the timeout itself.
         let mut cmd = std::process::Command::new("sh");
         cmd.arg("-c")
             .arg(&self.command)
@@ -144,57 +145,164 @@ impl HeadersHelper {
             cmd.env("MCPLUG_SERVER_NAME", n)
                 .env("CLAUDE_CODE_MCP_SERVER_NAME", n);
         }
-        let mut child = cmd
+        let child = cmd
             .spawn()
             .map_err(|e| fail(format!("cannot start `sh -c {:?}`: {e}", self.command)))?;
-        let pid = child.id() as i32;
-        let mut stdout = child.stdout.take().expect("piped");
-        let mut stderr = child.stderr.take().expect("piped");
-        let work = tokio::task::spawn_blocking(move || {
-            // Each pipe read to its end (what is past the limit is drained, so the command
-            // never blocks on a full pipe), stderr on a thread of its own.
-            let err = std::thread::spawn(move || {
-                let mut err = Vec::new();
-                let _ = (&mut stderr).take(1024).read_to_end(&mut err);
-                let _ = std::io::copy(&mut stderr, &mut std::io::sink());
-                err
-            });
-            let mut out = Vec::new();
-            let read = (&mut stdout).take(MAX_OUTPUT + 1).read_to_end(&mut out);
-            let _ = std::io::copy(&mut stdout, &mut std::io::sink());
-            let status = child.wait();
-            (read.map(|_| out), err.join().unwrap_or_default(), status)
-        });
-        let (out, err, status) = match tokio::time::timeout(self.timeout, work).await {
-            Ok(Ok(done)) => done,
-            Ok(Err(e)) => return Err(fail(format!("its reader failed: {e}"))),
-            Err(_) => {
-                // The process group the child leads (process_group(0)); the blocking reader
-                // then sees its pipes close and reaps it.
-                let _ = crate::sys::process::signal_group(pid, crate::sys::process::Signal::KILL);
-                return Err(fail(format!(
-                    "did not finish within {} ms (headers_helper_timeout_ms); it was killed",
-                    self.timeout.as_millis()
-                )));
-            }
+        let timeout = self.timeout;
+        let ran = tokio::task::spawn_blocking(move || Run::new(child)?.finish(timeout))
+            .await
+            .map_err(|e| fail(format!("its reader failed: {e}")))?
+            .map_err(|e| fail(format!("cannot read its output: {e}")))?;
+        let Some(status) = ran.status else {
+            return Err(fail(format!(
+                "did not finish within {} ms (headers_helper_timeout_ms); it was killed",
+                self.timeout.as_millis()
+            )));
         };
-        let err = String::from_utf8_lossy(&err).trim().to_string();
+        let err = String::from_utf8_lossy(&ran.err).trim().to_string();
         let said = if err.is_empty() {
             String::new()
         } else {
             format!("; it said: {err}")
         };
-        let status = status.map_err(|e| fail(format!("cannot wait for it: {e}")))?;
         if !status.success() {
             return Err(fail(format!("exited with {status}{said}")));
         }
-        let out = out.map_err(|e| fail(format!("cannot read its output: {e}")))?;
-        if out.len() as u64 > MAX_OUTPUT {
+        if ran.out.len() as u64 > MAX_OUTPUT {
             return Err(fail(format!(
                 "its output is larger than {MAX_OUTPUT} bytes"
             )));
         }
-        parse_output(&out).map_err(fail)
+        parse_output(&ran.out).map_err(fail)
+    }
+}
+
+/// How long the pipes are read after the helper exited: what it wrote just before is taken; a
+/// child it left holding them (`cmd &`, a `setsid` daemon) is not waited for.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
+
+/// One run of the helper's command: its pipes read side by side (non-blocking, through
+/// `sys::fd`) while the helper itself is watched, so its end — not its pipes' — ends the run.
+struct Run {
+    child: std::process::Child,
+    out_pipe: Option<std::process::ChildStdout>,
+    err_pipe: Option<std::process::ChildStderr>,
+    out: Vec<u8>,
+    err: Vec<u8>,
+    /// The exit status; `None` when it was killed for overrunning.
+    status: Option<std::process::ExitStatus>,
+}
+
+impl Run {
+    fn new(mut child: std::process::Child) -> std::io::Result<Run> {
+        let out_pipe = child.stdout.take();
+        let err_pipe = child.stderr.take();
+        for fd in [
+            out_pipe.as_ref().map(std::os::fd::AsFd::as_fd),
+            err_pipe.as_ref().map(std::os::fd::AsFd::as_fd),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            crate::sys::fd::set_nonblocking(fd, true)?;
+        }
+        Ok(Run {
+            child,
+            out_pipe,
+            err_pipe,
+            out: Vec::new(),
+            err: Vec::new(),
+            status: None,
+        })
+    }
+
+    /// Reads until the helper has exited and its pipes are done (or [`DRAIN_AFTER_EXIT`] has
+    /// passed since), or `timeout` has: then its process group is killed and it is reaped. Its
+    /// pipes are closed when this returns, whoever else still holds them, and what it left
+    /// running in its process group is killed: nothing is left behind but a child that left the
+    /// group (`setsid`), which is that child's to end.
+    fn finish(mut self, timeout: Duration) -> std::io::Result<Run> {
+        let deadline = Instant::now() + timeout;
+        let mut exited_at = None;
+        loop {
+            self.read_what_there_is()?;
+            let now = Instant::now();
+            if exited_at.is_none() {
+                if let Some(status) = self.child.try_wait()? {
+                    self.status = Some(status);
+                    exited_at = Some(now);
+                }
+            }
+            let pipes_done = self.out_pipe.is_none() && self.err_pipe.is_none();
+            match exited_at {
+                Some(at) if pipes_done || now >= at + DRAIN_AFTER_EXIT => {
+                    // What it left running in its group goes with it.
+                    let _ = crate::sys::process::signal_group(
+                        self.child.id() as i32,
+                        crate::sys::process::Signal::KILL,
+                    );
+                    break;
+                }
+                None if now >= deadline => {
+                    let pid = self.child.id() as i32;
+                    let _ =
+                        crate::sys::process::signal_group(pid, crate::sys::process::Signal::KILL);
+                    let _ = self.child.wait();
+                    self.status = None;
+                    break;
+                }
+                _ => {}
+            }
+            // Wait for output, or look at the helper again (its exit makes no descriptor
+            // readable while a child of its holds the pipes).
+            let slice = Duration::from_millis(10);
+            match (&self.out_pipe, &self.err_pipe) {
+                (Some(o), e) => {
+                    use std::os::fd::AsFd;
+                    crate::sys::fd::wait_readable(o.as_fd(), e.as_ref().map(|e| e.as_fd()), slice);
+                }
+                (None, Some(e)) => {
+                    crate::sys::fd::wait_ready(e, crate::sys::fd::Ready::Read, slice);
+                }
+                (None, None) => std::thread::sleep(slice),
+            }
+        }
+        self.out_pipe = None;
+        self.err_pipe = None;
+        Ok(self)
+    }
+
+    /// Reads what each pipe has now, keeping at most [`MAX_OUTPUT`] + 1 bytes of stdout and 1 KiB
+    /// of stderr (the rest is read and dropped, so the helper never blocks on a full pipe); a
+    /// pipe at its end is closed.
+    fn read_what_there_is(&mut self) -> std::io::Result<()> {
+        drain(&mut self.out_pipe, &mut self.out, MAX_OUTPUT as usize + 1)?;
+        drain(&mut self.err_pipe, &mut self.err, 1024)
+    }
+}
+
+/// Reads what `pipe` has now into `kept` (up to `cap` bytes kept); closes it at its end.
+fn drain<P: std::os::fd::AsFd>(
+    pipe: &mut Option<P>,
+    kept: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<()> {
+    let Some(p) = pipe else { return Ok(()) };
+    let mut buf = [0u8; 8192];
+    loop {
+        match crate::sys::fd::read(p.as_fd(), &mut buf) {
+            Ok(0) => {
+                *pipe = None;
+                return Ok(());
+            }
+            Ok(n) => {
+                let room = cap.saturating_sub(kept.len()).min(n);
+                kept.extend_from_slice(&buf[..room]);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -380,6 +488,30 @@ mod tests {
                 assert!(e.message.contains(want), "{cmd}: {}", e.message);
                 assert!(e.message.contains("headersHelper of server \"srv\""));
                 assert!(!e.message.contains("secret"), "{}", e.message);
+            }
+        });
+    }
+
+    #[test]
+    fn the_helpers_own_exit_ends_the_run_not_a_child_holding_its_output() {
+        crate::runtime::block_on(async {
+            for cmd in [
+                r#"(sleep 30 &); printf '{"X-A": "1"}'"#,
+                r#"setsid sleep 3 & printf '{"X-A": "1"}'"#,
+                r#"printf '{"X-A": '; (sleep 30 &); printf '"1"}'"#,
+            ] {
+                let started = Instant::now();
+                let h = helper(cmd, 10_000);
+                h.prepare()
+                    .await
+                    .unwrap_or_else(|e| panic!("{cmd}: {}", e.message));
+                let got = names(&h.apply(&request()));
+                assert!(got.contains(&("x-a".into(), "1".into())), "{cmd}: {got:?}");
+                assert!(
+                    started.elapsed() < Duration::from_secs(3),
+                    "{cmd}: took {:?}",
+                    started.elapsed()
+                );
             }
         });
     }
