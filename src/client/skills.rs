@@ -34,6 +34,11 @@ const MAX_FILES: usize = 512;
 const MAX_BYTES: u64 = 16 * 1024 * 1024;
 /// How deep a frontmatter value may nest.
 const MAX_DEPTH: usize = 64;
+/// The most bytes a frontmatter block may take: a skill's name, description and a few fields
+/// are a few hundred bytes; a block of megabytes cost a gigabyte to parse before it was refused.
+const MAX_FRONTMATTER_BYTES: usize = 64 << 10;
+/// The most YAML nodes (scalars, sequences, mappings) a frontmatter may hold.
+const MAX_NODES: usize = 10_000;
 
 /// The skills this connection knows of.
 #[derive(Default)]
@@ -378,6 +383,9 @@ fn frontmatter_of(text: &str) -> std::result::Result<Map<String, Value>, String>
     let mut at = start;
     let mut end = None;
     for line in lines {
+        if at - start > MAX_FRONTMATTER_BYTES {
+            break; // refused below, before anything is parsed
+        }
         if line
             .trim_end_matches(['\r', '\n'])
             .trim_end_matches([' ', '\t'])
@@ -388,16 +396,41 @@ fn frontmatter_of(text: &str) -> std::result::Result<Map<String, Value>, String>
         }
         at += line.len();
     }
+    if end.is_none() && at - start > MAX_FRONTMATTER_BYTES {
+        return Err(format!(
+            "its frontmatter block is larger than {MAX_FRONTMATTER_BYTES} bytes"
+        ));
+    }
     let yaml = &text[start..end.ok_or("its frontmatter block has no closing `---` line")?];
+    if yaml.len() > MAX_FRONTMATTER_BYTES {
+        return Err(format!(
+            "its frontmatter block is larger than {MAX_FRONTMATTER_BYTES} bytes ({})",
+            yaml.len()
+        ));
+    }
     // A first pass over the events, iterative (the parser's own `load` recurses once per level,
     // and a few hundred bytes of nested block sequences overflow a small host stack): the
     // nesting is bounded and anchors and aliases refused before any tree is built.
     let mut parser = yaml_rust2::parser::Parser::new_from_str(yaml);
     let mut depth = 0usize;
+    let mut nodes = 0usize;
     loop {
         let (event, _) = parser
             .next_token()
             .map_err(|e| format!("its frontmatter is not valid YAML ({e})"))?;
+        if matches!(
+            event,
+            yaml_rust2::Event::Scalar(..)
+                | yaml_rust2::Event::SequenceStart(..)
+                | yaml_rust2::Event::MappingStart(..)
+        ) {
+            nodes += 1;
+            if nodes > MAX_NODES {
+                return Err(format!(
+                    "its frontmatter has more than {MAX_NODES} YAML nodes"
+                ));
+            }
+        }
         match event {
             yaml_rust2::Event::StreamEnd => break,
             yaml_rust2::Event::Alias(_) => {
@@ -710,6 +743,33 @@ mod tests {
 
     const SKILL: &str = "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\n---\n\nSkill body.\n";
     const FORMS: &str = "Supporting content.\n";
+
+    #[test]
+    fn a_large_frontmatter_is_refused_before_it_is_parsed() {
+        // 15 MiB of frontmatter (closed, and never closed), and many small nodes.
+        let big = format!(
+            "---\nname: demo\ndescription: {}\n---\nbody\n",
+            "x".repeat(15 << 20)
+        );
+        let open = format!("---\nname: demo\n{}", "k: v\n".repeat(3 << 20));
+        let many = format!("---\nname: demo\nl: [{}]\n---\n", "1,".repeat(20_000));
+        let started = std::time::Instant::now();
+        for (text, says) in [
+            (&big, "larger than"),
+            (&open, "larger than"),
+            (&many, "YAML nodes"),
+        ] {
+            let e = frontmatter_of(text).unwrap_err();
+            assert!(e.contains(says), "{e}");
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        let ok = "---\nname: demo\ndescription: fine\n---\nbody\n";
+        assert!(frontmatter_of(ok).is_ok());
+    }
 
     #[test]
     fn deep_frontmatter_is_refused_without_recursing_on_a_small_stack() {
