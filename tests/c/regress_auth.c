@@ -57,6 +57,16 @@ static char *string_after(const char *json, const char *key) {
     return end ? strndup(at, (size_t)(end - at)) : NULL;
 }
 
+/* Rewrites "http://localhost:" at the start of `url` (in place) as "http://127.0.0.1:". */
+static void numeric_host(char *url) {
+    const char *from = "http://localhost:";
+    if (url == NULL || strncmp(url, from, strlen(from)) != 0) return;
+    char rest[4096];
+    snprintf(rest, sizeof rest, "%s", url + strlen(from));
+    /* "127.0.0.1" is as long as "localhost". */
+    snprintf(url, strlen(url) + 1, "http://127.0.0.1:%s", rest);
+}
+
 /* Opens a TCP connection to 127.0.0.1:port that sends nothing. */
 static int idle_connection(int port) {
     char p[16];
@@ -95,6 +105,9 @@ static void *host(void *arg) {
         mcplug_string_free(ev);
         if (how == SLOW_FOLLOW) sleep_ms(6500);
         char *loc = location_of(auth_url);
+        /* The listener is on 127.0.0.1 too: no name to look up on this thread (see http_get.h). */
+        numeric_host(loc);
+        numeric_host(redirect);
         char answer[4096];
         int idle[8];
         if (how == CROWD) {
@@ -235,12 +248,13 @@ helper:
             CHECK(now_s() - t0 < bound_s(3), "the helper's exit ended its run (%.1f s)", now_s() - t0);
             call_whoami(c);
             mcplug_client_free(c);
-            if (i == 0) {
+            if (i == 1) { /* after a first connect has made what the library makes once */
                 fds = count_entries("/proc/self/fd");
                 tasks = count_entries("/proc/self/task");
             }
         }
-        CHECK(count_entries("/proc/self/fd") <= fds, "no descriptor left behind (%d, was %d)", count_entries("/proc/self/fd"), fds);
+        /* (valgrind opens a descriptor or two of its own on the way) */
+        CHECK(count_entries("/proc/self/fd") <= fds + (reduced() ? 2 : 0), "no descriptor left behind (%d, was %d)", count_entries("/proc/self/fd"), fds);
         CHECK(count_entries("/proc/self/task") <= tasks + 2, "no thread left behind (%d, was %d)", count_entries("/proc/self/task"), tasks);
     }
     stop_server();
