@@ -126,6 +126,17 @@ static inline const char *peer(const char *var) {
     return v;
 }
 
+/* The string value of the first `"key":"` in `json` (malloc'd), or NULL. */
+static inline char *string_after(const char *json, const char *key) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    const char *at = json ? strstr(json, pat) : NULL;
+    if (at == NULL) return NULL;
+    at += strlen(pat);
+    const char *end = strchr(at, '"');
+    return end ? strndup(at, (size_t)(end - at)) : NULL;
+}
+
 /* Appends `s` to `buf` as a JSON string (quotes included). */
 static inline void json_str(char *buf, size_t cap, const char *s) {
     size_t n = strlen(buf);

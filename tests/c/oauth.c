@@ -12,17 +12,6 @@
 
 static mcplug_manager *M;
 
-/* The string value of the first `"key":"` in `json` (malloc'd), or NULL. */
-static char *string_after(const char *json, const char *key) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\":\"", key);
-    const char *at = json ? strstr(json, pat) : NULL;
-    if (at == NULL) return NULL;
-    at += strlen(pat);
-    const char *end = strchr(at, '"');
-    return end ? strndup(at, (size_t)(end - at)) : NULL;
-}
-
 static char *status_now(void) {
     char *out = NULL;
     mcplug_status st = mcplug_manager_status(M, &out);

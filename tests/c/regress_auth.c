@@ -46,17 +46,6 @@ static enum behaviour how;
 static int asked;
 static int forged_status;
 
-/* The string value of the first `"key":"` in `json` (malloc'd), or NULL. */
-static char *string_after(const char *json, const char *key) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\":\"", key);
-    const char *at = json ? strstr(json, pat) : NULL;
-    if (at == NULL) return NULL;
-    at += strlen(pat);
-    const char *end = strchr(at, '"');
-    return end ? strndup(at, (size_t)(end - at)) : NULL;
-}
-
 /* Rewrites "http://localhost:" at the start of `url` (in place) as "http://127.0.0.1:". */
 static void numeric_host(char *url) {
     const char *from = "http://localhost:";
