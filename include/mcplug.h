@@ -40,7 +40,9 @@ typedef enum mcplug_status {
    */
   MCPLUG_CANCELLED = 3,
   /**
-   * The connection is closed: the server exited, or the handle was closed.
+   * The connection is closed: the server exited, or the handle was closed — or this process is
+   * a child forked after mcplug started in its parent, where every call returns it (`data`:
+   * `{"reason": "forked", "parent_pid"}`) and freeing a handle does nothing.
    */
   MCPLUG_CLOSED = 4,
   /**

@@ -18,6 +18,7 @@ use tokio::runtime::{Builder, Runtime};
 static RUNTIME: Lazy<Runtime> = Lazy::new(|| {
     crate::log::init();
     crate::sys::signal::ignore_default_sigpipe();
+    crate::sys::fork::watch();
     Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("mcplug-rt")

@@ -547,6 +547,11 @@ fn c_regress_names() {
 }
 
 #[test]
+fn c_regress_fork() {
+    run("regress_fork");
+}
+
+#[test]
 fn every_c_test_is_run() {
     // A new tests/c/*.c must get its #[test] above.
     let known = [
@@ -566,6 +571,7 @@ fn every_c_test_is_run() {
         "regress_config",
         "regress_lists",
         "regress_names",
+        "regress_fork",
     ];
     let dir = manifest_dir().join("tests/c");
     for entry in std::fs::read_dir(&dir).expect("read tests/c") {

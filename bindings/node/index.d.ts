@@ -17,6 +17,9 @@ export type ErrorKind =
   | 'invalid_argument'
   | 'timeout'
   | 'cancelled'
+  /** The connection is closed: the server exited, or the handle was closed. Also every call in a
+   *  process forked after mcplug started (`data.reason` `'forked'`); Node itself never forks a
+   *  live process — `child_process.fork` and `cluster` start fresh ones, which work. */
   | 'closed'
   | 'transport'
   | 'protocol'

@@ -81,13 +81,38 @@ pub fn panic_error(payload: Box<dyn std::any::Any + Send>) -> Error {
     )
 }
 
+/// Refuses work in a child forked after the library started (`sys/fork.rs`): its threads are
+/// not there, and its handles name the parent's servers and connections. One atomic load.
+#[inline]
+pub fn not_forked() -> Result<(), Error> {
+    match crate::sys::fork::forked_from() {
+        None => Ok(()),
+        Some(parent) => Err(forked_error(parent)),
+    }
+}
+
+#[cold]
+fn forked_error(parent: u32) -> Error {
+    Error::closed(format!(
+        "mcplug cannot be used in this process: it was forked from process {parent} after mcplug \
+         started there, and mcplug's threads and connections stay with that process. A handle \
+         from the parent may only be freed here (which does nothing to the parent's servers). \
+         Use mcplug in a process started fresh (exec, or Python multiprocessing's \"spawn\" or \
+         \"forkserver\" start method), or only in processes forked before it first connected"
+    ))
+    .with_data(serde_json::json!({"reason": "forked", "parent_pid": parent}))
+}
+
 /// Runs an entry point's body inside the panic boundary. Used *inside* each literal
 /// `#[no_mangle] extern "C" fn` so that cbindgen still sees the function.
 macro_rules! ffi_boundary {
     ($out:expr, $body:block) => {{
         let out = $out;
         match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(
-            || -> ::std::result::Result<String, $crate::error::Error> { $body },
+            || -> ::std::result::Result<String, $crate::error::Error> {
+                $crate::ffi::boundary::not_forked()?;
+                $body
+            },
         )) {
             Ok(outcome) => $crate::ffi::boundary::finish(out, outcome),
             Err(payload) => {
@@ -103,7 +128,10 @@ macro_rules! ffi_boundary_quiet {
     ($out:expr, $body:block) => {{
         let out = $out;
         match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(
-            || -> ::std::result::Result<(), $crate::error::Error> { $body },
+            || -> ::std::result::Result<(), $crate::error::Error> {
+                $crate::ffi::boundary::not_forked()?;
+                $body
+            },
         )) {
             Ok(outcome) => $crate::ffi::boundary::finish_quiet(out, outcome),
             Err(payload) => $crate::ffi::boundary::finish_quiet(

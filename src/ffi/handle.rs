@@ -66,6 +66,8 @@ pub fn enter<'a, H: Handle>(ptr: *mut H) -> Result<Entered<'a, H>, Error> {
 
 /// Hands a new handle to the host (its pointer, for `Box::from_raw` in `free`).
 pub fn into_raw<H: Handle>(handle: H) -> *mut H {
+    // A child forked from here on must know that this handle is not its own.
+    crate::sys::fork::watch();
     Box::into_raw(Box::new(handle))
 }
 
@@ -73,11 +75,15 @@ pub fn into_raw<H: Handle>(handle: H) -> *mut H {
 /// inside it return), then this waits for every entry to leave and frees it. A panic inside is
 /// contained (the handle is then leaked, never freed twice).
 ///
+/// In a child forked after the library started, this returns at once and frees nothing: the
+/// handle's servers, pipes and sockets are the parent's, and the threads its entries and its
+/// close would wait for do not exist in the child (the memory goes when the child exits).
+///
 /// # Safety
 /// `ptr` is NULL or a pointer `into_raw` returned that was not freed before; the host may not use
 /// it again.
 pub unsafe fn free<H: Handle>(ptr: *mut H, close: impl FnOnce(&H)) {
-    if ptr.is_null() {
+    if ptr.is_null() || crate::sys::fork::forked_from().is_some() {
         return;
     }
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

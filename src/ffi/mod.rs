@@ -11,6 +11,11 @@
 //! has not been freed; each out-pointer is NULL or valid for one write. Nothing else is required:
 //! NULL, bad UTF-8 and malformed JSON are reported as `MCPLUG_INVALID_ARGUMENT`, never undefined
 //! behaviour.
+//!
+//! Fork: in a child forked after mcplug started (its runtime ran, or a handle was made), every
+//! fallible function returns `MCPLUG_CLOSED` at once and `*_free` returns without touching
+//! anything, so a child can neither hang on the parent's threads nor disturb its servers
+//! (`sys/fork.rs`).
 #![allow(clippy::missing_safety_doc)]
 // Every `unsafe` block here says why it is sound (the C boundary is where the contract is kept).
 
@@ -44,7 +49,9 @@ pub enum mcplug_status {
     MCPLUG_TIMEOUT = 2,
     /// The host cancelled the call (its tag, its cancel token, its started call's cancel).
     MCPLUG_CANCELLED = 3,
-    /// The connection is closed: the server exited, or the handle was closed.
+    /// The connection is closed: the server exited, or the handle was closed — or this process is
+    /// a child forked after mcplug started in its parent, where every call returns it (`data`:
+    /// `{"reason": "forked", "parent_pid"}`) and freeing a handle does nothing.
     MCPLUG_CLOSED = 4,
     /// The transport failed: the server could not start, a pipe or socket broke, an HTTP error, a
     /// message too large.
@@ -148,6 +155,9 @@ pub unsafe extern "C" fn mcplug_cancel_token_new(token: *mut u64) -> mcplug_stat
     if token.is_null() {
         return mcplug_status::MCPLUG_INVALID_ARGUMENT;
     }
+    if boundary::not_forked().is_err() {
+        return mcplug_status::MCPLUG_CLOSED;
+    }
     // SAFETY: not NULL, and by the contract valid for one write.
     unsafe { *token = cancel::token_new() };
     mcplug_status::MCPLUG_OK
@@ -158,6 +168,9 @@ pub unsafe extern "C" fn mcplug_cancel_token_new(token: *mut u64) -> mcplug_stat
 /// thread.
 #[no_mangle]
 pub extern "C" fn mcplug_cancel_token_cancel(token: u64) -> mcplug_status {
+    if boundary::not_forked().is_err() {
+        return mcplug_status::MCPLUG_CLOSED;
+    }
     if cancel::token_cancel(token) {
         mcplug_status::MCPLUG_OK
     } else {
@@ -170,6 +183,9 @@ pub extern "C" fn mcplug_cancel_token_cancel(token: u64) -> mcplug_status {
 /// was no such token.
 #[no_mangle]
 pub extern "C" fn mcplug_cancel_token_free(token: u64) -> mcplug_status {
+    if boundary::not_forked().is_err() {
+        return mcplug_status::MCPLUG_CLOSED;
+    }
     if cancel::token_free(token) {
         mcplug_status::MCPLUG_OK
     } else {

@@ -7,7 +7,8 @@
 //! It is written over [rustix](https://docs.rs/rustix) (safe, typed system calls; raw syscalls on
 //! Linux, no libc in between), and over libc only where rustix has no safe call for a library:
 //! signal dispositions ([`signal`]), pthread stack bounds ([`thread`]), `getpwuid_r` ([`user`]),
-//! `dladdr` ([`dl`]), and `fork`/`_exit` (tests and the child side of a spawn).
+//! `dladdr` ([`dl`]), `pthread_atfork` ([`fork`]), and `fork`/`_exit` (tests and the child side of
+//! a spawn).
 //!
 //! **Linux is the supported platform.** The library builds, and its tests run, on Linux only
 //! (glibc or musl, kernel 4.x; a pidfd needs 5.3, and without one a thread waits for each server
@@ -26,6 +27,7 @@
 
 pub(crate) mod dl;
 pub(crate) mod fd;
+pub(crate) mod fork;
 pub(crate) mod fs;
 pub(crate) mod net;
 pub(crate) mod process;

@@ -50,6 +50,13 @@ calls). Requests with no handler are answered "method not found", unless you dec
 capability yourself (``capabilities=``) or gave ``roots``: then they come to ``next_event`` and
 you answer with ``respond``. Close clients (``with``/``close()``); a forgotten one is closed when
 garbage-collected or at exit, so no server process outlives its client.
+
+Fork: a process forked after mcplug started (``os.fork``, multiprocessing's ``"fork"`` start
+method, gunicorn's ``preload_app``) cannot use it — every call there, on an inherited client or a
+new one, raises ``ClosedError`` at once (``data["reason"] == "forked"``), and ``close()`` only
+lets go, leaving the parent's connection and servers untouched. Make clients in each worker
+after the fork, or start workers with ``multiprocessing.get_context("spawn")`` (or
+``"forkserver"``).
 """
 from __future__ import annotations
 

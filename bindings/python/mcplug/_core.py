@@ -517,6 +517,8 @@ class HandleCore:
         self._cond = threading.Condition()
         self._closing = False
         self._closed_done = threading.Event()
+        #: The process that made the handle: a child forked from it only lets go (see close()).
+        self._pid = os.getpid()
         self._routes: Dict[str, List[Handler]] = {}
         #: Request handlers still running: event id -> what stops it (an async handler's future)
         #: or None; and the ids the library withdrew (request_cancelled / request_expired) while
@@ -922,7 +924,17 @@ class HandleCore:
     def close(self) -> None:
         """Closes the connection (the library fails blocked calls with CLOSED and the pump drains
         the last events, then sees CLOSED), joins the pump, and frees the handle once no call is
-        inside the library any more. From a handler on the pump thread it does not join itself."""
+        inside the library any more. From a handler on the pump thread it does not join itself.
+
+        In a child forked from the process that made the handle, it only lets go: the library
+        refuses every call there (ClosedError, reason "forked") and leaves the parent's
+        connection, threads and servers alone, and this binding's pump and calls are the
+        parent's too."""
+        if os.getpid() != self._pid:
+            self._closing = True
+            self._handle = None
+            self._closed_done.set()
+            return
         on_pump = threading.current_thread() is self._pump
         with self._cond:
             first = not self._closing
