@@ -182,10 +182,9 @@ pub unsafe extern "C" fn mcplug_manager_list_tools(
     ffi_boundary!(out, {
         let h = enter(manager)?;
         let server = listing_options(options_json, Listing::Pool)?.server;
-        // The entries hold the servers' schemas, as deep as they came: the tree is rendered on
-        // the library's spare stack (a 128 KiB host thread overflows in a debug build).
-        let manager = &h.0.manager;
-        on_spare_stack(|| manager.list_tools(server.as_deref()).to_string())
+        // Written from the pool without a tree: the servers' schemas, however deep, are copied
+        // as text, so no recursion depends on them (a 128 KiB host thread is enough).
+        Ok(h.0.manager.list_tools_text(server.as_deref()))
     })
 }
 

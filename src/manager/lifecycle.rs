@@ -5,6 +5,7 @@
 //! learns about an older generation is dropped.
 
 use super::event::ManagerEvent;
+use super::pool::Listed;
 use super::{state_for, HostCall, Inner, Mode, Server, Spec, State};
 use crate::client::events::{Item, PulledItem};
 use crate::client::options::{CallOptions, ConnectOptions};
@@ -218,7 +219,7 @@ impl Inner {
         &self,
         client: Client,
         info: Value,
-    ) -> Result<(Client, Value, Vec<Value>)> {
+    ) -> Result<(Client, Value, Vec<Listed>)> {
         let has_tools = info
             .get("capabilities")
             .and_then(|c| c.get("tools"))
@@ -252,7 +253,7 @@ impl Inner {
             st.error = None;
             st.attempt = 0;
             st.info = Some(json!({"server_info": {"name": server.name}, "era": "in-process"}));
-            st.tools = Arc::new(server.sdk_tools.lock().clone());
+            st.tools = Arc::new(super::pool::listed(&server.sdk_tools.lock()));
             true
         });
         if settled {
@@ -561,11 +562,22 @@ fn with_server(event: Event, server: &str) -> Value {
     Value::Object(object)
 }
 
-pub(super) fn tools_of(list: RawJson) -> Result<Vec<Value>> {
-    match list.value()?.get_mut("tools").map(Value::take) {
-        Some(Value::Array(tools)) => Ok(tools),
-        _ => Ok(Vec::new()),
+/// The tools of a `tools/list` result, each kept as the text the server sent (see
+/// `pool::Listed`); no `tools` array: none.
+pub(super) fn tools_of(list: RawJson) -> Result<Vec<Listed>> {
+    #[derive(serde::Deserialize)]
+    struct Listing {
+        tools: Option<Box<RawValue>>,
     }
+    let result: Listing = serde_json::from_str(list.as_str()).map_err(|e| {
+        Error::protocol(format!(
+            "the server's tools/list result could not be read: {e}"
+        ))
+    })?;
+    Ok(result
+        .tools
+        .and_then(|tools| serde_json::from_str::<Vec<Listed>>(tools.get()).ok())
+        .unwrap_or_default())
 }
 
 /// Moves one connection's events into the manager's queue until the connection ends; an end

@@ -145,7 +145,7 @@ struct ServerState {
     client: Option<Arc<Client>>,
     info: Option<Value>,
     /// As listed (shared with the pool's part of this server: see `Pool::rebuild`).
-    tools: Arc<Vec<Value>>,
+    tools: Arc<Vec<pool::Listed>>,
     /// The reconnect attempt under way (0: none).
     attempt: u32,
     /// Bumped by every connect attempt series and every deliberate close.
@@ -327,13 +327,27 @@ impl Manager {
     /// The pool: `{"tools": [...], "dropped": [...]}` (optionally one server's tools only).
     pub fn list_tools(&self, server: Option<&str>) -> Value {
         let pool = self.inner.pool.read().clone();
-        let tools: Vec<&Value> = pool
-            .tools
-            .iter()
-            .filter(|t| server.is_none_or(|s| s == t.server))
-            .map(|t| &t.entry)
-            .collect();
-        json!({ "tools": tools, "dropped": pool.dropped })
+        serde_json::to_value(Self::listing(&pool, server)).unwrap_or(Value::Null)
+    }
+
+    /// [`Manager::list_tools`] as JSON text, written straight from the pool (no tree: a pool of
+    /// 100,000 tools is 20 MB of text, and ten times that as a tree).
+    pub fn list_tools_text(&self, server: Option<&str>) -> String {
+        let pool = self.inner.pool.read().clone();
+        // Writing into a String fails only on a map key that is not a string: there is none.
+        serde_json::to_string(&Self::listing(&pool, server)).unwrap_or_default()
+    }
+
+    fn listing<'a>(pool: &'a Pool, server: Option<&str>) -> pool::Listing<'a> {
+        pool::Listing {
+            tools: pool
+                .tools
+                .iter()
+                .filter(|t| server.is_none_or(|s| s == t.server))
+                .map(|t| &**t)
+                .collect(),
+            dropped: &pool.dropped,
+        }
     }
 
     /// Routes a call by its pool name; the result is cleaned and capped (`hygiene.rs`).
@@ -440,7 +454,7 @@ impl Manager {
         let connected = inner.change(&server, |st| {
             let connected = st.state == State::Connected;
             if connected {
-                st.tools = Arc::new(tools);
+                st.tools = Arc::new(pool::listed(&tools));
             }
             connected
         });
@@ -932,7 +946,7 @@ impl Inner {
     }
 
     fn rebuild_into(&self, pool: &mut Arc<Pool>) {
-        let servers: Vec<(String, Source, Arc<Vec<Value>>)> = self
+        let servers: Vec<(String, Source, Arc<Vec<pool::Listed>>)> = self
             .servers
             .lock()
             .iter()

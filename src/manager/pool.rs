@@ -18,9 +18,26 @@
 
 use super::hygiene;
 use crate::error::{Error, ErrorKind};
-use serde_json::{json, Map, Value};
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// One tool as its server listed it: the text it sent, kept whole. Trees cost ten times the
+/// text and more: 100,000 small tools (7 MB listed) held 460 MiB as trees and pool entries.
+pub type Listed = Box<RawValue>;
+
+/// The members of a listed tool a pool entry passes on as the server wrote them, in this order.
+const PASSED: [&str; 5] = [
+    "title",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+    "_meta",
+];
 
 /// The longest tool name the model APIs accept.
 const MAX_NAME: usize = 64;
@@ -185,8 +202,8 @@ pub enum Source {
 pub const AUTHENTICATE: &str = "authenticate";
 
 /// The tool list of a server in `needs-auth`: the pseudo-tool alone.
-pub fn authenticate_tools(server: &str) -> Vec<Value> {
-    vec![json!({
+pub fn authenticate_tools(server: &str) -> Vec<Listed> {
+    listed(&[json!({
         "name": AUTHENTICATE,
         "description": format!(
             "The MCP server {server:?} needs authorization before its tools can be used. Call this \
@@ -194,10 +211,19 @@ pub fn authenticate_tools(server: &str) -> Vec<Value> {
              authorized, this tool is replaced by the server's own tools."
         ),
         "inputSchema": {"type": "object", "properties": {}},
-    })]
+    })])
 }
 
-/// One tool of the pool.
+/// Tools as listed, from trees (an in-process server's, the pseudo-tool).
+pub fn listed(tools: &[Value]) -> Vec<Listed> {
+    tools
+        .iter()
+        .filter_map(|t| serde_json::value::to_raw_value(t).ok())
+        .collect()
+}
+
+/// One tool of the pool: what the host is handed for it, as small fields and spans of the text
+/// its server listed (shared with the server's part), so the pool costs about what was sent.
 #[derive(Debug, Clone)]
 pub struct PoolTool {
     pub name: String,
@@ -207,11 +233,104 @@ pub struct PoolTool {
     pub host: bool,
     /// The `authenticate` pseudo-tool of a server in `needs-auth`.
     pub auth: bool,
-    /// The entry handed to the host (JSON).
-    pub entry: Value,
+    /// The server's tools as listed, and this one's index there.
+    listed: Arc<Vec<Listed>>,
+    index: usize,
+    description: Description,
+    /// Characters cut from the description (0: none).
+    pub description_cut: usize,
+    /// Where `title`, `inputSchema`, `outputSchema`, `annotations`, `_meta` are in the tool's text.
+    passed: [Option<Span>; PASSED.len()],
+    pub read_only: bool,
+    pub destructive: bool,
+    pub always_load: bool,
+    pub search_hint: Option<String>,
 }
 
-/// What `list_tools` returns, and the reverse map.
+/// A member's value in a tool's text: its byte offset and length.
+#[derive(Debug, Clone, Copy)]
+struct Span(u32, u32);
+
+#[derive(Debug, Clone)]
+enum Description {
+    /// The server's own string, which cleaning and the cap left as it was.
+    Listed(Span),
+    /// Cleaned or cut (or there was none: empty).
+    Made(String),
+}
+
+impl PoolTool {
+    /// The entry as a tree (search results, the command line, tests); [`Serialize`] writes the
+    /// same as text without one.
+    pub fn entry(&self) -> Value {
+        // Serializing into a tree fails only on a map key that is not a string: there is none.
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// The description the host is handed (cleaned and capped).
+    pub fn description(&self) -> Cow<'_, str> {
+        match &self.description {
+            Description::Listed(span) => {
+                Cow::Owned(serde_json::from_str(self.member(*span).get()).unwrap_or_default())
+            }
+            Description::Made(text) => Cow::Borrowed(text),
+        }
+    }
+
+    /// A member of the tool's text as the server wrote it.
+    fn member(&self, Span(at, len): Span) -> &RawValue {
+        let text = self.listed[self.index].get();
+        let at = at as usize;
+        // The span was a member's value when the pool was built from this very text.
+        serde_json::from_str(&text[at..at + len as usize]).unwrap_or_else(|_| null())
+    }
+}
+
+fn null() -> &'static RawValue {
+    static NULL: once_cell::sync::Lazy<Box<RawValue>> =
+        once_cell::sync::Lazy::new(|| RawValue::from_string("null".into()).expect("JSON"));
+    &NULL
+}
+
+/// The host's view of one tool: pool name, origin, cleaned and capped description, the members
+/// passed on as the server sent them, and the flags.
+impl Serialize for PoolTool {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &self.name)?;
+        map.serialize_entry("server", &self.server)?;
+        map.serialize_entry("tool", &self.tool)?;
+        match &self.description {
+            Description::Listed(span) => map.serialize_entry("description", self.member(*span))?,
+            Description::Made(text) => map.serialize_entry("description", text)?,
+        }
+        if self.description_cut > 0 {
+            map.serialize_entry("description_cut", &self.description_cut)?;
+        }
+        for (key, span) in PASSED.iter().zip(&self.passed) {
+            if let Some(span) = span {
+                map.serialize_entry(key, self.member(*span))?;
+            }
+        }
+        map.serialize_entry("read_only", &self.read_only)?;
+        map.serialize_entry("destructive", &self.destructive)?;
+        map.serialize_entry("always_load", &self.always_load)?;
+        map.serialize_entry("search_hint", &self.search_hint)?;
+        if self.auth {
+            map.serialize_entry("authenticate", &true)?;
+        }
+        map.end()
+    }
+}
+
+/// What the manager's `list_tools` returns: `{"tools": [...], "dropped": [...]}`.
+#[derive(serde::Serialize)]
+pub struct Listing<'a> {
+    pub tools: Vec<&'a PoolTool>,
+    pub dropped: &'a [Value],
+}
+
+/// The pool, and the reverse map.
 #[derive(Debug, Default, Clone)]
 pub struct Pool {
     pub tools: Vec<Arc<PoolTool>>,
@@ -226,7 +345,7 @@ pub struct Pool {
 #[derive(Debug, Clone)]
 struct Part {
     source: Source,
-    listed: Arc<Vec<Value>>,
+    listed: Arc<Vec<Listed>>,
     built: Vec<Arc<PoolTool>>,
 }
 
@@ -234,9 +353,9 @@ impl Pool {
     /// Builds the pool from each server's tools as the server listed them (`(server, host,
     /// tools)`), in any order: the pool's order is its own.
     pub fn build(servers: &[(String, Source, Vec<Value>)], limits: &PoolLimits) -> Pool {
-        let servers: Vec<(String, Source, Arc<Vec<Value>>)> = servers
+        let servers: Vec<(String, Source, Arc<Vec<Listed>>)> = servers
             .iter()
-            .map(|(name, source, tools)| (name.clone(), *source, Arc::new(tools.clone())))
+            .map(|(name, source, tools)| (name.clone(), *source, Arc::new(listed(tools))))
             .collect();
         Pool::default()
             .rebuild(&servers, limits)
@@ -249,10 +368,10 @@ impl Pool {
     /// reference-counted entries for the rest.
     pub fn rebuild(
         &self,
-        servers: &[(String, Source, Arc<Vec<Value>>)],
+        servers: &[(String, Source, Arc<Vec<Listed>>)],
         limits: &PoolLimits,
     ) -> Option<Pool> {
-        let same = |name: &String, source: Source, listed: &Arc<Vec<Value>>| {
+        let same = |name: &String, source: Source, listed: &Arc<Vec<Listed>>| {
             self.parts
                 .get(name)
                 // The `authenticate` pseudo-tool depends on the server's name alone.
@@ -333,74 +452,122 @@ impl Pool {
     }
 }
 
-/// One server's tools as pool entries.
+/// One server's tools as pool entries. A listed tool that is not an object with a string
+/// `name` is left out.
 fn build_part(
     server: &str,
     source: Source,
-    listed: &[Value],
+    listed: &Arc<Vec<Listed>>,
     limits: &PoolLimits,
 ) -> Vec<Arc<PoolTool>> {
     let mut built = Vec::with_capacity(listed.len());
-    for t in listed {
-        let Some(tool) = t.get("name").and_then(Value::as_str) else {
-            continue;
-        };
-        let name = pool_name(server, tool);
-        let mut entry = entry(&name, server, tool, t, limits);
-        if source == Source::Auth {
-            entry["authenticate"] = json!(true);
+    for index in 0..listed.len() {
+        if let Some(tool) = pool_tool(server, source, listed, index, limits) {
+            built.push(Arc::new(tool));
         }
-        built.push(Arc::new(PoolTool {
-            entry,
-            name,
-            server: server.to_string(),
-            tool: tool.to_string(),
-            host: source == Source::Host,
-            auth: source == Source::Auth,
-        }));
     }
     built
 }
 
-/// The host's view of one tool: pool name, origin, cleaned and capped description, the
-/// `inputSchema` (and `outputSchema`, `annotations`, `title`, `_meta`) as the server sent them,
-/// and the flags.
-fn entry(name: &str, server: &str, tool: &str, t: &Value, limits: &PoolLimits) -> Value {
-    let mut e = Map::new();
-    e.insert("name".into(), json!(name));
-    e.insert("server".into(), json!(server));
-    e.insert("tool".into(), json!(tool));
-    let raw = t.get("description").and_then(Value::as_str).unwrap_or("");
-    let (description, cut) = hygiene::cap_description(&hygiene::clean(raw), limits.max_description);
-    e.insert("description".into(), json!(description));
-    if cut > 0 {
-        e.insert("description_cut".into(), json!(cut));
-    }
-    for key in [
-        "title",
-        "inputSchema",
-        "outputSchema",
-        "annotations",
-        "_meta",
-    ] {
-        if let Some(v) = t.get(key) {
-            e.insert(key.into(), v.clone());
+/// The pool's entry for one listed tool, read from its text without a tree.
+fn pool_tool(
+    server: &str,
+    source: Source,
+    listed: &Arc<Vec<Listed>>,
+    index: usize,
+    limits: &PoolLimits,
+) -> Option<PoolTool> {
+    let text = listed[index].get();
+    let members = Members::of(&listed[index])?;
+    let tool: String = members.string("name")?;
+    // Where a member's value is in `text` (it is a slice of it); a tool over 4 GiB is no tool.
+    let span = |v: &RawValue| -> Option<Span> {
+        let at = (v.get().as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+        Some(Span(
+            u32::try_from(at).ok()?,
+            u32::try_from(v.get().len()).ok()?,
+        ))
+    };
+    let listed_description = members.get("description");
+    let raw = members.string("description").unwrap_or_default();
+    let (cleaned, description_cut) =
+        hygiene::cap_description(&hygiene::clean(&raw), limits.max_description);
+    let description = match listed_description.and_then(span) {
+        Some(at) if cleaned == raw && description_cut == 0 && !raw.is_empty() => {
+            Description::Listed(at)
         }
+        _ => Description::Made(cleaned),
+    };
+    let annotations = members.get("annotations").and_then(Members::of);
+    let meta = members.get("_meta").and_then(Members::of);
+    let is_true = |m: &Option<Members<'_>>, key: &str| {
+        m.as_ref()
+            .and_then(|m| m.get(key))
+            .is_some_and(|v| v.get() == "true")
+    };
+    let mut passed = [None; PASSED.len()];
+    for (slot, key) in passed.iter_mut().zip(PASSED) {
+        *slot = members.get(key).and_then(span);
     }
-    let hint = |k: &str| t.get("annotations").and_then(|a| a.get(k)) == Some(&Value::Bool(true));
-    let meta = t.get("_meta");
-    e.insert("read_only".into(), json!(hint("readOnlyHint")));
-    e.insert("destructive".into(), json!(hint("destructiveHint")));
-    e.insert(
-        "always_load".into(),
-        json!(meta.and_then(|m| m.get("anthropic/alwaysLoad")) == Some(&Value::Bool(true))),
-    );
-    let search_hint = meta
-        .and_then(|m| m.get("anthropic/searchHint"))
-        .and_then(Value::as_str)
-        .map(hygiene::clean);
-    e.insert("search_hint".into(), json!(search_hint));
-    Value::Object(e)
+    Some(PoolTool {
+        name: pool_name(server, &tool),
+        server: server.to_string(),
+        host: source == Source::Host,
+        auth: source == Source::Auth,
+        listed: listed.clone(),
+        index,
+        description,
+        description_cut,
+        passed,
+        read_only: is_true(&annotations, "readOnlyHint"),
+        destructive: is_true(&annotations, "destructiveHint"),
+        always_load: is_true(&meta, "anthropic/alwaysLoad"),
+        search_hint: meta
+            .as_ref()
+            .and_then(|m| m.string("anthropic/searchHint"))
+            .map(|h| hygiene::clean(&h)),
+        tool,
+    })
+}
+
+/// The members of a JSON object, borrowed from its text; as in a tree, the last of a key
+/// written twice is the one that counts.
+struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'a> Members<'a> {
+    /// `None` when `raw` is not an object.
+    fn of(raw: &'a RawValue) -> Option<Members<'a>> {
+        serde_json::from_str(raw.get()).ok()
+    }
+
+    fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+
+    /// The member's string (`None` when absent or not a string).
+    fn string(&self, key: &str) -> Option<String> {
+        serde_json::from_str(self.get(key)?.get()).ok()
+    }
+}
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Each;
+        impl<'de> Visitor<'de> for Each {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry::<Cow<'de, str>, &'de RawValue>()? {
+                    members.push(member);
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(Each)
+    }
 }
 
 #[cfg(test)]
@@ -474,14 +641,14 @@ mod tests {
         assert_eq!(pool.get("mcp__b__a_b").unwrap().tool, "a.b");
         assert_eq!(pool.dropped.len(), 1);
         assert_eq!(pool.dropped[0]["tool"], "a_b");
-        let q = &pool.get("mcp__a__q").unwrap().entry;
+        let q = &pool.get("mcp__a__q").unwrap().entry();
         assert_eq!(q["destructive"], true);
         assert_eq!(q["read_only"], false);
         assert_eq!(q["always_load"], true);
         assert_eq!(q["search_hint"], "finder");
-        assert_eq!(pool.get("mcp__b__a_b").unwrap().entry["read_only"], true);
+        assert_eq!(pool.get("mcp__b__a_b").unwrap().entry()["read_only"], true);
         assert_eq!(
-            pool.get("mcp__b__z").unwrap().entry["inputSchema"],
+            pool.get("mcp__b__z").unwrap().entry()["inputSchema"],
             json!({"type": "object", "x": [1]}),
             "inputSchema untouched"
         );
@@ -500,7 +667,7 @@ mod tests {
                 max_description: 100,
             },
         );
-        let e = &pool.tools[0].entry;
+        let e = &pool.tools[0].entry();
         let d = e["description"].as_str().unwrap();
         assert_eq!(d.chars().count(), 100);
         assert!(d.ends_with("[truncated]"), "{d}");
@@ -508,9 +675,37 @@ mod tests {
     }
 
     #[test]
+    fn entries_pass_the_servers_text_on_and_read_it_without_a_tree() {
+        let raw = |text: &str| RawValue::from_string(text.to_string()).unwrap();
+        let listed = Arc::new(vec![
+            // Members as written (spacing, key order, big numbers), an escaped key, a duplicate
+            // (the last counts, as in a tree), the flags.
+            raw(
+                r#"{"name":"a","description":"first","inputSchema":{"type":"object","z":1,"a":12345678901234567890} ,"description":"Done \u00e9","annotations":{"readOnlyHint":true},"_m\u0065ta":{"anthropic/alwaysLoad":true,"anthropic/searchHint":"find\u202e it"}}"#,
+            ),
+            raw(r#""not a tool""#),
+            raw(r#"{"description":"no name"}"#),
+            raw(r#"{"name":7}"#),
+            raw(r#"{"name":"b","description":"x\u200by"}"#),
+        ]);
+        let built = build_part("s", Source::Server, &listed, &limits());
+        assert_eq!(built.len(), 2, "only objects with a string name");
+        let text = serde_json::to_string(&*built[0]).unwrap();
+        assert_eq!(
+            text,
+            r#"{"name":"mcp__s__a","server":"s","tool":"a","description":"Done \u00e9","inputSchema":{"type":"object","z":1,"a":12345678901234567890},"annotations":{"readOnlyHint":true},"_meta":{"anthropic/alwaysLoad":true,"anthropic/searchHint":"find\u202e it"},"read_only":true,"destructive":false,"always_load":true,"search_hint":"find it"}"#
+        );
+        assert_eq!(built[0].description(), "Done é");
+        // Cleaned: its own text, not the server's.
+        assert_eq!(built[1].entry()["description"], "xy");
+        assert_eq!(built[1].description(), "xy");
+    }
+
+    #[test]
     fn a_rebuild_builds_only_the_servers_that_changed() {
-        let tools = |names: &[&str]| -> Arc<Vec<Value>> {
-            Arc::new(names.iter().map(|n| json!({"name": n})).collect())
+        let tools = |names: &[&str]| -> Arc<Vec<Listed>> {
+            let trees: Vec<Value> = names.iter().map(|n| json!({"name": n})).collect();
+            Arc::new(listed(&trees))
         };
         let a = tools(&["x", "y"]);
         let b = tools(&["z"]);

@@ -84,7 +84,7 @@ pub fn search(pool: &Pool, query: &str, max_results: usize, server: Option<&str>
 }
 
 fn scored(t: &PoolTool, score: f64) -> Value {
-    let mut e = t.entry.clone();
+    let mut e = t.entry();
     e["score"] = json!(score);
     e
 }
@@ -112,18 +112,8 @@ fn score(t: &PoolTool, query: &[(String, bool)], whole: &str) -> Option<u32> {
     let own = t.tool.to_lowercase();
     let name_words = words_of(&t.tool);
     let server_words = words_of(&t.server);
-    let hint = t
-        .entry
-        .get("search_hint")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let hint_words = words_of(hint);
-    let description = t
-        .entry
-        .get("description")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let description_words = words_of(description);
+    let hint_words = words_of(t.search_hint.as_deref().unwrap_or(""));
+    let description_words = words_of(&t.description());
     let mut total = 0;
     for (term, required) in query {
         let mut s = if own == *term {

@@ -4,11 +4,14 @@ to hold, and storms of list_changed notifications. Legacy handshake (initialize 
 server/discover is -32601) over stdio, one thread.
 
     list_storm_server.py [--page-kib N] [--pages N] [--cursor-kib N] [--slow-list-ms N] [--paged M,...]
+                         [--many-tools N]
 
 The lists named by `--paged` (default: tools/list,resources/list,prompts/list) answer in pages of about `--page-kib` KiB (default
 1: one small page), each page one item whose description fills it, with a new cursor of
 `--cursor-kib` KiB (default 0: short) until `--pages` pages (default 1) were sent. Each list
-request is counted by method; `--slow-list-ms` delays each tools/list answer.
+request is counted by method; `--slow-list-ms` delays each tools/list answer. `--many-tools N`
+instead lists N small tools besides its own (`{"name": "t<i>", "description": "d", "inputSchema":
+{"type": "object"}}`, about 66 bytes each), in pages of 1,000.
 
 Tools:
   storm {n, what?}  sends n notifications/<what: tools (default), resources, prompts>/list_changed,
@@ -20,7 +23,7 @@ import json
 import sys
 import time
 
-ARGS = {"--page-kib": 1, "--pages": 1, "--cursor-kib": 0, "--slow-list-ms": 0}
+ARGS = {"--page-kib": 1, "--pages": 1, "--cursor-kib": 0, "--slow-list-ms": 0, "--many-tools": 0}
 PAGED = {"tools/list", "resources/list", "prompts/list"}
 argv = sys.argv[1:]
 while argv:
@@ -52,8 +55,26 @@ def text(s):
     return {"content": [{"type": "text", "text": s}]}
 
 
+MANY_PAGE = 1000
+
+
+def many_tools_page(params):
+    """A page of `--many-tools`: the server's own tools first, then MANY_PAGE small ones each."""
+    cursor = (params or {}).get("cursor")
+    start = int(cursor) if cursor else 0
+    end = min(start + MANY_PAGE, ARGS["--many-tools"])
+    items = (list(TOOLS) if start == 0 else []) + [
+        {"name": f"t{i}", "description": "d", "inputSchema": {"type": "object"}} for i in range(start, end)]
+    result = {"tools": items}
+    if end < ARGS["--many-tools"]:
+        result["nextCursor"] = str(end)
+    return result
+
+
 def page(method, params):
     """One page of a list: page number from the cursor, a filler item, the next cursor."""
+    if method == "tools/list" and ARGS["--many-tools"]:
+        return many_tools_page(params)
     field = {"tools/list": "tools", "resources/list": "resources", "prompts/list": "prompts"}[method]
     cursor = (params or {}).get("cursor")
     n = int(cursor.split("-", 1)[0]) if cursor else 0
