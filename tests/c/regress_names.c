@@ -3,8 +3,29 @@
  *    neither — the pool reports a collision for both, a call and a prompt by it are refused naming
  *    both servers, and their other names still route.
  * 5: a skill whose entry lists skill://srv/demo/../other/secret.md does not load, and a read of
- *    skill://srv/demo/../../etc/passwd (or %2e%2e) is refused unsent. */
+ *    skill://srv/demo/../../etc/passwd (or %2e%2e) is refused unsent.
+ * 16: a SKILL.md whose frontmatter is 12 MiB, or 20,000 YAML nodes in 40 KB, is refused before it
+ *    is parsed: at once, and without the gigabyte a 15 MiB block used to cost. */
 #include "check.h"
+
+#include <sys/resource.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
+static long max_rss_mib(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024;
+}
 
 int main(void) {
     test_init();
@@ -72,6 +93,29 @@ int main(void) {
     st = mcplug_client_call_tool(c, "escapes", "{}", NULL, &out);
     CHECK_OUT(st == MCPLUG_OK && contains(out, "\"text\":\"0\""), out, "nothing escaping was read");
     drop(&out);
+
+    /* Item 16: frontmatter that costs too much to parse. */
+    {
+        double t0 = now_s();
+        long rss;
+        st = mcplug_client_load_skill(c, "skill://srv/huge/SKILL.md", NULL, &out);
+        CHECK_OUT(st == MCPLUG_INVALID_RESULT && is_error(out, "invalid_result", "larger than 65536 bytes") &&
+                      contains(out, "\"check\":\"frontmatter\""),
+                  out, "a 12 MiB frontmatter block is refused as too large (got %s)", status_name(st));
+        CHECK(now_s() - t0 < bound_s(5.0), "... in %.2f s (the 12 MiB read included)", now_s() - t0);
+        drop(&out);
+        rss = max_rss_mib();
+        printf("# peak resident memory after the 12 MiB skill: %ld MiB\n", rss);
+        if (!reduced() && !UNDER_ASAN)
+            CHECK(rss < 300, "... without parsing it (peak %ld MiB; a 15 MiB block once cost 1.1 GB)", rss);
+        st = mcplug_client_load_skill(c, "skill://srv/wide/SKILL.md", NULL, &out);
+        CHECK_OUT(st == MCPLUG_INVALID_RESULT && is_error(out, "invalid_result", "more than 10000 YAML nodes"), out,
+                  "20,000 YAML nodes in 40 KB are refused (got %s)", status_name(st));
+        drop(&out);
+        st = mcplug_client_load_skill(c, "skill://srv/demo/SKILL.md", NULL, &out);
+        CHECK_OUT(st == MCPLUG_PROTOCOL, out, "the connection still serves its other skills' checks");
+        drop(&out);
+    }
     mcplug_client_free(c);
     return finish("regress_names");
 }

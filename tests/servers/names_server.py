@@ -11,7 +11,9 @@ Every role also has a tool and a prompt "own" (a name no other server makes). A 
 The skills role lists skill://srv/demo/SKILL.md whose resources include
 skill://srv/demo/../other/secret.md (digest and size true to what resources/read serves), and
 serves any resources/read, counting reads of URIs with dot segments in `escapes` (tool
-"escapes" answers the count: 0 means nothing escaping was ever asked for).
+"escapes" answers the count: 0 means nothing escaping was ever asked for). It also offers two
+skills whose frontmatter costs too much to parse (issue 32, item 16): skill://srv/huge/SKILL.md,
+a 12 MiB frontmatter block, and skill://srv/wide/SKILL.md, 20,000 YAML nodes in 40 KB.
 """
 import hashlib
 import json
@@ -21,6 +23,9 @@ ROLE = sys.argv[1]
 OWN = {"x": "y__z", "x__y": "z"}.get(ROLE, "none")
 SKILL = "---\nname: demo\ndescription: A demo skill\n---\nBody.\n"
 SECRET = "the secret of another skill\n"
+HUGE = "---\nname: huge\ndescription: \"" + "x" * (12 << 20) + "\"\n---\nBody.\n"
+WIDE = "---\nname: wide\ndescription: wide\nitems: [" + ",".join("a" * 20000) + "]\n---\nBody.\n"
+TEXTS = {"skill://srv/demo/SKILL.md": SKILL, "skill://srv/huge/SKILL.md": HUGE, "skill://srv/wide/SKILL.md": WIDE}
 escapes = 0
 
 
@@ -28,7 +33,11 @@ def digest(text):
     return {"digest": "sha256:" + hashlib.sha256(text.encode()).hexdigest(), "size": len(text.encode())}
 
 
-def entry():
+def entry(uri="skill://srv/demo/SKILL.md"):
+    if uri != "skill://srv/demo/SKILL.md":
+        name = uri.split("/")[3]
+        return {"uri": uri, "frontmatter": {"name": name, "description": name},
+                "resources": [dict(uri=uri, **digest(TEXTS[uri]))]}
     return {
         "uri": "skill://srv/demo/SKILL.md",
         "frontmatter": {"name": "demo", "description": "A demo skill"},
@@ -60,14 +69,14 @@ def answer(method, params):
     if method == "skills/list":
         return {"skills": [entry()]}
     if method == "skills/get":
-        return {"skill": entry()}
+        return {"skill": entry(params.get("uri", "skill://srv/demo/SKILL.md"))}
     if method == "resources/list":
         return {"resources": []}
     if method == "resources/read":
         uri = params["uri"]
         if ".." in uri or "%2e" in uri.lower():
             escapes += 1
-        text = SKILL if uri.endswith("/SKILL.md") else SECRET
+        text = TEXTS.get(uri, SKILL if uri.endswith("/SKILL.md") else SECRET)
         return {"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]}
     if method == "ping":
         return {}
