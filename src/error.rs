@@ -60,7 +60,7 @@ impl ErrorKind {
             ErrorKind::InvalidArgument => "the caller passed something unusable (NULL, invalid UTF-8, malformed JSON, an unknown or bad option); the message names it",
             ErrorKind::Timeout => "a local timer ran out (connect, request, tool call, or a wait for events)",
             ErrorKind::Cancelled => "the host cancelled the call (its tag, its cancel token, its started call's cancel)",
-            ErrorKind::Closed => "the connection is closed: the server exited, or the handle was closed (or the process is a child forked after mcplug started)",
+            ErrorKind::Closed => "the connection is closed: the server exited, or the handle was closed — or this process is a child forked after mcplug started in its parent, where every call returns it (`data`: `{\"reason\": \"forked\", \"parent_pid\"}`) and freeing a handle does nothing",
             ErrorKind::Transport => "the transport failed: the server could not start, a pipe or socket broke, an HTTP error, a message too large",
             ErrorKind::Protocol => "the server broke the protocol (handshake, version, a malformed message or result)",
             ErrorKind::Rpc => "the server answered with a JSON-RPC error; `code`, `message` and `data` are its own",
