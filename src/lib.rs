@@ -25,8 +25,10 @@ pub mod fuzzing;
 pub mod log;
 pub mod manager;
 pub(crate) mod protocol;
+pub mod queue;
 pub(crate) mod redact;
 pub mod runtime;
+pub(crate) mod shape;
 pub(crate) mod sys;
 pub(crate) mod transport;
 

@@ -27,8 +27,8 @@
 //! stderr; [`release`] hands them back to `MCPLUG_LOG`. The subscriber is installed the first
 //! time either asks for records: a process that never does pays one relaxed load per log point.
 
-use crate::client::events::{EventQueue, Pulled};
 use crate::error::{Error, ErrorKind};
+use crate::queue::{EventQueue, Pulled};
 use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
@@ -159,7 +159,7 @@ pub fn capture_options(value: Option<&Value>) -> Result<(String, usize), Error> 
                         ))
                     })? as usize
             }
-            other => return Err(crate::client::options::unknown_option(other, &[KNOWN])),
+            other => return Err(crate::shape::unknown_option(other, &[KNOWN])),
         }
     }
     Ok((filter, max))

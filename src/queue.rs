@@ -1,8 +1,9 @@
 //! The host's event queue: everything a server sends that is not an answer to a host call
-//! (notifications, its requests, stderr lines, the end of the connection), pulled by the host
-//! with a blocking, time-limited wait.
+//! (notifications, its requests, stderr lines, the end of the connection), a manager's events,
+//! the log records — pulled by the host with a blocking, time-limited wait. Every layer hands
+//! its host events through one; what an event is, is the layer's ([`QueueEvent`]).
 //!
-//! Events ([`Event`]) are serialized when queued, so the host's thread only hands a string over —
+//! Events are serialized when queued, so the host's thread only hands a string over —
 //! unless the queue is `typed` (its consumer is the engine: a manager's pump), when they stay
 //! values and are serialized only if a host pulls them after all. The queue is
 //! bounded: past `max_events`, the oldest events that need no answer are dropped and the next
@@ -20,15 +21,46 @@
 //! that would find nothing per wake-up; a byte it had not read is left over (`stale`), and the
 //! next pull that finds nothing, or the library's own wait on the pipe, reads it back.
 
-use super::event::Event;
 use parking_lot::{Condvar, Mutex};
 use serde_json::Value;
 use std::collections::{HashSet, VecDeque};
 use std::os::fd::{AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
+/// An event a queue may keep as a value until its text is pulled.
+pub trait QueueEvent: Send {
+    /// The event that says `dropped` events were dropped to keep the queue bounded.
+    fn overflow(dropped: u64) -> Self;
+    /// Whether it may be dropped (a request that needs an answer may not).
+    fn droppable(&self) -> bool;
+    /// The length of its text, counted without building it.
+    fn text_len(&self) -> usize;
+    /// Its JSON text, as a host pulls it.
+    fn to_text(&self) -> String;
+}
+
+/// The event of a queue that holds text only (the log records, a manager's events): the one
+/// event it makes itself, `{"type": "overflow", "dropped": N}`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Overflow(pub u64);
+
+impl QueueEvent for Overflow {
+    fn overflow(dropped: u64) -> Self {
+        Overflow(dropped)
+    }
+    fn droppable(&self) -> bool {
+        true
+    }
+    fn text_len(&self) -> usize {
+        self.to_text().len()
+    }
+    fn to_text(&self) -> String {
+        format!("{{\"type\":\"overflow\",\"dropped\":{}}}", self.0)
+    }
+}
+
 thread_local! {
-    /// Set while this thread reads the server for the events it waits for (`started.rs`).
+    /// Set while this thread reads the server for the events it waits for (`client/started.rs`).
     pub(crate) static SELF_DRIVING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
@@ -50,12 +82,12 @@ pub enum Lines {
 }
 
 /// One queued event: its text, or (in a typed queue) the value.
-pub enum Item {
+pub enum Item<E> {
     Text(String),
-    Event(Event),
+    Event(E),
 }
 
-impl Item {
+impl<E: QueueEvent> Item<E> {
     /// The length of its text (an event's counted without building it).
     fn text_len(&self) -> usize {
         match self {
@@ -74,14 +106,14 @@ impl Item {
 }
 
 /// What [`EventQueue::pull_item`] found.
-pub enum PulledItem {
-    Item(Item),
+pub enum PulledItem<E> {
+    Item(Item<E>),
     Empty,
     Closed,
 }
 
-struct Queued {
-    item: Item,
+struct Queued<E> {
+    item: Item<E>,
     /// The length of the item's text.
     len: usize,
     droppable: bool,
@@ -89,8 +121,8 @@ struct Queued {
     key: Option<Box<str>>,
 }
 
-struct State {
-    queue: VecDeque<Queued>,
+struct State<E> {
+    queue: VecDeque<Queued<E>>,
     /// The bytes of the queued events' texts.
     bytes: usize,
     /// The keys of the queued events that have one.
@@ -113,9 +145,9 @@ pub type Interrupt = std::sync::Arc<dyn Fn() + Send + Sync>;
 
 /// While alive, events queued by other threads call the interrupt (see
 /// [`EventQueue::interrupt_while`]).
-pub struct InterruptGuard<'a>(&'a EventQueue);
+pub struct InterruptGuard<'a, E: QueueEvent>(&'a EventQueue<E>);
 
-impl Drop for InterruptGuard<'_> {
+impl<E: QueueEvent> Drop for InterruptGuard<'_, E> {
     fn drop(&mut self) {
         let mut s = self.0.state.lock();
         s.interrupt_users -= 1;
@@ -130,8 +162,8 @@ struct Pipe {
     write: OwnedFd,
 }
 
-pub struct EventQueue {
-    state: Mutex<State>,
+pub struct EventQueue<E: QueueEvent = Overflow> {
+    state: Mutex<State<E>>,
     ready: Condvar,
     /// Wakes the one async consumer (a manager's pump) without a descriptor: a manager of 1,000
     /// servers would otherwise hold 3,000 fds for its pumps alone.
@@ -141,7 +173,7 @@ pub struct EventQueue {
     typed: bool,
 }
 
-impl State {
+impl<E: QueueEvent> State<E> {
     fn has_events(&self) -> bool {
         self.dropped > 0 || !self.queue.is_empty()
     }
@@ -182,11 +214,11 @@ impl State {
     }
 
     /// The next event without touching the pipe.
-    fn pop(&mut self) -> Option<Item> {
+    fn pop(&mut self) -> Option<Item<E>> {
         if self.dropped > 0 {
             let dropped = self.dropped;
             self.dropped = 0;
-            return Some(Item::Event(Event::Overflow { dropped }));
+            return Some(Item::Event(E::overflow(dropped)));
         }
         let q = self.queue.pop_front()?;
         self.forget(&q);
@@ -196,25 +228,20 @@ impl State {
     /// The length of the next event's text, if any.
     fn next_len(&self) -> Option<usize> {
         if self.dropped > 0 {
-            return Some(
-                Event::Overflow {
-                    dropped: self.dropped,
-                }
-                .text_len(),
-            );
+            return Some(E::overflow(self.dropped).text_len());
         }
         self.queue.front().map(|q| q.len)
     }
 
     /// What the queue counts of an event that left it.
-    fn forget(&mut self, gone: &Queued) {
+    fn forget(&mut self, gone: &Queued<E>) {
         self.bytes -= gone.len;
         if let Some(key) = &gone.key {
             self.keyed.remove(key);
         }
     }
 
-    fn enqueue(&mut self, item: Item, len: usize, droppable: bool, key: Option<Box<str>>) {
+    fn enqueue(&mut self, item: Item<E>, len: usize, droppable: bool, key: Option<Box<str>>) {
         if let Some(key) = &key {
             if !self.keyed.insert(key.clone()) {
                 // The event it replaces leaves its place.
@@ -237,7 +264,7 @@ impl State {
 /// oldest events that need no answer are dropped (an `overflow` event says how many).
 const MAX_EVENT_BYTES: usize = 16 << 20;
 
-impl EventQueue {
+impl<E: QueueEvent> EventQueue<E> {
     pub fn new(max: usize) -> Self {
         Self::with_consumer(max, false)
     }
@@ -270,15 +297,21 @@ impl EventQueue {
         self.max
     }
 
-    /// Queues a connection's event (a request is never dropped; see [`Event::droppable`]).
-    pub fn push_event(&self, event: Event) {
+    /// The bytes of the queued events' texts (for tests of a layer's events).
+    #[cfg(test)]
+    pub fn bytes_held(&self) -> usize {
+        self.state.lock().bytes
+    }
+
+    /// Queues a layer's event (a request is never dropped; see [`QueueEvent::droppable`]).
+    pub fn push_event(&self, event: E) {
         let droppable = event.droppable();
         let item = self.item_of(event);
         self.push_inner(item, droppable, None, SELF_DRIVING.with(|d| d.get()));
     }
 
     /// How this queue keeps an event: a value when the engine consumes it, else its text.
-    fn item_of(&self, event: Event) -> Item {
+    fn item_of(&self, event: E) -> Item<E> {
         if self.typed {
             Item::Event(event)
         } else {
@@ -320,7 +353,13 @@ impl EventQueue {
         self.push_inner(Item::Text(text), droppable, None, false);
     }
 
-    fn push_inner(&self, item: Item, droppable: bool, key: Option<Box<str>>, self_driving: bool) {
+    fn push_inner(
+        &self,
+        item: Item<E>,
+        droppable: bool,
+        key: Option<Box<str>>,
+        self_driving: bool,
+    ) {
         let len = item.text_len();
         let mut s = self.state.lock();
         if s.closed {
@@ -368,7 +407,7 @@ impl EventQueue {
 
     /// Until the guard is dropped, an event queued by another thread calls `interrupt`: for a
     /// host thread that reads the server for its events and does not watch the pipe meanwhile.
-    pub fn interrupt_while(&self, interrupt: Interrupt) -> InterruptGuard<'_> {
+    pub fn interrupt_while(&self, interrupt: Interrupt) -> InterruptGuard<'_, E> {
         let mut s = self.state.lock();
         s.interrupt_users += 1;
         s.interrupt.get_or_insert(interrupt);
@@ -400,11 +439,11 @@ impl EventQueue {
     }
 
     /// [`EventQueue::close_with`] a connection's last event.
-    pub fn close_with_event(&self, last: Event) {
+    pub fn close_with_event(&self, last: E) {
         self.close_inner(Some(self.item_of(last)));
     }
 
-    fn close_inner(&self, last: Option<Item>) {
+    fn close_inner(&self, last: Option<Item<E>>) {
         let mut s = self.state.lock();
         if s.closed {
             return;
@@ -525,18 +564,18 @@ impl EventQueue {
     }
 
     /// The next event, if any; the readiness pipe follows the queue.
-    fn take(s: &mut State) -> Option<String> {
+    fn take(s: &mut State<E>) -> Option<String> {
         Self::take_item(s).map(Item::into_text)
     }
 
-    fn take_item(s: &mut State) -> Option<Item> {
+    fn take_item(s: &mut State<E>) -> Option<Item<E>> {
         let item = s.pop()?;
         s.after_take(false);
         Some(item)
     }
 
     /// The next event as it was queued, without waiting: for the engine's own consumer.
-    pub fn pull_item(&self) -> PulledItem {
+    pub fn pull_item(&self) -> PulledItem<E> {
         let mut s = self.state.lock();
         match Self::take_item(&mut s) {
             Some(item) => PulledItem::Item(item),
@@ -623,58 +662,8 @@ mod tests {
     use std::os::fd::FromRawFd;
 
     #[test]
-    fn a_typed_queue_keeps_values_and_still_gives_hosts_text() {
-        let q = EventQueue::with_consumer(2, true);
-        let stderr = |n: u32| Event::Stderr {
-            line: format!("line {n}"),
-        };
-        let request = Event::Request {
-            id: "s1".into(),
-            method: "roots/list".into(),
-            params: None,
-        };
-        q.push_event(stderr(1));
-        q.push_event(request.clone());
-        // Full: the stderr line goes, the request stays, the next pull is the overflow.
-        q.push_event(stderr(2));
-        let bytes = request.text_len() + stderr(2).text_len();
-        assert_eq!(
-            q.state.lock().bytes,
-            bytes,
-            "counted as the text it would be"
-        );
-        assert!(matches!(
-            q.pull_item(),
-            PulledItem::Item(Item::Event(Event::Overflow { dropped: 1 }))
-        ));
-        match q.pull_item() {
-            PulledItem::Item(Item::Event(e)) => assert_eq!(e, request),
-            _ => panic!("the request, as a value"),
-        }
-        // A host pulling from it anyway gets the same text an untyped queue gives.
-        let Pulled::Event(text) = q.pull(Some(Duration::ZERO)) else {
-            panic!()
-        };
-        assert_eq!(text, stderr(2).to_text());
-        assert_eq!(q.state.lock().bytes, 0);
-        assert!(matches!(q.pull_item(), PulledItem::Empty));
-        q.close_with_event(Event::closed(&crate::error::Error::closed("bye")));
-        assert!(matches!(
-            q.pull_item(),
-            PulledItem::Item(Item::Event(Event::Closed { .. }))
-        ));
-        assert!(matches!(q.pull_item(), PulledItem::Closed));
-        // An untyped queue serializes when the event is queued.
-        let host = EventQueue::new(4);
-        host.push_event(stderr(3));
-        assert!(
-            matches!(host.pull_item(), PulledItem::Item(Item::Text(t)) if t == stderr(3).to_text())
-        );
-    }
-
-    #[test]
     fn overflow_drops_notifications_not_requests() {
-        let q = EventQueue::new(2);
+        let q = EventQueue::<Overflow>::new(2);
         q.push(&json!({"type": "request", "id": "a"}), false);
         q.push(&json!({"type": "notification", "n": 1}), true);
         q.push(&json!({"type": "notification", "n": 2}), true);
@@ -704,7 +693,7 @@ mod tests {
 
     #[test]
     fn an_event_with_a_key_replaces_the_one_still_waiting() {
-        let q = EventQueue::new(100);
+        let q = EventQueue::<Overflow>::new(100);
         for n in 0..10_000 {
             q.push(&json!({"type": "notification", "n": n}), true);
             let changed = json!({"type": "resources_changed", "server": "a", "n": n});
@@ -745,7 +734,7 @@ mod tests {
 
     #[test]
     fn the_queue_is_bounded_in_bytes_too() {
-        let q = EventQueue::new(1_000_000);
+        let q = EventQueue::<Overflow>::new(1_000_000);
         let line = "x".repeat(16 << 10);
         for _ in 0..1_500 {
             q.push(&json!({"type": "stderr", "line": line}), true);
@@ -783,7 +772,7 @@ mod tests {
 
     #[test]
     fn the_readiness_fd_follows_the_queue() {
-        let q = EventQueue::new(10);
+        let q = EventQueue::<Overflow>::new(10);
         q.push(&json!({"n": 0}), true);
         let fd = &readiness(&q);
         assert!(readable(fd), "events queued before the fd was asked for");
@@ -824,7 +813,7 @@ mod tests {
 
     #[test]
     fn lines_take_what_fits_one_event_per_line() {
-        let q = EventQueue::new(10);
+        let q = EventQueue::<Overflow>::new(10);
         q.push_text(r#"{"n":1}"#.into(), true);
         q.push_text("{\"s\":\n\"a\"}".into(), true); // a newline between tokens
         q.push_text(r#"{"n":3}"#.into(), true);
@@ -858,7 +847,7 @@ mod tests {
 
     #[test]
     fn edge_pulls_leave_the_pipe_to_the_host() {
-        let q = EventQueue::new(10);
+        let q = EventQueue::<Overflow>::new(10);
         let fd = &readiness(&q);
         let mut buf = [0u8; 64];
         q.push(&json!({"n": 1}), true);
@@ -900,7 +889,7 @@ mod tests {
     fn events_queued_by_other_threads_interrupt_a_driving_host() {
         use std::sync::atomic::{AtomicUsize, Ordering};
         use std::sync::Arc;
-        let q = Arc::new(EventQueue::new(16));
+        let q = Arc::new(EventQueue::<Overflow>::new(16));
         let calls = Arc::new(AtomicUsize::new(0));
         let count = {
             let calls = calls.clone();
@@ -936,7 +925,7 @@ mod tests {
 
     #[test]
     fn a_waiter_wakes_when_an_event_arrives() {
-        let q = std::sync::Arc::new(EventQueue::new(10));
+        let q = std::sync::Arc::new(EventQueue::<Overflow>::new(10));
         let q2 = q.clone();
         let t = std::thread::spawn(move || q2.pull(Some(Duration::from_secs(5))));
         std::thread::sleep(Duration::from_millis(20));

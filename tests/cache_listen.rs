@@ -9,7 +9,7 @@
 #[path = "support/peers.rs"]
 mod peers;
 
-use mcplug::client::events::Pulled;
+use mcplug::queue::Pulled;
 use mcplug::runtime::block_on;
 use mcplug::{CallOptions, Client, ConnectOptions, ErrorKind, ServerSpec};
 use peers::{modern_http_on, repo, Peer};

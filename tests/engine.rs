@@ -2,7 +2,7 @@
 //! server: era negotiation in every branch, per-request `_meta`, timeouts, cancellation, server
 //! death, message limits, and server-to-client requests.
 
-use mcplug::client::events::Pulled;
+use mcplug::queue::Pulled;
 use mcplug::runtime::block_on;
 use mcplug::{CallOptions, Client, ConnectOptions, ErrorKind, ServerSpec};
 use serde_json::{json, Value};

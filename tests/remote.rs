@@ -6,7 +6,7 @@
 #[path = "support/peers.rs"]
 mod peers;
 
-use mcplug::client::events::Pulled;
+use mcplug::queue::Pulled;
 use mcplug::runtime::block_on;
 use mcplug::{CallOptions, Client, ConnectOptions, ErrorKind, ServerSpec};
 use peers::{everything, everything_ws, fault_http, free_port, modern_http, Peer};

@@ -3,7 +3,7 @@
 //! library was looked for, and the tool is called unchecked. A process loads the library once,
 //! so this is a test binary of its own, which points MCPLUG_SCHEMA_LIBRARY at nothing.
 
-use mcplug::client::events::Pulled;
+use mcplug::queue::Pulled;
 use mcplug::runtime::block_on;
 use mcplug::{CallOptions, Client, ConnectOptions, ServerSpec};
 use serde_json::{json, Value};

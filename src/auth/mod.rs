@@ -91,13 +91,8 @@ fn opt_ms(obj: &Map<String, Value>, key: &str) -> Result<Option<Duration>> {
 }
 
 fn opt_bool(obj: &Map<String, Value>, key: &str) -> Result<Option<bool>> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(v) => Err(Error::invalid(format!(
-            "option `{key}` must be true or false (got {v})"
-        ))),
-    }
+    obj.get(key)
+        .map_or(Ok(None), |v| crate::shape::bool_of(key, v))
 }
 
 fn opt_str(obj: &Map<String, Value>, key: &str, what: &str) -> Result<Option<String>> {

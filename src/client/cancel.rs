@@ -20,7 +20,7 @@ pub struct CancelSignal {
     fired: AtomicBool,
     notify: Notify,
     /// Ends the blocked read of the host thread that drives this call (see `request.rs`).
-    interrupt: parking_lot::Mutex<Option<crate::client::events::Interrupt>>,
+    interrupt: parking_lot::Mutex<Option<crate::queue::Interrupt>>,
 }
 
 impl CancelSignal {
@@ -94,10 +94,7 @@ impl Cancels {
     /// Until the guard is dropped, firing either signal also calls `interrupt`: for a host
     /// thread blocked reading the server for this call's answer, which would otherwise see the
     /// cancel only at the end of its drive slice.
-    pub fn interrupt_while(
-        &self,
-        interrupt: crate::client::events::Interrupt,
-    ) -> InterruptOnCancel<'_> {
+    pub fn interrupt_while(&self, interrupt: crate::queue::Interrupt) -> InterruptOnCancel<'_> {
         for signal in self.signals() {
             *signal.interrupt.lock() = Some(interrupt.clone());
         }
@@ -239,7 +236,7 @@ mod tests {
             let calls = calls.clone();
             Arc::new(move || {
                 calls.fetch_add(1, Ordering::SeqCst);
-            }) as crate::client::events::Interrupt
+            }) as crate::queue::Interrupt
         };
         let own = CancelSignal::new();
         let cancels = Cancels {

@@ -3,11 +3,11 @@
 //! end of a connection — each test plays the server itself, message by message, so it checks
 //! exactly what the client sends.
 
-use super::events::Pulled;
 use super::options::{CallOptions, ConnectOptions};
 use super::Client;
 use crate::error::ErrorKind;
 use crate::protocol::era::META_PROTOCOL_VERSION;
+use crate::queue::Pulled;
 use crate::transport::memory::{self, MemoryServer};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};

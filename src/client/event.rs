@@ -138,10 +138,29 @@ impl Event {
     }
 }
 
+/// A connection's events are queued as values for an engine consumer (a manager's pump), and
+/// as text for a host.
+impl crate::queue::QueueEvent for Event {
+    fn overflow(dropped: u64) -> Self {
+        Event::Overflow { dropped }
+    }
+    fn droppable(&self) -> bool {
+        Event::droppable(self)
+    }
+    fn text_len(&self) -> usize {
+        Event::text_len(self)
+    }
+    fn to_text(&self) -> String {
+        Event::to_text(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::{EventQueue, Item, Pulled, PulledItem};
     use serde_json::json;
+    use std::time::Duration;
 
     fn shape(e: &Event) -> Value {
         let text = e.to_text();
@@ -203,5 +222,51 @@ mod tests {
         }
         .droppable());
         assert!(auth.droppable());
+    }
+
+    #[test]
+    fn a_typed_queue_keeps_values_and_still_gives_hosts_text() {
+        let q = EventQueue::<Event>::with_consumer(2, true);
+        let stderr = |n: u32| Event::Stderr {
+            line: format!("line {n}"),
+        };
+        let request = Event::Request {
+            id: "s1".into(),
+            method: "roots/list".into(),
+            params: None,
+        };
+        q.push_event(stderr(1));
+        q.push_event(request.clone());
+        // Full: the stderr line goes, the request stays, the next pull is the overflow.
+        q.push_event(stderr(2));
+        let bytes = request.text_len() + stderr(2).text_len();
+        assert_eq!(q.bytes_held(), bytes, "counted as the text it would be");
+        assert!(matches!(
+            q.pull_item(),
+            PulledItem::Item(Item::Event(Event::Overflow { dropped: 1 }))
+        ));
+        match q.pull_item() {
+            PulledItem::Item(Item::Event(e)) => assert_eq!(e, request),
+            _ => panic!("the request, as a value"),
+        }
+        // A host pulling from it anyway gets the same text an untyped queue gives.
+        let Pulled::Event(text) = q.pull(Some(Duration::ZERO)) else {
+            panic!()
+        };
+        assert_eq!(text, stderr(2).to_text());
+        assert_eq!(q.bytes_held(), 0);
+        assert!(matches!(q.pull_item(), PulledItem::Empty));
+        q.close_with_event(Event::closed(&crate::error::Error::closed("bye")));
+        assert!(matches!(
+            q.pull_item(),
+            PulledItem::Item(Item::Event(Event::Closed { .. }))
+        ));
+        assert!(matches!(q.pull_item(), PulledItem::Closed));
+        // An untyped queue serializes when the event is queued.
+        let host = EventQueue::<Event>::new(4);
+        host.push_event(stderr(3));
+        assert!(
+            matches!(host.pull_item(), PulledItem::Item(Item::Text(t)) if t == stderr(3).to_text())
+        );
     }
 }

@@ -9,7 +9,6 @@
 pub(crate) mod cache;
 pub mod cancel;
 pub mod event;
-pub mod events;
 pub mod options;
 
 mod host;
@@ -36,10 +35,10 @@ use crate::error::{Error, Result};
 use crate::protocol::era::Era;
 use crate::protocol::pending::PendingTable;
 use crate::protocol::{self, RawJson};
+use crate::queue::{EventQueue, Pulled};
 use crate::transport::stdio::Started;
 use crate::transport::{Driven, HostRead, Inbound, Transport};
 pub use event::Event;
-use events::{EventQueue, Pulled};
 use once_cell::sync::OnceCell;
 use options::{CallOptions, ConnectOptions, ServerSpec};
 use parking_lot::{Mutex, RwLock};
@@ -94,7 +93,7 @@ struct Shared {
     /// Started calls the host deferred: written with the next call that is not, or `flush`.
     deferred: Mutex<started::Deferred>,
     has_deferred: AtomicBool,
-    events: EventQueue,
+    events: EventQueue<Event>,
     host_requests: Mutex<HashMap<String, HostRequest>>,
     next_event_id: AtomicU64,
     progress: Mutex<HashMap<String, ProgressRoute>>,
@@ -675,10 +674,10 @@ impl Client {
     /// The next event as queued (a value, when the connection was made with
     /// `engine_consumer`), without waiting: for the engine's own consumer, which awaits
     /// `events_changed` when there is none.
-    pub fn next_item(&self) -> events::PulledItem {
+    pub fn next_item(&self) -> crate::queue::PulledItem<Event> {
         self.shared.events_wanted();
         match self.shared.drive_for_events(Some(Duration::ZERO)) {
-            Some(started::Waited::TimedOut) => events::PulledItem::Empty,
+            Some(started::Waited::TimedOut) => crate::queue::PulledItem::Empty,
             _ => self.shared.events.pull_item(),
         }
     }

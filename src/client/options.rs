@@ -4,83 +4,12 @@
 pub use super::spec::ServerSpec;
 use crate::error::{Error, Result};
 use crate::protocol::era;
-use serde::{Deserialize, Deserializer};
+pub use crate::shape::Limit;
+use crate::shape::{as_object, bool_of, count, flag, limit_of, unknown_option, usize_of};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
-
-/// A timeout as the host can give it: absent = the default, `null` = no limit, N > 0 = N ms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Limit {
-    #[default]
-    Default,
-    Unbounded,
-    After(Duration),
-}
-
-impl Limit {
-    /// Resolves against a default that is itself `Some(limit)` or `None` (unbounded).
-    pub fn or(self, default: Option<Duration>) -> Option<Duration> {
-        match self {
-            Limit::Default => default,
-            Limit::Unbounded => None,
-            Limit::After(d) => Some(d),
-        }
-    }
-}
-
-// The three shapes an option's value takes, each rule once: what is wrong follows the option's
-// name in an error (serde_path_to_error adds it for the connection options, `named` for a
-// call's).
-
-/// A time limit: `null` is none, else a positive number of milliseconds.
-fn limit_value(v: &Value) -> std::result::Result<Limit, String> {
-    match (v, v.as_u64()) {
-        (Value::Null, _) => Ok(Limit::Unbounded),
-        (_, Some(ms)) if ms > 0 => Ok(Limit::After(Duration::from_millis(ms))),
-        _ => Err(format!(
-            "must be a positive number of milliseconds, or null for no limit (got {v})"
-        )),
-    }
-}
-
-/// `true` or `false`; `null` is absent (the default).
-fn flag_value(v: &Value) -> std::result::Result<Option<bool>, String> {
-    match v {
-        Value::Null => Ok(None),
-        Value::Bool(b) => Ok(Some(*b)),
-        v => Err(format!("must be true or false (got {v})")),
-    }
-}
-
-/// A positive integer; `null` is absent (the default).
-fn count_value(v: &Value) -> std::result::Result<Option<usize>, String> {
-    match (v, v.as_u64()) {
-        (Value::Null, _) => Ok(None),
-        (_, Some(n)) if n > 0 => Ok(Some(n as usize)),
-        _ => Err(format!("must be a positive integer (got {v})")),
-    }
-}
-
-/// What is wrong with option `key`.
-fn named(key: &str) -> impl FnOnce(String) -> Error + '_ {
-    move |what| Error::invalid(format!("option `{key}` {what}"))
-}
-
-/// Absent is the default (`Limit::Default`, by `#[serde(default)]`).
-impl<'de> Deserialize<'de> for Limit {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        limit_value(&Value::deserialize(d)?).map_err(serde::de::Error::custom)
-    }
-}
-
-fn flag<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<bool>, D::Error> {
-    flag_value(&Value::deserialize(d)?).map_err(serde::de::Error::custom)
-}
-
-fn count<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<usize>, D::Error> {
-    count_value(&Value::deserialize(d)?).map_err(serde::de::Error::custom)
-}
 
 /// The connection options whose shape serde checks (an error names the option); the ones with
 /// rules of their own stay JSON values, checked by [`ConnectOptions::parse`]. The auth options
@@ -123,12 +52,6 @@ struct RawConnect {
     max_events: Option<usize>,
     #[serde(default, deserialize_with = "count")]
     max_list_bytes: Option<usize>,
-}
-
-pub(super) fn as_object<'a>(value: &'a Value, what: &str) -> Result<&'a Map<String, Value>> {
-    value
-        .as_object()
-        .ok_or_else(|| Error::invalid(format!("{what} must be a JSON object (got {value})")))
 }
 
 /// Options of one connection (`options_json` of `mcplug_client_connect`).
@@ -472,17 +395,6 @@ pub const CONNECT_KEYS: &[&str] = &[
     "tag",
     "cancel_token",
 ];
-
-/// An unknown option: the key, and the ones that would be understood (a misspelt option
-/// silently ignored would leave, say, a call without its limit).
-pub fn unknown_option(key: &str, known: &[&[&str]]) -> Error {
-    let mut all: Vec<&str> = known.iter().flat_map(|k| k.iter().copied()).collect();
-    all.sort_unstable();
-    Error::invalid(format!(
-        "unknown option `{key}` (the options here: {})",
-        all.join(", ")
-    ))
-}
 
 impl ConnectOptions {
     pub fn parse(value: Option<&Value>) -> Result<Self> {
@@ -940,10 +852,6 @@ fn raw<'de, D: serde::Deserializer<'de>>(
     <&RawValue as serde::Deserialize>::deserialize(d).map(Some)
 }
 
-fn limit_of(key: &str, v: &Value) -> Result<Limit> {
-    limit_value(v).map_err(named(key))
-}
-
 /// The option `cancel_token`: the signal of a token of `mcplug_cancel_token_new`.
 pub(crate) fn cancel_token_of(
     v: &Value,
@@ -961,14 +869,6 @@ pub(crate) fn cancel_token_of(
             ))),
         },
     }
-}
-
-fn bool_of(key: &str, v: &Value) -> Result<Option<bool>> {
-    flag_value(v).map_err(named(key))
-}
-
-fn usize_of(key: &str, v: &Value) -> Result<Option<usize>> {
-    count_value(v).map_err(named(key))
 }
 
 #[cfg(test)]

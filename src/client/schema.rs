@@ -24,10 +24,10 @@
 //! one, a map lookup otherwise; the result is parsed only when there is a schema to check.
 
 use super::event::Event;
-use super::events::EventQueue;
 use super::validator::Validator;
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::RawJson;
+use crate::queue::EventQueue;
 use once_cell::sync::OnceCell;
 use parking_lot::RwLock;
 use serde::Deserialize;
@@ -86,7 +86,12 @@ impl Schema {
 
     /// The validator, compiling it on first use; `None` when the schema does not compile (the
     /// host is warned once, by an event).
-    fn validator(&self, tool: &str, which: Which, events: &EventQueue) -> Option<&Validator> {
+    fn validator(
+        &self,
+        tool: &str,
+        which: Which,
+        events: &EventQueue<super::Event>,
+    ) -> Option<&Validator> {
         self.compiled
             .get_or_init(|| match compile(self.text.get()) {
                 Ok(v) => Some(v),
@@ -227,7 +232,7 @@ impl ToolSchemas {
         self.any_output.load(Ordering::Acquire)
     }
 
-    pub(super) fn learn(&self, listing: &str, first_page: bool, events: &EventQueue) {
+    pub(super) fn learn(&self, listing: &str, first_page: bool, events: &EventQueue<super::Event>) {
         let Ok(Listing {
             tools: Some(items),
             next_cursor,
@@ -294,7 +299,7 @@ impl ToolSchemas {
         &self,
         tool: &str,
         result: &RawJson,
-        events: &EventQueue,
+        events: &EventQueue<super::Event>,
     ) -> Result<()> {
         if !self.any_output.load(Ordering::Acquire) {
             return Ok(());
@@ -355,7 +360,7 @@ impl ToolSchemas {
         &self,
         tool: &str,
         arguments: Option<&RawValue>,
-        events: &EventQueue,
+        events: &EventQueue<super::Event>,
     ) -> Result<()> {
         self.check_arguments_with(tool, events, || match arguments {
             Some(a) => a.get().into(),
@@ -369,7 +374,7 @@ impl ToolSchemas {
         &self,
         tool: &str,
         arguments: Option<&Value>,
-        events: &EventQueue,
+        events: &EventQueue<super::Event>,
     ) -> Result<()> {
         self.check_arguments_with(tool, events, || match arguments {
             Some(a) => a.to_string().into(),
@@ -382,7 +387,7 @@ impl ToolSchemas {
     fn check_arguments_with<'a>(
         &self,
         tool: &str,
-        events: &EventQueue,
+        events: &EventQueue<super::Event>,
         arguments: impl FnOnce() -> std::borrow::Cow<'a, str>,
     ) -> Result<()> {
         let Some(entry) = self.entry(tool) else {
@@ -415,7 +420,7 @@ impl ToolSchemas {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::events::Pulled;
+    use crate::queue::Pulled;
     use std::time::Duration;
 
     fn listing(tools: Value) -> String {
@@ -426,7 +431,7 @@ mod tests {
         RawJson::from_value(&v)
     }
 
-    fn events_of(q: &EventQueue) -> Vec<Value> {
+    fn events_of(q: &EventQueue<super::Event>) -> Vec<Value> {
         let mut out = Vec::new();
         while let Pulled::Event(text) = q.pull(Some(Duration::ZERO)) {
             out.push(serde_json::from_str(&text).unwrap());
@@ -448,7 +453,7 @@ mod tests {
 
     #[test]
     fn a_result_that_matches_passes_untouched() {
-        let (s, q) = (ToolSchemas::default(), EventQueue::new(10));
+        let (s, q) = (ToolSchemas::default(), EventQueue::<super::Event>::new(10));
         s.learn(&listing(json!([weather()])), true, &q);
         let ok =
             raw(json!({"content": [], "structuredContent": {"temperature": 21.5, "sky": "clear"}}));
@@ -458,7 +463,7 @@ mod tests {
 
     #[test]
     fn a_mismatch_is_invalid_result_naming_the_place() {
-        let (s, q) = (ToolSchemas::default(), EventQueue::new(10));
+        let (s, q) = (ToolSchemas::default(), EventQueue::<super::Event>::new(10));
         s.learn(&listing(json!([weather()])), true, &q);
         let bad = raw(json!({"content": [], "structuredContent": {"temperature": "hot"}}));
         let e = s.check_result("weather", &bad, &q).unwrap_err();
@@ -489,7 +494,7 @@ mod tests {
 
     #[test]
     fn missing_structured_content_is_invalid_but_is_error_results_are_not_checked() {
-        let (s, q) = (ToolSchemas::default(), EventQueue::new(10));
+        let (s, q) = (ToolSchemas::default(), EventQueue::<super::Event>::new(10));
         s.learn(&listing(json!([weather()])), true, &q);
         let none = raw(json!({"content": [{"type": "text", "text": "21"}]}));
         let e = s.check_result("weather", &none, &q).unwrap_err();
@@ -503,7 +508,7 @@ mod tests {
 
     #[test]
     fn unknown_tools_and_tools_without_output_schema_are_not_checked() {
-        let (s, q) = (ToolSchemas::default(), EventQueue::new(10));
+        let (s, q) = (ToolSchemas::default(), EventQueue::<super::Event>::new(10));
         let garbage = raw(json!({"structuredContent": 5}));
         // Nothing listed yet: no lookup at all.
         s.check_result("weather", &garbage, &q).unwrap();
@@ -519,7 +524,7 @@ mod tests {
 
     #[test]
     fn list_changed_forgets_and_a_new_listing_replaces() {
-        let (s, q) = (ToolSchemas::default(), EventQueue::new(10));
+        let (s, q) = (ToolSchemas::default(), EventQueue::<super::Event>::new(10));
         let bad = raw(json!({"structuredContent": {"temperature": "hot"}}));
         s.learn(&listing(json!([weather()])), true, &q);
         assert!(s.check_result("weather", &bad, &q).is_err());
@@ -545,7 +550,7 @@ mod tests {
 
     #[test]
     fn an_unchanged_listing_keeps_the_compiled_validator() {
-        let (s, q) = (ToolSchemas::default(), EventQueue::new(10));
+        let (s, q) = (ToolSchemas::default(), EventQueue::<super::Event>::new(10));
         s.learn(&listing(json!([weather()])), true, &q);
         let before = s.entry("weather").unwrap();
         s.learn(&listing(json!([weather(), {"name": "echo"}])), true, &q);
@@ -554,7 +559,7 @@ mod tests {
 
     #[test]
     fn a_schema_that_does_not_compile_warns_once_and_checks_nothing() {
-        let (s, q) = (ToolSchemas::default(), EventQueue::new(10));
+        let (s, q) = (ToolSchemas::default(), EventQueue::<super::Event>::new(10));
         let broken = json!({"name": "broken", "outputSchema": {"type": 12}});
         s.learn(&listing(json!([broken])), true, &q);
         let ev = events_of(&q);
@@ -579,7 +584,7 @@ mod tests {
 
     #[test]
     fn the_default_dialect_is_2020_12_and_schema_names_another() {
-        let (s, q) = (ToolSchemas::default(), EventQueue::new(10));
+        let (s, q) = (ToolSchemas::default(), EventQueue::<super::Event>::new(10));
         // prefixItems exists in 2020-12 only; draft 7 ignores it (and uses `items` arrays).
         let tuple_2020 = json!({"name": "t2020", "outputSchema": {
             "type": "object",
@@ -606,7 +611,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let port = listener.local_addr().unwrap().port();
-        let (s, q) = (ToolSchemas::default(), EventQueue::new(10));
+        let (s, q) = (ToolSchemas::default(), EventQueue::<super::Event>::new(10));
         let local = json!({"name": "local", "outputSchema": {
             "type": "object",
             "$defs": {"n": {"type": "integer"}},
@@ -649,7 +654,7 @@ mod tests {
 
     #[test]
     fn cyclic_refs_neither_hang_nor_exhaust_memory() {
-        let (s, q) = (ToolSchemas::default(), EventQueue::new(10));
+        let (s, q) = (ToolSchemas::default(), EventQueue::<super::Event>::new(10));
         let cyclic = json!({"name": "cyclic", "outputSchema": {
             "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
             "$ref": "#/$defs/a"
@@ -692,7 +697,7 @@ mod tests {
         let outcome = std::thread::Builder::new()
             .stack_size(128 << 10)
             .spawn(move || {
-                let (s, q) = (ToolSchemas::default(), EventQueue::new(10));
+                let (s, q) = (ToolSchemas::default(), EventQueue::<super::Event>::new(10));
                 s.learn(&listing(json!([tree])), true, &q);
                 let ok = s.check_result("tree", &deep, &q);
                 let bad =
@@ -716,7 +721,7 @@ mod tests {
 
     #[test]
     fn arguments_are_checked_against_the_input_schema() {
-        let (s, q) = (ToolSchemas::default(), EventQueue::new(10));
+        let (s, q) = (ToolSchemas::default(), EventQueue::<super::Event>::new(10));
         s.learn(&listing(json!([weather()])), true, &q);
         let args = |t: &str| -> Box<RawValue> { serde_json::from_str(t).unwrap() };
         s.check_arguments("weather", Some(&args(r#"{"city": "Oslo"}"#)), &q)

@@ -1,8 +1,8 @@
 //! A server entry (Claude Code's `mcpServers` format) as the client reads it: which transport,
 //! and its configuration, with errors that name the offending field.
 
-use super::options::as_object;
 use crate::error::{Error, Result};
+use crate::shape::as_object;
 use crate::transport::remote::RemoteConfig;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;

@@ -10,15 +10,15 @@
 //!   it, with no task and no runtime wake-up of its own;
 //! - everything else runs [`Shared::send_request`] in a runtime task, with every option honoured.
 
-use super::events::Pulled;
 use super::options::CallOptions;
-use super::{cache, events, mrtr, request, Client, EraState, Shared};
-use crate::client::events::Lines;
+use super::{cache, mrtr, request, Client, EraState, Shared};
 use crate::client::options::TaskMode;
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol;
 use crate::protocol::pending::{self, Delivered};
 use crate::protocol::{codes, RawJson};
+use crate::queue::Lines;
+use crate::queue::Pulled;
 use crate::transport::Drive;
 use crate::transport::Transport;
 use serde_json::value::RawValue;
@@ -243,14 +243,14 @@ struct SelfDriving;
 
 impl SelfDriving {
     fn start() -> Self {
-        events::SELF_DRIVING.with(|d| d.set(true));
+        crate::queue::SELF_DRIVING.with(|d| d.set(true));
         SelfDriving
     }
 }
 
 impl Drop for SelfDriving {
     fn drop(&mut self) {
-        events::SELF_DRIVING.with(|d| d.set(false));
+        crate::queue::SELF_DRIVING.with(|d| d.set(false));
     }
 }
 

@@ -200,13 +200,8 @@ pub fn add_server(o: &Value) -> Result<Value, Error> {
         )));
     }
     let replace = match o.get("replace") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(v) => {
-            return Err(Error::invalid(format!(
-                "option `replace` must be true or false (got {v})"
-            )))
-        }
+        None => false,
+        Some(v) => crate::shape::bool_of("replace", v)?.unwrap_or(false),
     };
     edit(&t, |root, existed| {
         let servers = servers_mut(root, &t.path, &t.file, true)?.expect("created");

@@ -6,10 +6,10 @@ use super::boundary::{
 };
 use super::handle::{self, Entered, Entries, Handle};
 use super::mcplug_status;
-use crate::client::events::{Lines, Pulled};
 use crate::client::options::{CallOptions, ConnectOptions, ServerSpec};
 use crate::client::Client;
 use crate::error::{Error, ErrorKind};
+use crate::queue::{Lines, Pulled};
 use crate::runtime;
 use std::ffi::c_char;
 use std::time::Duration;

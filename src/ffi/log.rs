@@ -3,8 +3,8 @@
 use super::boundary::{ffi_boundary, ffi_boundary_quiet, json_arg};
 use super::client::event_wait;
 use super::mcplug_status;
-use crate::client::events::Pulled;
 use crate::error::{Error, ErrorKind};
+use crate::queue::Pulled;
 use std::ffi::c_char;
 
 /// Starts taking the library's log records (or changes the filter of the capture running): from

@@ -5,10 +5,10 @@ use super::boundary::{
 };
 use super::handle::{self, Entered, Entries, Handle};
 use super::mcplug_status;
-use crate::client::events::Pulled;
 use crate::error::{Error, ErrorKind};
 use crate::manager::options::{Listing, ListingOptions, ManagerOptions};
 use crate::manager::Manager;
+use crate::queue::Pulled;
 use crate::runtime;
 use std::ffi::c_char;
 use std::time::Duration;

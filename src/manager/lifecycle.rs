@@ -7,11 +7,11 @@
 use super::event::ManagerEvent;
 use super::pool::Listed;
 use super::{state_for, HostCall, Inner, Mode, Server, Spec, State};
-use crate::client::events::{Item, PulledItem};
 use crate::client::options::{CallOptions, ConnectOptions};
 use crate::client::{cancel, Client, Event};
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::RawJson;
+use crate::queue::{Item, PulledItem};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
@@ -413,7 +413,7 @@ impl Inner {
         self: &Arc<Self>,
         server: &Arc<Server>,
         gen: u64,
-        item: Item,
+        item: Item<Event>,
     ) -> Option<Error> {
         let mut event = match item {
             Item::Event(event) => event,

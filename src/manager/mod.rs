@@ -29,11 +29,11 @@ mod relists;
 pub mod sdk;
 pub mod search;
 
-use crate::client::events::{EventQueue, Pulled, PulledItem};
 use crate::client::options::{CallOptions, ServerSpec};
 use crate::client::{cancel, Client};
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::RawJson;
+use crate::queue::{EventQueue, Pulled, PulledItem};
 pub use event::ManagerEvent;
 pub use options::ManagerOptions;
 use parking_lot::{Mutex, RwLock};

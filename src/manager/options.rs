@@ -132,7 +132,8 @@ pub enum Listing {
 
 impl ListingOptions {
     pub fn parse(value: Option<&Value>, listing: Listing) -> Result<Self> {
-        use crate::client::options::{unknown_option, CallOptions, CALL_KEYS};
+        use crate::client::options::{CallOptions, CALL_KEYS};
+        use crate::shape::unknown_option;
         let mut o = ListingOptions::default();
         let obj = match value {
             None | Some(Value::Null) => return Ok(o),

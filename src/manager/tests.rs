@@ -1,7 +1,7 @@
 use super::options::ManagerOptions;
 use super::Manager;
-use crate::client::events::Pulled;
 use crate::client::options::CallOptions;
+use crate::queue::Pulled;
 use crate::runtime;
 use serde_json::{json, Value};
 use std::sync::Arc;
