@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,6 +195,51 @@ static inline mcplug_client *connect_or_die(const char *server, const char *opti
     CHECK(c != NULL, "connect to %s gave a handle", what);
     drop(&out);
     return c;
+}
+
+/* A manager (options JSON or NULL), or the test fails. */
+static inline mcplug_manager *manager_or_die(const char *options) {
+    mcplug_manager *m = NULL;
+    char *out = NULL;
+    mcplug_status st = mcplug_manager_new(options, &m, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "mcplug_manager_new -> OK");
+    drop(&out);
+    return m;
+}
+
+/* Connects the manager to `config` ({"mcpServers": ...}) and waits up to 60 s for its servers to
+ * settle; the test fails unless every one is connected. */
+static inline void manager_connect_or_die(mcplug_manager *m, const char *config, const char *what) {
+    char *out = NULL;
+    mcplug_status st = mcplug_manager_connect(m, config, &out);
+    CHECK_STATUS(st, MCPLUG_OK, out, "manager connect %s -> OK", what);
+    drop(&out);
+    st = mcplug_manager_wait(m, "{\"timeout_ms\":60000}", &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"state\":\"connected\"") && !contains(out, "\"state\":\"failed\""),
+              out, "manager: %s connected", what);
+    drop(&out);
+}
+
+/* The peak resident memory of this process so far, in MiB. */
+static inline long max_rss_mib(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024;
+}
+
+/* Built with AddressSanitizer (its redzones and quarantine make memory figures meaningless)? */
+static inline int under_asan(void) {
+#if defined(__SANITIZE_ADDRESS__)
+    return 1;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    return 1;
+#else
+    return 0;
+#endif
+#else
+    return 0;
+#endif
 }
 
 /* Is the process gone? A zombie counts as alive: nobody reaped it. */

@@ -90,6 +90,9 @@ static void in_child(mcplug_client *c, mcplug_manager *m, const char *server) {
     mcplug_manager_free(m);
     CHECK(now_s() - t0 < bound_s(2.0), "child: all of it, the frees included, in %.3f s", now_s() - t0);
     fflush(stdout);
+    /* The child leaves the inherited handles unfreed by design (they are the parent's); under
+     * valgrind an _exit would count them as lost, an exec ends the child without that count. */
+    execl("/bin/true", "true", (char *)NULL);
     _exit(0);
 }
 
@@ -97,7 +100,7 @@ int main(void) {
     char server[4096], pidfile[1024], config[8192], *out = NULL;
     mcplug_status st;
     mcplug_client *c;
-    mcplug_manager *m = NULL;
+    mcplug_manager *m;
     pid_t child;
     long server_pid;
     test_init();
@@ -126,15 +129,8 @@ int main(void) {
     server_pid = read_pid_file(pidfile, 5.0);
     CHECK(server_pid > 0, "the client's server is process %ld", server_pid);
     snprintf(config, sizeof config, "{\"mcpServers\":{\"f\":%s}}", server);
-    st = mcplug_manager_new(NULL, &m, &out);
-    CHECK_STATUS(st, MCPLUG_OK, out, "mcplug_manager_new -> OK");
-    drop(&out);
-    st = mcplug_manager_connect(m, config, &out);
-    CHECK_STATUS(st, MCPLUG_OK, out, "manager connect -> OK");
-    drop(&out);
-    st = mcplug_manager_wait(m, "{\"timeout_ms\":20000}", &out);
-    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"state\":\"connected\""), out, "the manager's server connects");
-    drop(&out);
+    m = manager_or_die(NULL);
+    manager_connect_or_die(m, config, "the fault server");
 
     child = fork();
     CHECK(child >= 0, "fork after mcplug started");

@@ -13,8 +13,6 @@
  *    by 420 MiB as trees and per-tool copies did. */
 #include "check.h"
 
-#include <sys/resource.h>
-
 static void storm_server_json(char *buf, size_t cap, const char *extra, const char *a1, const char *a2,
                               const char *a3, const char *a4, const char *a5, const char *a6) {
     server_json(buf, cap, extra, peer("MCPLUG_PYTHON"), peer("MCPLUG_LIST_STORM_SERVER"), a1, a2, a3, a4, a5,
@@ -40,12 +38,6 @@ static long client_count(mcplug_client *c, const char *method) {
     return n;
 }
 
-static long max_rss_mib(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss / 1024;
-}
-
 /* The resident memory now (VmRSS), in MiB. */
 static long rss_now_mib(void) {
     char line[256];
@@ -58,18 +50,6 @@ static long rss_now_mib(void) {
     return kib < 0 ? -1 : kib / 1024;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
-
-static mcplug_manager *manager_or_die(const char *options);
 static void manager_connect(mcplug_manager *m, const char *name, const char *server);
 
 static void many_tools_through_a_manager(void) {
@@ -93,7 +73,7 @@ static void many_tools_through_a_manager(void) {
     after = rss_now_mib();
     printf("# resident: %ld MiB before, %ld MiB with the pool of %ld tools (6.8 MB listed for 100,000)\n", before,
            after, n);
-    if (!reduced() && !UNDER_ASAN)
+    if (!reduced() && !under_asan())
         CHECK(after - before < 200, "the pool grows the host by %ld MiB (before the fix: 420 MiB)", after - before);
     mcplug_manager_free(m);
 }
@@ -122,15 +102,6 @@ static void big_pages_through_a_client(const char *options, long limit, long mos
     CHECK_OUT(st == MCPLUG_OK && contains(out, "still here"), out, "the connection still works");
     drop(&out);
     mcplug_client_free(c);
-}
-
-static mcplug_manager *manager_or_die(const char *options) {
-    mcplug_manager *m = NULL;
-    char *out = NULL;
-    mcplug_status st = mcplug_manager_new(options, &m, &out);
-    CHECK_STATUS(st, MCPLUG_OK, out, "mcplug_manager_new -> OK");
-    drop(&out);
-    return m;
 }
 
 static void manager_connect(mcplug_manager *m, const char *name, const char *server) {

@@ -8,43 +8,17 @@
  *    is parsed: at once, and without the gigabyte a 15 MiB block used to cost. */
 #include "check.h"
 
-#include <sys/resource.h>
-
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
-
-static long max_rss_mib(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss / 1024;
-}
-
 int main(void) {
     test_init();
     char *out = NULL, ex[2048], exy[2048], esk[2048], config[8192];
     mcplug_status st;
-    mcplug_manager *m = NULL;
+    mcplug_manager *m;
 
     server_json(ex, sizeof ex, NULL, peer("MCPLUG_PYTHON"), peer("MCPLUG_NAMES_SERVER"), "x", (const char *)NULL);
     server_json(exy, sizeof exy, NULL, peer("MCPLUG_PYTHON"), peer("MCPLUG_NAMES_SERVER"), "x__y", (const char *)NULL);
     snprintf(config, sizeof config, "{\"mcpServers\":{\"x\":%s,\"x__y\":%s}}", ex, exy);
-    st = mcplug_manager_new(NULL, &m, &out);
-    CHECK_STATUS(st, MCPLUG_OK, out, "mcplug_manager_new -> OK");
-    drop(&out);
-    st = mcplug_manager_connect(m, config, &out);
-    CHECK_STATUS(st, MCPLUG_OK, out, "connect -> OK");
-    drop(&out);
-    st = mcplug_manager_wait(m, "{\"timeout_ms\":20000}", &out);
-    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"state\":\"connected\""), out, "both servers connect");
-    drop(&out);
+    m = manager_or_die(NULL);
+    manager_connect_or_die(m, config, "x and x__y");
 
     st = mcplug_manager_list_tools(m, NULL, &out);
     CHECK_STATUS(st, MCPLUG_OK, out, "list_tools -> OK");
@@ -106,7 +80,7 @@ int main(void) {
         drop(&out);
         rss = max_rss_mib();
         printf("# peak resident memory after the 12 MiB skill: %ld MiB\n", rss);
-        if (!reduced() && !UNDER_ASAN)
+        if (!reduced() && !under_asan())
             CHECK(rss < 300, "... without parsing it (peak %ld MiB; a 15 MiB block once cost 1.1 GB)", rss);
         st = mcplug_client_load_skill(c, "skill://srv/wide/SKILL.md", NULL, &out);
         CHECK_OUT(st == MCPLUG_INVALID_RESULT && is_error(out, "invalid_result", "more than 10000 YAML nodes"), out,

@@ -113,25 +113,26 @@ def own_client(marker: str, queue: Any) -> None:
         queue.put({"echo": echo(client, "from a spawn worker")})
 
 
+def in_worker(method: str, target: Any, first: Any) -> Any:
+    """Runs ``target(first, queue)`` in a multiprocessing worker started by ``method``; what it
+    put on the queue and its exit code ("hung" if it did not exit within 20 s)."""
+    context = multiprocessing.get_context(method)
+    queue = context.Queue()
+    worker = context.Process(target=target, args=(first, queue))
+    worker.start()
+    said = queue.get(timeout=40)
+    worker.join(20)
+    if worker.is_alive():
+        worker.kill()
+        return said, "hung"
+    return said, worker.exitcode
+
+
 def with_multiprocessing(marker: str) -> Dict[str, Any]:
     report: Dict[str, Any] = {}
     with mcplug.Client.connect(entry(marker)) as client:
-        fork = multiprocessing.get_context("fork")
-        queue = fork.Queue()
-        worker = fork.Process(target=inherited_call, args=(client, queue))
-        worker.start()
-        report["fork_worker"] = queue.get(timeout=20)
-        worker.join(20)
-        report["fork_exit"] = worker.exitcode if not worker.is_alive() else "hung"
-        if worker.is_alive():
-            worker.kill()
-        spawn = multiprocessing.get_context("spawn")
-        queue = spawn.Queue()
-        worker = spawn.Process(target=own_client, args=(marker, queue))
-        worker.start()
-        report["spawn_worker"] = queue.get(timeout=40)
-        worker.join(20)
-        report["spawn_exit"] = worker.exitcode
+        report["fork_worker"], report["fork_exit"] = in_worker("fork", inherited_call, client)
+        report["spawn_worker"], report["spawn_exit"] = in_worker("spawn", own_client, marker)
         report["parent_echo"] = echo(client, "parent after")
     return report
 
