@@ -7,6 +7,7 @@ const path = require('path');
 const fs = require('fs');
 const os = require('os');
 const net = require('net');
+const http = require('http');
 const { spawn } = require('child_process');
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -190,7 +191,40 @@ async function connect(t, server, opts) {
   return client;
 }
 
+/** The fault-injecting authorization server of ours (tests/servers/oauth_server.py), started
+ * with `flags`: resolves `{proc, base, url}` once it listens (kill `proc` when done). */
+function startOauthPeer(...flags) {
+  const script = path.join(ROOT, 'tests', 'servers', 'oauth_server.py');
+  return new Promise((resolve, reject) => {
+    const p = spawn('python3', [script, ...flags], { stdio: ['ignore', 'pipe', 'inherit'] });
+    p.stdout.once('data', (d) => {
+      const m = /PORT (\d+)/.exec(String(d));
+      if (!m) return reject(new Error(`oauth_server said ${d}`));
+      resolve({ proc: p, base: `http://127.0.0.1:${m[1]}`, url: `http://127.0.0.1:${m[1]}/mcp` });
+    });
+    p.once('error', reject);
+  });
+}
+
+/** A plain HTTP GET (no redirects followed): `{status, headers, body}`. */
+function httpGet(url) {
+  return new Promise((resolve, reject) => {
+    http.get(url, (res) => {
+      let body = '';
+      res.on('data', (c) => { body += c; });
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body }));
+    }).on('error', reject);
+  });
+}
+
+/** An `auth/authorize` handler that follows the authorization URL's redirect, as a browser
+ * would, and hands back the callback URL it ends at. */
+const followRedirect = async (params) => ({ callback_url: (await httpGet(params.url)).headers.location });
+
 module.exports = {
+  startOauthPeer,
+  httpGet,
+  followRedirect,
   ROOT,
   mcplug,
   userThreadpoolSize,

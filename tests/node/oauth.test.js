@@ -10,35 +10,12 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const http = require('node:http');
-const { spawn } = require('node:child_process');
 const { Client, Manager, McpError, authLogout } = h.mcplug;
 
-const SERVER = path.join(__dirname, '..', 'servers', 'oauth_server.py');
 
-function startPeer() {
-  return new Promise((resolve, reject) => {
-    const p = spawn('python3', [SERVER], { stdio: ['ignore', 'pipe', 'inherit'] });
-    p.stdout.once('data', (d) => {
-      const m = /PORT (\d+)/.exec(String(d));
-      if (!m) return reject(new Error(`oauth_server said ${d}`));
-      resolve({ proc: p, base: `http://127.0.0.1:${m[1]}`, url: `http://127.0.0.1:${m[1]}/mcp` });
-    });
-    p.once('error', reject);
-  });
-}
-
-function get(url) {
-  return new Promise((resolve, reject) => {
-    http.get(url, (res) => {
-      let body = '';
-      res.on('data', (c) => { body += c; });
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body }));
-    }).on('error', reject);
-  });
-}
-
-const follow = async (params) => ({ callback_url: (await get(params.url)).headers.location });
+const startPeer = () => h.startOauthPeer();
+const get = h.httpGet;
+const follow = h.followRedirect;
 
 describe('OAuth', { timeout: 60000 }, () => {
   let peer;

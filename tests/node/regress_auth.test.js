@@ -10,39 +10,20 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const http = require('node:http');
 const net = require('node:net');
-const { spawn } = require('node:child_process');
 const { Client, McpError } = h.mcplug;
 
-const SERVER = path.join(__dirname, '..', 'servers', 'oauth_server.py');
 const peers = [];
 const stores = [];
 
-function startPeer(...flags) {
-  return new Promise((resolve, reject) => {
-    const p = spawn('python3', [SERVER, ...flags], { stdio: ['ignore', 'pipe', 'inherit'] });
-    peers.push(p);
-    p.stdout.once('data', (d) => {
-      const m = /PORT (\d+)/.exec(String(d));
-      if (!m) return reject(new Error(`oauth_server said ${d}`));
-      resolve({ base: `http://127.0.0.1:${m[1]}`, url: `http://127.0.0.1:${m[1]}/mcp` });
-    });
-    p.once('error', reject);
-  });
+async function startPeer(...flags) {
+  const peer = await h.startOauthPeer(...flags);
+  peers.push(peer.proc);
+  return peer;
 }
 
-function get(url) {
-  return new Promise((resolve, reject) => {
-    http.get(url, (res) => {
-      let body = '';
-      res.on('data', (c) => { body += c; });
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body }));
-    }).on('error', reject);
-  });
-}
-
-const follow = async (params) => ({ callback_url: (await get(params.url)).headers.location });
+const get = h.httpGet;
+const follow = h.followRedirect;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function connect(peer, handlers, extra = {}) {
