@@ -452,12 +452,7 @@ impl<E: QueueEvent> EventQueue<E> {
             let len = item.text_len();
             s.enqueue(item, len, false, None);
         }
-        s.closed = true;
-        s.sync_pipe();
-        drop(s);
-        self.ready.notify_all();
-        self.changed.notify_one();
-        self.interrupt_now();
+        self.mark_closed(s);
     }
 
     /// Drops every queued event and closes the queue: waiters (and later pulls) get `Closed` at
@@ -468,6 +463,12 @@ impl<E: QueueEvent> EventQueue<E> {
         s.keyed.clear();
         s.bytes = 0;
         s.dropped = 0;
+        self.mark_closed(s);
+    }
+
+    /// Marks the queue closed and wakes every kind of waiter: the pipe, blocked pulls, the async
+    /// consumer, a thread reading the server.
+    fn mark_closed(&self, mut s: parking_lot::MutexGuard<'_, State<E>>) {
         s.closed = true;
         s.sync_pipe();
         drop(s);
