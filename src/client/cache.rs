@@ -353,8 +353,8 @@ fn hints(text: &str) -> Option<(Duration, Scope)> {
 impl Shared {
     /// The credentials this connection sends now (see [`ResultCache::get`]).
     fn credential(&self) -> u64 {
-        self.transport
-            .get()
+        self.session
+            .transport_if_set()
             .map(|t| t.credential())
             .unwrap_or_default()
     }

@@ -181,7 +181,7 @@ impl Shared {
         let notified = legacy && self.options.roots_list_changed();
         if notified {
             let msg = protocol::encode_notification("notifications/roots/list_changed", None);
-            crate::log::sent(self.name.as_deref(), &msg);
+            crate::log::sent(self.name(), &msg);
             self.transport()?.clone().send(msg).await?;
         }
         Ok(json!({ "notified": notified }))

@@ -189,14 +189,14 @@ impl Shared {
     }
 
     fn notify_task_status(&self, task: Value) {
-        let Some(transport) = self.transport.get().cloned() else {
+        let Some(transport) = self.session.transport_if_set().cloned() else {
             return;
         };
-        if self.closed.load(Ordering::SeqCst) {
+        if self.session.is_closed() {
             return;
         }
         let msg = protocol::encode_notification("notifications/tasks/status", Some(&task));
-        crate::log::sent(self.name.as_deref(), &msg);
+        crate::log::sent(self.name(), &msg);
         crate::runtime::spawn(async move {
             let _ = transport.send(msg).await;
         });
@@ -297,7 +297,7 @@ impl Shared {
                         let answer = shared.task_result(&task_id);
                         match answer {
                             Some(answer) => return shared.reply(id, answer),
-                            None if shared.closed.load(Ordering::SeqCst) => return,
+                            None if shared.session.is_closed() => return,
                             None => {}
                         }
                         drop(shared);

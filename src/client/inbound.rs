@@ -1,12 +1,14 @@
 //! What the server sends on its own: its requests (answered by the library, or handed to the host
-//! under a timer), its notifications (events; progress and cancellation routed), and the framing
-//! of each incoming line (responses go to the pending table).
+//! under a timer) and its notifications (events; cancellation routed) — the client's
+//! [`Dispatch`] of the session core, which frames each line and routes answers and progress.
 
 use super::event::Event;
 use super::{listen, HostAnswer, HostRequest, Shared, Shutdown};
 use crate::error::{Error, ErrorKind, Result};
-use crate::protocol;
-use crate::protocol::{codes, Incoming, RawJson};
+use crate::protocol::codes;
+use crate::session::inbound::{self, Dispatch};
+use crate::session::pending::Delivered;
+use crate::session::Session;
 use crate::transport::Inbound;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
@@ -15,20 +17,7 @@ use std::sync::Arc;
 
 impl Shared {
     pub(super) fn reply(&self, id: Value, outcome: std::result::Result<Value, Value>) {
-        let Some(transport) = self.transport.get().cloned() else {
-            return;
-        };
-        if self.closed.load(Ordering::SeqCst) {
-            return;
-        }
-        let msg = match &outcome {
-            Ok(r) => protocol::encode_response(&id, Ok(r)),
-            Err(e) => protocol::encode_response(&id, Err(e)),
-        };
-        crate::log::sent(self.name.as_deref(), &msg);
-        crate::runtime::spawn(async move {
-            let _ = transport.send(msg).await;
-        });
+        self.session.reply(id, outcome)
     }
 
     pub(super) fn on_server_request(
@@ -191,18 +180,18 @@ impl Shared {
         if let HostAnswer::Server(id) = &entry.answer {
             // Sent here rather than spawned, so that a broken pipe is this call's error.
             entry.timer.abort();
-            let msg = match &outcome {
-                Ok(r) => protocol::encode_response(id, Ok(r)),
-                Err(e) => protocol::encode_response(id, Err(e)),
-            };
-            crate::log::sent(self.name.as_deref(), &msg);
-            return self.transport()?.clone().send(msg).await;
+            return self.session.reply_now(id, outcome.as_ref()).await;
         }
         self.deliver(entry, outcome, None);
         Ok(())
     }
 
-    pub(super) fn on_notification(&self, method: String, params: Option<Value>) {
+    pub(super) fn on_notification(
+        &self,
+        method: String,
+        params: Option<Value>,
+        progress_tag: Option<&str>,
+    ) {
         // What it says changed is stale in the cache, whichever stream it came on.
         self.cache.on_notification(&method, params.as_ref());
         match self.route_listen(&method, params.as_ref()) {
@@ -212,22 +201,8 @@ impl Shared {
         }
         let (mut tag, mut cancels) = (None, None);
         match method.as_str() {
-            "notifications/progress" => {
-                let token = params
-                    .as_ref()
-                    .and_then(|p| p.get("progressToken"))
-                    .map(token_key);
-                if let Some(token) = token {
-                    if let Some(route) = self.progress.lock().get(&token) {
-                        if let Some(reset) = &route.reset {
-                            reset.notify_one();
-                        }
-                        if let Some(t) = &route.tag {
-                            tag = Some(json!(t));
-                        }
-                    }
-                }
-            }
+            // Routed by the session (`session::inbound`): its request's tag labels it.
+            "notifications/progress" => tag = progress_tag.map(|t| json!(t)),
             "notifications/cancelled" => {
                 // The server gave up on one of its requests to the host: forget it. (Or, in
                 // the modern era on stdio, it ended a subscription of ours.)
@@ -276,26 +251,11 @@ impl Shared {
 
 impl Inbound for Shared {
     fn message(self: Arc<Self>, line: &[u8]) {
-        // JSON-RPC batches exist only in 2025-03-26 (which a client must accept); they hold
-        // ordinary messages, handled one by one.
-        if line.first() == Some(&b'[') {
-            if let Ok(batch) = serde_json::from_slice::<Vec<&RawValue>>(line) {
-                for item in batch {
-                    self.handle_message(item.get().as_bytes());
-                }
-                return;
-            }
-        }
-        self.handle_message(line);
+        inbound::message(&self, line)
     }
 
     fn answer(self: Arc<Self>, line: &[u8], id: &str) -> bool {
-        if line.first() == Some(&b'[') {
-            let is = crate::transport::remote::response_id(line).as_deref() == Some(id);
-            self.message(line);
-            return is;
-        }
-        self.handle_message_for(line, Some(id))
+        inbound::answer(&self, line, id)
     }
 
     fn stderr(self: Arc<Self>, line: String) {
@@ -303,88 +263,44 @@ impl Inbound for Shared {
     }
 
     fn request_failed(self: Arc<Self>, id: &str, error: Error) {
-        if let Ok(id) = serde_json::from_str::<Box<RawValue>>(id) {
-            let delivered = self.pending.complete(&id, Err(error));
-            self.delivered(delivered, &id);
-        }
+        inbound::failed(&self, id, error)
     }
 
     fn closed(self: Arc<Self>, mut error: Error) {
-        if let Some(line) = self.last_invalid.lock().take() {
+        if let Some(line) = self.session.take_last_invalid() {
             error.message.push_str(&format!(
                 "; it also wrote non-JSON to stdout, last: {line:?}"
             ));
         }
-        tracing::debug!(target: "mcplug::client", server = self.name.as_deref().unwrap_or(""),
+        tracing::debug!(target: "mcplug::client", server = self.name().unwrap_or(""),
             kind = error.kind.as_str(), "the connection ended: {}", error.message);
         self.shut(error, Shutdown::Transport);
     }
 }
 
-impl Shared {
-    pub(super) fn handle_message(self: &Arc<Self>, line: &[u8]) {
-        self.handle_message_for(line, None);
+/// The client's role in the session: the server's requests and notifications, and the answers
+/// to started calls.
+impl Dispatch for Shared {
+    fn session(&self) -> &Session {
+        &self.session
     }
 
-    /// Handles one message; whether it was the answer to the request `answer_to` (JSON text).
-    fn handle_message_for(self: &Arc<Self>, line: &[u8], answer_to: Option<&str>) -> bool {
-        crate::log::received(self.name.as_deref(), line);
-        match protocol::parse(line) {
-            Incoming::Response { id, outcome } => {
-                let is = answer_to.is_some_and(|a| id.get().trim() == a);
-                let outcome = match outcome {
-                    Ok(result) => Ok(RawJson::copy_of(result)),
-                    Err(error) => Err(Error::from_rpc(&error)),
-                };
-                let delivered = self.pending.complete(id, outcome);
-                self.delivered(delivered, id);
-                return is;
-            }
-            Incoming::Request {
-                id,
-                method,
-                params: Ok(params),
-            } => self.on_server_request(id, method, params),
-            Incoming::Request {
-                id,
-                method,
-                params: Err(why),
-            } => self.reply(
-                id,
-                Err(json!({"code": codes::INVALID_PARAMS,
-                           "message": format!("the client could not read the {method} request: {why}")})),
-            ),
-            Incoming::Notification {
-                method,
-                params: Ok(params),
-            } => self.on_notification(method, params),
-            Incoming::Notification {
-                method,
-                params: Err(why),
-            } => self.invalid(line, format!("the notification {method}: {why}")),
-            Incoming::Invalid { reason, answers } => {
-                self.invalid(line, reason.clone());
-                if let Some(id) = answers {
-                    // It answers a request of ours: that request fails now, not at its timeout.
-                    let is = answer_to.is_some_and(|a| id.get().trim() == a);
-                    let delivered = self.pending.complete(
-                        &id,
-                        Err(Error::protocol(format!(
-                            "the server's answer could not be read: {reason}"
-                        ))),
-                    );
-                    self.delivered(delivered, &id);
-                    return is;
-                }
-            }
-        }
-        false
+    fn request(self: &Arc<Self>, id: Value, method: String, params: Option<Value>) {
+        self.on_server_request(id, method, params)
+    }
+
+    fn notification(&self, method: String, params: Option<Value>, tag: Option<&str>) {
+        self.on_notification(method, params, tag)
+    }
+
+    fn delivered(self: &Arc<Self>, delivered: Delivered, id: &RawValue) {
+        self.ticket_delivered(delivered, id)
     }
 
     /// A message the client cannot act on: an `invalid_message` event (its first 4 KiB).
     fn invalid(&self, line: &[u8], reason: String) {
         let text = String::from_utf8_lossy(&line[..line.len().min(4096)]).into_owned();
-        *self.last_invalid.lock() = Some(text.chars().take(200).collect());
+        self.session.note_invalid(&text);
         self.events.push_event(Event::InvalidMessage {
             error: reason,
             line: text,
@@ -441,11 +357,4 @@ pub(super) fn host_refused(method: &str, error: &Value) -> Error {
     e.code = error.get("code").and_then(Value::as_i64);
     e.data = error.get("data").cloned();
     e
-}
-
-fn token_key(token: &Value) -> String {
-    match token {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
 }

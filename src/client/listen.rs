@@ -28,8 +28,8 @@ use super::options::CallOptions;
 use super::{options, with_limit, Shared};
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::era::Era;
-use crate::protocol::pending::Outcome;
 use crate::protocol::{codes, RawJson};
+use crate::session::pending::Outcome;
 use options::ListenMode;
 use parking_lot::Mutex;
 use serde_json::value::RawValue;
@@ -317,7 +317,7 @@ impl Shared {
         };
         if ours {
             let raw = RawValue::from_string(id.to_string()).expect("a number is JSON");
-            let _ = self.pending.complete(
+            let _ = self.session.pending.complete(
                 &raw,
                 Err(Error::closed(
                     "the server ended the subscription (notifications/cancelled)",
@@ -409,8 +409,9 @@ impl Shared {
     /// HTTP: the transport closes the request's response stream for it).
     async fn end_stream(&self, id: u64) {
         self.listen.retire(id);
-        if self.pending.forget(id) {
-            self.send_cancelled(id, "the client closed the subscription")
+        if self.session.pending.forget(id) {
+            self.session
+                .send_cancelled(id, "the client closed the subscription")
                 .await;
         }
     }
@@ -418,12 +419,12 @@ impl Shared {
     /// Sends a `subscriptions/listen` request for `filter`; its acknowledgement arrives on `ack`.
     async fn open_stream(&self, filter: &Value) -> Result<(Stream, oneshot::Receiver<Value>)> {
         self.check_open()?;
-        let (id, answer) = self.pending.register();
+        let (id, answer) = self.session.pending.register();
         let (tx, ack) = oneshot::channel();
         {
             let mut inner = self.listen.inner.lock();
             if inner.shut {
-                self.pending.forget(id);
+                self.session.pending.forget(id);
                 return Err(Error::closed("the connection is closed"));
             }
             inner.opening = Some(Opening {
@@ -442,10 +443,10 @@ impl Shared {
                 era.as_ref(),
             )
         };
-        crate::log::sent(self.name.as_deref(), &message);
+        crate::log::sent(self.name(), &message);
         if let Err(e) = self.transport()?.clone().send(message).await {
             self.listen.retire(id);
-            self.pending.forget(id);
+            self.session.pending.forget(id);
             return Err(e);
         }
         Ok((

@@ -7,7 +7,7 @@
 //! and is answered with an error if the host never does, so the server never hangs on us.
 
 pub(crate) mod cache;
-pub mod cancel;
+pub use crate::session::cancel;
 pub mod event;
 pub mod options;
 
@@ -33,13 +33,12 @@ mod validator;
 
 use crate::error::{Error, Result};
 use crate::protocol::era::Era;
-use crate::protocol::pending::PendingTable;
-use crate::protocol::{self, RawJson};
+use crate::protocol::RawJson;
 use crate::queue::{EventQueue, Pulled};
+use crate::session::{Peer, Session};
 use crate::transport::stdio::Started;
-use crate::transport::{Driven, HostRead, Inbound, Transport};
+use crate::transport::{Inbound, Transport};
 pub use event::Event;
-use once_cell::sync::OnceCell;
 use options::{CallOptions, ConnectOptions, ServerSpec};
 use parking_lot::{Mutex, RwLock};
 use serde_json::value::RawValue;
@@ -48,7 +47,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
-use tokio::sync::Notify;
 
 pub struct Client {
     shared: Arc<Shared>,
@@ -75,19 +73,10 @@ enum HostAnswer {
     Task(String),
 }
 
-struct ProgressRoute {
-    tag: Option<String>,
-    reset: Option<Arc<Notify>>,
-}
-
 struct Shared {
     options: ConnectOptions,
-    name: Option<String>,
-    transport: OnceCell<Arc<dyn Transport>>,
-    /// The transport's optional capabilities, asked for once when it is set.
-    driven: OnceCell<Option<Arc<dyn Driven>>>,
-    host_read: OnceCell<Option<Arc<dyn HostRead>>>,
-    pending: PendingTable,
+    /// The transport, the pending requests, their progress routes, the close state.
+    session: Session,
     /// Started calls running as tasks (see `started`), with their own cancel.
     started: Mutex<HashMap<u64, Arc<cancel::CancelSignal>>>,
     /// Started calls the host deferred: written with the next call that is not, or `flush`.
@@ -96,16 +85,9 @@ struct Shared {
     events: EventQueue<Event>,
     host_requests: Mutex<HashMap<String, HostRequest>>,
     next_event_id: AtomicU64,
-    progress: Mutex<HashMap<String, ProgressRoute>>,
     /// Roots, log level, server capabilities and hosted tasks (see `host.rs`).
     host: host::HostState,
     era: RwLock<Option<EraState>>,
-    closed: AtomicBool,
-    /// Notified when `closed` is set.
-    closed_now: Notify,
-    close_reason: Mutex<Option<Error>>,
-    /// The last non-JSON line the server wrote to stdout, for the message when it dies.
-    last_invalid: Mutex<Option<String>>,
     /// The tools' input and output schemas, learned from the `tools/list` results seen.
     schemas: schema::ToolSchemas,
     /// Streamable HTTP: the tools' `x-mcp-header` parameters (see `tool_headers`).
@@ -181,7 +163,7 @@ fn with_credentials(spec: &ServerSpec, shared: &Arc<Shared>) -> Result<ServerSpe
         });
         Some(crate::auth::OAuth::new(
             &config.url,
-            shared.name.as_deref(),
+            shared.name(),
             config.oauth.as_ref(),
             &shared.options.auth,
             notify,
@@ -192,7 +174,7 @@ fn with_credentials(spec: &ServerSpec, shared: &Arc<Shared>) -> Result<ServerSpe
             Some(command) => {
                 let helper = crate::auth::helper::HeadersHelper::new(
                     command,
-                    shared.name.as_deref(),
+                    shared.name(),
                     &config.url,
                     shared.options.auth.helper_timeout,
                     &config.headers,
@@ -257,23 +239,14 @@ fn new_shared(name: Option<&str>, options: ConnectOptions, http: bool) -> Arc<Sh
     Arc::new(Shared {
         events: EventQueue::with_consumer(options.max_events, options.engine_consumer),
         host: host::HostState::new(&options),
-        name: name.map(str::to_string),
+        session: Session::new(name, Peer::Server),
         options,
-        transport: OnceCell::new(),
-        driven: OnceCell::new(),
-        host_read: OnceCell::new(),
-        pending: PendingTable::new(),
         started: Mutex::new(HashMap::new()),
         deferred: Mutex::new(Default::default()),
         has_deferred: AtomicBool::new(false),
         host_requests: Mutex::new(HashMap::new()),
         next_event_id: AtomicU64::new(1),
-        progress: Mutex::new(HashMap::new()),
         era: RwLock::new(None),
-        closed: AtomicBool::new(false),
-        closed_now: Notify::new(),
-        close_reason: Mutex::new(None),
-        last_invalid: Mutex::new(None),
         schemas: schema::ToolSchemas::default(),
         param_headers: http.then(Default::default),
         skills: Default::default(),
@@ -328,7 +301,7 @@ impl Client {
             }
         };
         let (transport, http) = factory::transport_for(&shared, spec, started, sink).await?;
-        shared.set_transport(transport);
+        shared.session.set_transport(transport);
         let client = Client { shared };
 
         // An interactive authorization inside the connect has its own limit on top.
@@ -380,7 +353,7 @@ impl Client {
             },
             _ = guard.fired() => Err(Error::cancelled_by_host("connect")),
         };
-        let server = self.shared.name.as_deref().unwrap_or("");
+        let server = self.shared.name().unwrap_or("");
         match &outcome {
             Ok(info) => tracing::debug!(target: "mcplug::client", server,
                 era = info.get("era").and_then(serde_json::Value::as_str).unwrap_or(""),
@@ -410,7 +383,7 @@ impl Client {
         crate::log::init();
         let shared = new_shared(name, options, false);
         let sink: Weak<dyn Inbound> = Arc::downgrade(&shared) as Weak<dyn Inbound>;
-        shared.set_transport(make(sink));
+        shared.session.set_transport(make(sink));
         let client = Client { shared };
         match client.negotiated(None, signature, false).await {
             Ok(info) => Ok((client, info)),
@@ -655,10 +628,7 @@ impl Client {
 
     /// Sends a notification to the server.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
-        self.shared.check_open()?;
-        let msg = protocol::encode_notification(method, params.as_ref());
-        crate::log::sent(self.shared.name.as_deref(), &msg);
-        self.shared.transport()?.clone().send(msg).await
+        self.shared.session.notify(method, params.as_ref()).await
     }
 
     /// Waits for the next event (`None`: forever).
@@ -705,7 +675,7 @@ impl Client {
     pub async fn close(&self) {
         let reason = Error::closed("the client was closed by the host");
         self.shared.shut(reason.clone(), Shutdown::Host);
-        if let Some(t) = self.shared.transport.get() {
+        if let Some(t) = self.shared.session.transport_if_set() {
             t.close().await;
             // What the server wrote to stderr before it went (it may race its last answer on
             // another pipe) is still delivered, before the final event.
@@ -729,7 +699,7 @@ impl Client {
     }
 
     pub fn is_closed(&self) -> bool {
-        self.shared.closed.load(Ordering::SeqCst)
+        self.shared.session.is_closed()
     }
 }
 
@@ -839,55 +809,17 @@ impl Shared {
         }
     }
 
-    /// Takes the connection's transport, and asks it once for its optional capabilities.
-    fn set_transport(&self, transport: Arc<dyn Transport>) {
-        let _ = self.driven.set(transport.clone().driven());
-        let _ = self.host_read.set(transport.clone().host_read());
-        let _ = self.transport.set(transport);
-    }
-
-    /// The transport's caller-driven paths, if it has them.
-    fn driven(&self) -> Option<&Arc<dyn Driven>> {
-        self.driven.get().and_then(Option::as_ref)
-    }
-
-    /// The host's own reading of the transport's incoming side, if it has one.
-    fn host_read(&self) -> Option<&Arc<dyn HostRead>> {
-        self.host_read.get().and_then(Option::as_ref)
+    /// The connection's name, for logs and messages.
+    fn name(&self) -> Option<&str> {
+        self.session.name()
     }
 
     fn transport(&self) -> Result<&Arc<dyn Transport>> {
-        self.transport
-            .get()
-            .ok_or_else(|| Error::closed("the connection has no transport"))
+        self.session.transport()
     }
 
     fn check_open(&self) -> Result<()> {
-        if self.closed.load(Ordering::SeqCst) {
-            return Err(self
-                .close_reason
-                .lock()
-                .clone()
-                .unwrap_or_else(|| Error::closed("the connection is closed")));
-        }
-        Ok(())
-    }
-
-    /// The reason the connection closed, waiting a moment for the transport to report it;
-    /// `fallback` if it does not.
-    async fn close_reason_soon(&self, fallback: Error) -> Error {
-        let wait = async {
-            loop {
-                let notified = self.closed_now.notified();
-                if let Err(e) = self.check_open() {
-                    return e;
-                }
-                notified.await;
-            }
-        };
-        tokio::time::timeout(Duration::from_millis(500), wait)
-            .await
-            .unwrap_or(fallback)
+        self.session.check_open()
     }
 
     fn connect_timed_out(&self) -> Error {
@@ -897,50 +829,24 @@ impl Shared {
                 .connect_timeout
                 .map(|d| d.as_millis())
                 .unwrap_or_default(),
-            self.stderr_hint()
+            self.session.stderr_hint()
         ))
-    }
-
-    fn stderr_hint(&self) -> String {
-        let tail = self
-            .transport
-            .get()
-            .map(|t| t.diagnostics_tail())
-            .unwrap_or_default();
-        match tail.last() {
-            Some(line) => {
-                let mut line = line.clone();
-                if line.len() > 300 {
-                    let mut cut = 300;
-                    while !line.is_char_boundary(cut) {
-                        cut -= 1;
-                    }
-                    line.truncate(cut);
-                }
-                format!("; its last stderr line: {line}")
-            }
-            None => String::new(),
-        }
     }
 
     /// Marks the connection closed with `reason`: every pending call fails with it at once,
     /// requests waiting for the host are dropped, and event waiters see the end.
     fn shut(&self, reason: Error, by: Shutdown) {
-        if self.closed.swap(true, Ordering::SeqCst) {
+        let Some(tickets) = self.session.shut(&reason) else {
             return;
-        }
-        *self.close_reason.lock() = Some(reason.clone());
-        self.closed_now.notify_waiters();
+        };
         self.listen.shut();
         *self.deferred.lock() = Default::default();
         self.has_deferred.store(false, Ordering::Release);
-        let tickets = self.pending.fail_all(&reason);
         self.fail_started(tickets, &reason);
         for (_, r) in self.host_requests.lock().drain() {
             r.timer.abort();
         }
         self.host.hosted.clear();
-        self.progress.lock().clear();
         if by == Shutdown::Host {
             // The host's close() ends the event stream itself, once the server is gone.
             return;
@@ -948,7 +854,7 @@ impl Shared {
         self.events.close_with_event(Event::closed(&reason));
         {
             // The server went away by itself: still reap it and anything left in its group.
-            if let Some(t) = self.transport.get().cloned() {
+            if let Some(t) = self.session.transport_if_set().cloned() {
                 crate::runtime::spawn(async move { t.close().await });
             }
         }

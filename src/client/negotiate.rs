@@ -153,7 +153,7 @@ impl Shared {
             result.get("capabilities").cloned().unwrap_or(json!({}));
         self.note_legacy_tool_tasks();
         let msg = protocol::encode_notification("notifications/initialized", None);
-        crate::log::sent(self.name.as_deref(), &msg);
+        crate::log::sent(self.name(), &msg);
         self.transport()?.clone().send(msg).await?;
         // The log level the host asked for at connect, when the server logs at all.
         let level = self.host.log_level.read().clone();
@@ -172,7 +172,7 @@ impl Shared {
             }
         }
         Ok(json!({
-            "name": self.name,
+            "name": self.name(),
             "era": "legacy",
             "protocol_version": version,
             "server_info": result.get("serverInfo").cloned().unwrap_or(json!({})),
@@ -219,7 +219,7 @@ impl Shared {
             .cloned()
             .unwrap_or(json!({}));
         json!({
-            "name": self.name,
+            "name": self.name(),
             "era": "modern",
             "protocol_version": version,
             "server_info": server_info,

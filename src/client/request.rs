@@ -2,33 +2,18 @@
 //! check of what came back.
 
 use super::options::CallOptions;
-use super::{cancel, EraState, ProgressRoute, Shared};
-use crate::error::{Error, ErrorKind, Result};
-use crate::protocol;
+use super::{cancel, EraState, Shared};
+use crate::error::{Error, Result};
 use crate::protocol::era::Era;
 use crate::protocol::{era, Outgoing, RawJson};
-use crate::transport::{Drive, Driven, DrivenRequest, RequestShape};
+use crate::session::outbound::{Failed, Request};
+use crate::session::ProgressRoute;
+use crate::transport::RequestShape;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::oneshot;
 use tokio::sync::Notify;
-use tokio::time::Instant;
-
-/// How long a caller driving the transport blocks at a time before it looks at its timer and
-/// its cancel again.
-const DRIVE_SLICE: Duration = Duration::from_millis(20);
-
-/// Leaves the transport's set of waiting callers however the wait ends.
-pub(super) struct LeaveCall<'a>(pub(super) &'a dyn Driven, pub(super) bool);
-
-impl Drop for LeaveCall<'_> {
-    fn drop(&mut self) {
-        self.0.leave_call(self.1);
-    }
-}
 
 /// What a request carries. Tool calls, the hot path, are written straight into the message
 /// buffer with the host's arguments as the raw text it gave.
@@ -60,43 +45,30 @@ pub(super) struct Send<'a> {
 }
 
 impl Shared {
-    /// Sends one request and waits for its answer, its own timer, or a cancel.
+    /// Sends one request and waits for its answer, its own timer, or a cancel (see
+    /// `session::outbound`); the client encodes it for the era and checks what came back.
     pub(super) async fn send_request(&self, send: Send<'_>) -> Result<RawJson> {
         self.check_open()?;
         let options = send.options;
-        let guard = cancel::Cancels {
+        let cancels = cancel::Cancels {
             tag: options.and_then(|o| o.tag.as_deref()).map(cancel::register),
             own: options.and_then(|o| o.own_cancel.as_ref().map(|c| c.0.clone())),
         };
         // Cancelled before it entered (a cancel token fired while the call was queued): nothing
         // is sent.
-        if guard.is_fired() {
+        if cancels.is_fired() {
             return Err(Error::cancelled_by_host(send.method));
         }
-        let (id, mut answer) = self.pending.register();
-        if self.closed.load(Ordering::SeqCst) {
-            self.pending.forget(id);
-            self.check_open()?;
-        }
-
+        let (id, answer) = self.session.pending.register();
         let wants_progress = options.is_some_and(|o| o.progress);
-        let reset = options
-            .filter(|o| o.reset_timeout_on_progress && o.progress)
-            .map(|_| Arc::new(Notify::new()));
-        if wants_progress {
-            self.progress.lock().insert(
-                id.to_string(),
-                ProgressRoute {
-                    tag: options.and_then(|o| o.tag.clone()),
-                    reset: reset.clone(),
-                },
-            );
-        }
-        // A tool call's name, for a transport that drives it (`RequestShape`).
-        let (message, modern, tool_call) = {
+        let progress = options.filter(|o| o.progress).map(|o| ProgressRoute {
+            tag: o.tag.clone(),
+            reset: o.reset_timeout_on_progress.then(|| Arc::new(Notify::new())),
+        });
+        let (message, modern, shape) = {
             let era = self.era.read();
             let modern = era.as_ref().and_then(|s| s.modern_meta.as_deref());
-            let (message, tool_call) = match send.body {
+            let (message, shape) = match send.body {
                 Body::Params(params) => (
                     self.encode_params(id, send.method, params, wants_progress, era.as_ref()),
                     None,
@@ -107,254 +79,59 @@ impl Shared {
                     extra,
                 } => (
                     encode_tool_call(id, name, arguments, extra, wants_progress, modern),
-                    Some(name),
+                    // A tool call's name and version, for a transport that routes by them.
+                    self.session
+                        .driven()
+                        .filter(|d| d.uses_request_shape())
+                        .map(|_| RequestShape {
+                            method: "tools/call",
+                            name: name.to_string(),
+                            // The version the message's `_meta` was stamped with.
+                            version: match era.as_ref().map(|s| &s.era) {
+                                Some(Era::Modern { version }) if modern.is_some() => {
+                                    Some(version.clone())
+                                }
+                                _ => None,
+                            },
+                        }),
                 ),
             };
-            (message, modern.is_some(), tool_call)
+            (message, modern.is_some(), shape)
         };
-
-        let outcome = async {
-            let start = Instant::now();
-            let mut deadline = send.timeout.map(|t| start + t);
-            // A pausable timer's start: moved past each obtaining of credentials.
-            let mut timer_start = start;
-            let pausable = send.timeout.filter(|_| send.pausable);
-            let hard_deadline = options.and_then(|o| o.max_total_timeout).map(|m| start + m);
-            if let (Some(d), Some(h)) = (deadline, hard_deadline) {
-                deadline = Some(d.min(h));
+        // Started calls deferred by the host go out first, in the same write.
+        let (message, deferred) = self.take_deferred(message);
+        let outcome = self
+            .session
+            .request(Request {
+                id,
+                answer,
+                method: send.method,
+                message,
+                shape,
+                timeout: send.timeout,
+                max_total: options.and_then(|o| o.max_total_timeout),
+                cancellable: send.cancellable,
+                cancels: &cancels,
+                progress,
+                pause: send.pausable.then_some(&*self.obtaining),
+            })
+            .await;
+        let result = match outcome {
+            Ok(result) => result,
+            Err(Failed {
+                error,
+                unsent: true,
+            }) => {
+                self.fail_deferred(deferred, &error);
+                return Err(error);
             }
-            // The send counts against the same timer and cancel: a server that stopped reading
-            // must not hold a caller past its timeout.
-            // Started calls deferred by the host go out first, in the same write.
-            let (message, deferred) = self.take_deferred(message);
-            tracing::debug!(target: "mcplug::client", server = self.name.as_deref().unwrap_or(""), id, method = send.method, "request");
-            crate::log::sent(self.name.as_deref(), &message);
-            // On a host thread, read the transport ourselves while we wait (see
-            // transport/stdio_read.rs, transport/http/direct.rs): then no runtime thread has to
-            // wake us for the answer.
-            let transport = self.transport()?.clone();
-            let driven = self.driven();
-            let can_drive = reset.is_none() && crate::runtime::on_host_thread() && driven.is_some();
-            // A message that fits the pipe goes out at once from this thread, with no send
-            // future, timer or cancel to race against it.
-            let sent = if driven.is_some_and(|d| d.send_now(&message)) {
-                Ok(())
-            } else {
-                let mut sending = if let Some(d) = driven.filter(|_| can_drive) {
-                    let shape = tool_call.filter(|_| d.uses_request_shape()).map(|name| RequestShape {
-                        method: "tools/call",
-                        name: name.to_string(),
-                        // The version the message's `_meta` was stamped with.
-                        version: match self.era.read().as_ref().map(|s| &s.era) {
-                            Some(Era::Modern { version }) if modern => Some(version.clone()),
-                            _ => None,
-                        },
-                    });
-                    d.clone().send_driven(message, DrivenRequest { id, shape })
-                } else {
-                    transport.clone().send(message)
-                };
-                let sent = tokio::select! {
-                    r = &mut sending => Some(r),
-                    _ = sleep_until_opt(deadline) => None,
-                    _ = guard.fired() => None,
-                };
-                match sent {
-                    Some(r) => r,
-                    None => {
-                        self.pending.forget(id);
-                        // Let the half-written message finish (never leave a partial line), then tell
-                        // the server to drop it.
-                        let transport = self.transport()?.clone();
-                        let cancellable = send.cancellable;
-                        crate::runtime::spawn(async move {
-                            if sending.await.is_ok() && cancellable {
-                                let msg = protocol::encode_notification(
-                                    "notifications/cancelled",
-                                    Some(&json!({"requestId": id, "reason": "timed out or cancelled while sending"})),
-                                );
-                                crate::log::sent(None, &msg);
-                                let _ = transport.send(msg).await;
-                            }
-                        });
-                        return Err(if guard.is_fired() {
-                            Error::cancelled_by_host(send.method)
-                        } else {
-                            Error::timeout(format!(
-                                "{} timed out after {} ms while still being sent (the server is not reading its input)",
-                                send.method,
-                                send.timeout.map(millis).unwrap_or_default()
-                            ))
-                        });
-                    }
-                }
-            };
-            if let Err(e) = sent {
-                self.fail_deferred(deferred, &e);
-                self.pending.forget(id);
-                if e.kind == ErrorKind::Closed {
-                    // The pipe broke because the server is gone: its exit status and last
-                    // stderr lines, which the transport is gathering, say more than EPIPE.
-                    return Err(self.close_reason_soon(e).await);
-                }
-                return Err(self.check_open().err().unwrap_or(e));
-            }
-            if let Some(d) = driven {
-                d.enter_call(can_drive);
-            }
-            let _leave = driven.map(|d| LeaveCall(&**d, can_drive));
-            if let Some(d) = driven.filter(|_| can_drive) {
-                // A cancel from another thread ends this thread's blocked read at once.
-                // (Nothing to do, and nothing to allocate, for a call that nothing can cancel.)
-                let _interrupt = (guard.any() && d.drive_interruptible()).then(|| {
-                    let t = d.clone();
-                    guard.interrupt_while(Arc::new(move || t.interrupt_drive()))
-                });
-                loop {
-                    match answer.try_recv() {
-                        Ok(r) => return r,
-                        Err(oneshot::error::TryRecvError::Closed) => return Err(self.answer_lost()),
-                        Err(oneshot::error::TryRecvError::Empty) => {}
-                    }
-                    let now = Instant::now();
-                    if deadline.is_some_and(|d| now >= d) {
-                        if let Some(later) = self.paused_deadline(send.method, pausable, &mut timer_start, now) {
-                            deadline = Some(later);
-                            continue;
-                        }
-                        match self.timed_out(id, send.method, send.timeout, send.cancellable).await {
-                            Some(e) => return Err(e),
-                            None => deadline = None,
-                        }
-                    }
-                    if guard.is_fired() {
-                        if let Some(e) = self.cancelled_by_host(id, send.method, send.cancellable).await {
-                            return Err(e);
-                        }
-                    }
-                    let slice = deadline.map_or(DRIVE_SLICE, |d| d.saturating_duration_since(now).min(DRIVE_SLICE));
-                    match d.drive(slice, None) {
-                        // Let whatever encloses this call (a connect's own timer and cancel)
-                        // look at its own futures between turns.
-                        Drive::Turned => tokio::task::yield_now().await,
-                        Drive::Busy => {
-                            let baton = d.baton().expect("a drivable transport has a baton");
-                            tokio::select! {
-                                biased;
-                                r = &mut answer => return r.unwrap_or_else(|_| Err(self.answer_lost())),
-                                _ = baton.notified() => {}
-                                // Only a request with a timer needs to wake for it; the driver
-                                // hands over the baton whenever it leaves.
-                                _ = sleep_until_opt(deadline) => {}
-                                _ = guard.fired() => {}
-                            }
-                        }
-                        Drive::Finished => break,
-                    }
-                }
-            }
-            loop {
-                tokio::select! {
-                    biased;
-                    r = &mut answer => return r.unwrap_or_else(|_| Err(self.answer_lost())),
-                    _ = sleep_until_opt(deadline) => {
-                        if let Some(later) = self.paused_deadline(send.method, pausable, &mut timer_start, Instant::now()) {
-                            deadline = Some(later);
-                            continue;
-                        }
-                        match self.timed_out(id, send.method, send.timeout, send.cancellable).await {
-                            Some(e) => return Err(e),
-                            // The answer won the race; take it on the next turn.
-                            None => deadline = None,
-                        }
-                    }
-                    _ = guard.fired() => {
-                        if let Some(e) = self.cancelled_by_host(id, send.method, send.cancellable).await {
-                            return Err(e);
-                        }
-                    }
-                    _ = notified_opt(reset.as_deref()) => {
-                        if let Some(t) = send.timeout {
-                            let mut d = Instant::now() + t;
-                            if let Some(h) = hard_deadline { d = d.min(h); }
-                            deadline = Some(d);
-                        }
-                    }
-                }
-            }
-        }
-        .await;
-        if wants_progress {
-            self.progress.lock().remove(&id.to_string());
-        }
-        let result = outcome?;
+            Err(failed) => return Err(failed.error),
+        };
         if modern && !send.resolves {
             check_result_type(send.method, result)
         } else {
             Ok(result)
         }
-    }
-
-    /// A pausable request's timer ran out at `now`: where it ends instead when credentials were
-    /// being obtained since it started (see `Obtaining::extended`), or `None`: it has run out.
-    fn paused_deadline(
-        &self,
-        method: &str,
-        pausable: Option<Duration>,
-        timer_start: &mut Instant,
-        now: Instant,
-    ) -> Option<Instant> {
-        let timeout = pausable?;
-        let later = self.obtaining.extended(*timer_start, timeout, now)?;
-        *timer_start = later - timeout;
-        tracing::debug!(target: "mcplug::client", server = self.name.as_deref().unwrap_or(""),
-            method, "the timer starts again: credentials were being obtained");
-        Some(later)
-    }
-
-    /// Why a request's answer channel closed without an answer: the connection's end.
-    fn answer_lost(&self) -> Error {
-        self.check_open()
-            .err()
-            .unwrap_or_else(|| Error::closed("the connection is closed"))
-    }
-
-    /// The request's timer ran out: forget it and tell the server. `None` when its answer won
-    /// the race (it is then in the channel).
-    async fn timed_out(
-        &self,
-        id: u64,
-        method: &str,
-        timeout: Option<Duration>,
-        cancellable: bool,
-    ) -> Option<Error> {
-        if !self.pending.forget(id) {
-            return None;
-        }
-        let limit = timeout.map(millis).unwrap_or_default();
-        if cancellable {
-            self.send_cancelled(id, "timeout").await;
-        }
-        Some(Error::timeout(format!(
-            "{method} timed out after {limit} ms{}",
-            if cancellable {
-                " (the server was sent notifications/cancelled)"
-            } else {
-                ""
-            }
-        )))
-    }
-
-    /// The host cancelled by tag: forget the request and tell the server. `None` when its
-    /// answer won the race.
-    async fn cancelled_by_host(&self, id: u64, method: &str, cancellable: bool) -> Option<Error> {
-        if !self.pending.forget(id) {
-            return None;
-        }
-        if cancellable {
-            self.send_cancelled(id, "cancelled by the host").await;
-        }
-        Some(Error::cancelled_by_host(method))
     }
 
     /// A request whose params the engine holds as a tree: the progress token and (modern era)
@@ -404,24 +181,6 @@ impl Shared {
             .params(params.as_ref())
             .finish()
     }
-
-    pub(super) async fn send_cancelled(&self, id: u64, reason: &str) {
-        if self.closed.load(Ordering::SeqCst) {
-            return;
-        }
-        let msg = protocol::encode_notification(
-            "notifications/cancelled",
-            Some(&json!({"requestId": id, "reason": reason})),
-        );
-        crate::log::sent(self.name.as_deref(), &msg);
-        if let Ok(t) = self.transport() {
-            let _ = t.clone().send(msg).await;
-        }
-    }
-}
-
-fn millis(d: Duration) -> u128 {
-    d.as_millis()
 }
 
 /// Writes a `tools/call` request straight into its buffer: the host's arguments are copied as
@@ -483,23 +242,10 @@ pub(super) fn check_result_type(method: &str, result: RawJson) -> Result<RawJson
     }
 }
 
-async fn sleep_until_opt(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn notified_opt(n: Option<&Notify>) {
-    match n {
-        Some(n) => n.notified().await,
-        None => std::future::pending().await,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
 
     #[test]
     fn tool_call_encoding_is_valid_json_in_every_era() {

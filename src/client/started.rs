@@ -15,10 +15,10 @@ use super::{cache, mrtr, request, Client, EraState, Shared};
 use crate::client::options::TaskMode;
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol;
-use crate::protocol::pending::{self, Delivered};
 use crate::protocol::{codes, RawJson};
 use crate::queue::Lines;
 use crate::queue::Pulled;
+use crate::session::pending::{self, Delivered};
 use crate::transport::Drive;
 use crate::transport::Transport;
 use serde_json::value::RawValue;
@@ -143,12 +143,15 @@ impl Client {
         // A deferred call never written is simply taken back: nothing to tell the server.
         let unsent =
             shared.has_deferred.load(Ordering::Acquire) && shared.deferred.lock().withdraw(call);
-        if !shared.pending.forget_ticket(call) {
+        if !shared.session.pending.forget_ticket(call) {
             return Ok(false);
         }
         shared.ticket_done(call, Err(Error::cancelled_by_host("the call")));
         if !unsent {
-            shared.send_cancelled(call, "cancelled by the host").await;
+            shared
+                .session
+                .send_cancelled(call, "cancelled by the host")
+                .await;
         }
         Ok(true)
     }
@@ -198,7 +201,7 @@ impl Client {
     pub fn stdout_fd(&self) -> Result<i32> {
         self.shared.events_wanted();
         self.shared.transport()?;
-        match self.shared.host_read() {
+        match self.shared.session.host_read() {
             Some(host) => host.host_reader(),
             None => Err(Error::not_implemented(
                 "this connection has no stdout for the host to read (a remote server)",
@@ -213,7 +216,7 @@ impl Client {
         if self.shared.transport().is_err() {
             return Lines::Closed;
         }
-        if let Some(host) = self.shared.host_read() {
+        if let Some(host) = self.shared.session.host_read() {
             if data.is_empty() {
                 host.host_release();
             } else {
@@ -307,7 +310,7 @@ impl Shared {
         if wait == Some(Duration::ZERO) || self.events.ready() {
             return None;
         }
-        let transport = self.driven()?.clone();
+        let transport = self.session.driven()?.clone();
         if transport.tickets() == 0 || tokio::runtime::Handle::try_current().is_ok() {
             return None;
         }
@@ -322,7 +325,7 @@ impl Shared {
         let _context = crate::runtime::handle().enter();
         let deadline = wait.map(|w| Instant::now() + w);
         transport.enter_call(true);
-        let _leave = request::LeaveCall(&*transport, true);
+        let _leave = crate::session::outbound::LeaveCall(&*transport, true);
         let _interrupt = interruptible.then(|| {
             let t = transport.clone();
             self.events
@@ -374,16 +377,16 @@ impl Shared {
         let (id, message) = {
             let era = self.era.read();
             let modern = era.as_ref().is_some_and(|e| e.modern_meta.is_some());
-            let id = self.pending.register_ticket(modern, replay);
+            let id = self.session.pending.register_ticket(modern, replay);
             (id, encode(id, era.as_ref()))
         };
-        tracing::debug!(target: "mcplug::client", server = self.name.as_deref().unwrap_or(""), id, method, "request");
+        tracing::debug!(target: "mcplug::client", server = self.name().unwrap_or(""), id, method, "request");
         // From here something must read for it (the background, or a host thread waiting for
         // events).
-        if let Some(d) = self.driven() {
+        if let Some(d) = self.session.driven() {
             d.ticket_started();
         }
-        if self.closed.load(Ordering::SeqCst) {
+        if self.session.is_closed() {
             // `shut` may have failed the call already, with its completion event; exactly one
             // outcome either way.
             return self.start_failed(id, self.check_open().unwrap_err());
@@ -424,7 +427,7 @@ impl Shared {
         message: Vec<u8>,
         deferred: Vec<u64>,
     ) -> Result<()> {
-        crate::log::sent(self.name.as_deref(), &message);
+        crate::log::sent(self.name(), &message);
         let mut sending = transport.clone().send(message);
         let first = std::future::poll_fn(|cx| Poll::Ready(sending.as_mut().poll(cx))).await;
         match first {
@@ -461,7 +464,7 @@ impl Shared {
     /// A write carrying deferred calls failed: each completes with the error.
     pub(super) fn fail_deferred(&self, ids: Vec<u64>, e: &Error) {
         for id in ids {
-            if self.pending.forget_ticket(id) {
+            if self.session.pending.forget_ticket(id) {
                 self.ticket_done(
                     id,
                     Err(self.check_open().err().unwrap_or_else(|| e.clone())),
@@ -473,8 +476,8 @@ impl Shared {
     /// The start itself failed: the error is the caller's, and no event follows — unless the
     /// call was already completed by someone else (the connection closing), whose event stands.
     fn start_failed(&self, id: u64, e: Error) -> Result<u64> {
-        if self.pending.forget_ticket(id) {
-            if let Some(t) = self.driven() {
+        if self.session.pending.forget_ticket(id) {
+            if let Some(t) = self.session.driven() {
                 t.ticket_finished();
             }
             Err(self.check_open().err().unwrap_or(e))
@@ -490,7 +493,7 @@ impl Shared {
         F: FnOnce(Arc<Shared>, CallOptions) -> Fut + std::marker::Send + 'static,
         Fut: Future<Output = Result<RawJson>> + std::marker::Send + 'static,
     {
-        let call = self.pending.reserve_id();
+        let call = self.session.pending.reserve_id();
         self.run_as_task(call, options, run);
         call
     }
@@ -574,14 +577,14 @@ impl Shared {
 
     /// A direct call's answer (or failure), taken out of the pending table by the caller.
     pub(super) fn ticket_done(&self, id: u64, outcome: Result<RawJson>) {
-        if let Some(t) = self.driven() {
+        if let Some(t) = self.session.driven() {
             t.ticket_finished();
         }
         self.events.push_text(completion_text(id, &outcome), false);
     }
 
     /// Routes an answer from the pending table.
-    pub(super) fn delivered(self: &Arc<Self>, delivered: Delivered, id: &RawValue) {
+    pub(super) fn ticket_delivered(self: &Arc<Self>, delivered: Delivered, id: &RawValue) {
         match delivered {
             Delivered::Replied => {}
             Delivered::Ticket(call, outcome, modern, replay) => {
@@ -606,7 +609,7 @@ impl Shared {
                         _ => false,
                     };
                 if let (true, Some(replay)) = (more, replay) {
-                    if let Some(t) = self.driven() {
+                    if let Some(t) = self.session.driven() {
                         t.ticket_finished();
                     }
                     return self.resume(call, replay, outcome);

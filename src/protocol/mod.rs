@@ -7,7 +7,6 @@
 //! become `serde_json::Value`.
 
 pub mod era;
-pub mod pending;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;

@@ -4,8 +4,8 @@
 //! is pending; a response whose id is not in the table (late, after a timeout or a cancel, or
 //! simply unknown) is ignored.
 
-use super::RawJson;
 use crate::error::Error;
+use crate::protocol::RawJson;
 use parking_lot::Mutex;
 use serde_json::value::RawValue;
 use std::collections::HashMap;
