@@ -25,7 +25,7 @@ use super::options::CallOptions;
 use super::request::{Body, Send};
 use super::{mrtr, Shared};
 use crate::error::{ErrorKind, Result};
-use crate::protocol::era::Era;
+use crate::protocol::era::{self, Era};
 use crate::protocol::RawJson;
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
@@ -432,7 +432,7 @@ impl Shared {
         timeout: Option<Duration>,
         options: &CallOptions,
     ) -> Result<RawJson> {
-        if !mrtr::allows_input_required(method) {
+        if !era::allows_input_required(method) {
             return self
                 .fetch_page(Some(key), method, params, timeout, options)
                 .await;
@@ -455,7 +455,7 @@ impl Shared {
             .await;
         if let Ok(result) = &first {
             if matches!(
-                mrtr::result_type(result.as_str()).as_deref(),
+                era::result_type(result.as_str()).as_deref(),
                 None | Some("complete")
             ) {
                 self.cache.put(key, result, ticket, credential);

@@ -24,7 +24,7 @@ pub(super) async fn transport_for(
             let t = HttpTransport::new(
                 config,
                 shared.remote_limits(),
-                shared.param_headers.clone(),
+                shared.tools.headers.clone(),
                 sink,
             )?;
             (t.clone(), Some(t))

@@ -58,14 +58,14 @@ impl Shared {
         method: String,
         params: Option<Value>,
     ) -> String {
-        let event_id = format!("s{}", self.next_event_id.fetch_add(1, Ordering::Relaxed));
+        let event_id = format!("s{}", self.asks.next_id.fetch_add(1, Ordering::Relaxed));
         let limit = self.options.host_request_timeout;
         let weak = Arc::downgrade(self);
         let timer_id = event_id.clone();
         let timer = crate::runtime::spawn(async move {
             tokio::time::sleep(limit).await;
             let Some(shared) = weak.upgrade() else { return };
-            let entry = shared.host_requests.lock().remove(&timer_id);
+            let entry = shared.asks.waiting.lock().remove(&timer_id);
             if let Some(entry) = entry {
                 let message = format!(
                     "the host did not answer {} within {} ms",
@@ -89,7 +89,7 @@ impl Shared {
         } else {
             None
         };
-        self.host_requests.lock().insert(
+        self.asks.waiting.lock().insert(
             event_id.clone(),
             HostRequest {
                 answer,
@@ -130,7 +130,7 @@ impl Shared {
     /// the host so that it can close whatever it showed the user.
     pub(super) fn withdraw_host_requests(&self, ids: &[String], reason: &str) {
         for id in ids {
-            let entry = self.host_requests.lock().remove(id);
+            let entry = self.asks.waiting.lock().remove(id);
             if let Some(entry) = entry {
                 entry.timer.abort();
                 self.events.push_event(Event::RequestCancelled {
@@ -168,7 +168,7 @@ impl Shared {
             }
         };
         self.check_open()?;
-        let entry = self.host_requests.lock().remove(event_id);
+        let entry = self.asks.waiting.lock().remove(event_id);
         let Some(entry) = entry else {
             return Err(Error::invalid(format!(
                 "no server request with id {event_id:?} is waiting for an answer (already answered, expired, cancelled, or never sent)"
@@ -212,7 +212,7 @@ impl Shared {
                         self.events.push_event(Event::notification(method, params));
                         return;
                     }
-                    let mut hr = self.host_requests.lock();
+                    let mut hr = self.asks.waiting.lock();
                     let found = hr
                         .iter()
                         .find(|(_, r)| matches!(&r.answer, HostAnswer::Server(id) if id == rid))
@@ -228,7 +228,7 @@ impl Shared {
             "notifications/tools/list_changed" => {
                 // The tools' schemas, and (legacy tasks) which tools need a task, are known
                 // again only from a new list.
-                self.schemas.forget();
+                self.tools.schemas.forget();
                 *self.host.tool_tasks.lock() = None;
             }
             m if !self.admits_notification(m) => {

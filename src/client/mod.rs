@@ -44,12 +44,26 @@ use parking_lot::{Mutex, RwLock};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 pub struct Client {
     shared: Arc<Shared>,
+}
+
+/// The server's requests that wait for the host's `respond`, by event id.
+struct HostRequests {
+    waiting: Mutex<HashMap<String, HostRequest>>,
+    next_id: AtomicU64,
+}
+
+/// What the client learned of the tools from the `tools/list` results seen.
+struct ToolCatalog {
+    /// The tools' input and output schemas.
+    schemas: schema::ToolSchemas,
+    /// Streamable HTTP: the tools' `x-mcp-header` parameters (see `tool_headers`).
+    headers: Option<Arc<crate::transport::param_headers::ParamHeaders>>,
 }
 
 /// A request of the server that waits for the host's `respond`, under its own timer.
@@ -77,21 +91,15 @@ struct Shared {
     options: ConnectOptions,
     /// The transport, the pending requests, their progress routes, the close state.
     session: Session,
-    /// Started calls running as tasks (see `started`), with their own cancel.
-    started: Mutex<HashMap<u64, Arc<cancel::CancelSignal>>>,
-    /// Started calls the host deferred: written with the next call that is not, or `flush`.
-    deferred: Mutex<started::Deferred>,
-    has_deferred: AtomicBool,
+    /// The host's started calls running as tasks or deferred (see `started`).
+    started: started::StartedCalls,
     events: EventQueue<Event>,
-    host_requests: Mutex<HashMap<String, HostRequest>>,
-    next_event_id: AtomicU64,
+    /// The server's requests waiting for the host (see `inbound.rs`).
+    asks: HostRequests,
     /// Roots, log level, server capabilities and hosted tasks (see `host.rs`).
     host: host::HostState,
     era: RwLock<Option<EraState>>,
-    /// The tools' input and output schemas, learned from the `tools/list` results seen.
-    schemas: schema::ToolSchemas,
-    /// Streamable HTTP: the tools' `x-mcp-header` parameters (see `tool_headers`).
-    param_headers: Option<Arc<crate::transport::param_headers::ParamHeaders>>,
+    tools: ToolCatalog,
     /// The skills extension: held entries and loaded skills (see `skills`).
     skills: skills::Skills,
     /// Results the server marked cacheable (see `cache.rs`).
@@ -241,14 +249,16 @@ fn new_shared(name: Option<&str>, options: ConnectOptions, http: bool) -> Arc<Sh
         host: host::HostState::new(&options),
         session: Session::new(name, Peer::Server),
         options,
-        started: Mutex::new(HashMap::new()),
-        deferred: Mutex::new(Default::default()),
-        has_deferred: AtomicBool::new(false),
-        host_requests: Mutex::new(HashMap::new()),
-        next_event_id: AtomicU64::new(1),
+        started: Default::default(),
+        asks: HostRequests {
+            waiting: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+        },
         era: RwLock::new(None),
-        schemas: schema::ToolSchemas::default(),
-        param_headers: http.then(Default::default),
+        tools: ToolCatalog {
+            schemas: schema::ToolSchemas::default(),
+            headers: http.then(Default::default),
+        },
         skills: Default::default(),
         cache: cache::ResultCache::new(cache_enabled),
         listen: Arc::new(listen::Listen::new()),
@@ -421,6 +431,7 @@ impl Client {
                 if method == "tools/list" {
                     all = self.shared.screen_tools(all, true);
                     self.shared
+                        .tools
                         .schemas
                         .learn(all.as_str(), true, &self.shared.events);
                 }
@@ -442,7 +453,7 @@ impl Client {
                         .unwrap_or(self.shared.options.validate_arguments)
                     {
                         let args = params.as_ref().and_then(|p| p.get("arguments"));
-                        self.shared.schemas.check_argument_value(
+                        self.shared.tools.schemas.check_argument_value(
                             tool,
                             args,
                             &self.shared.events,
@@ -475,12 +486,14 @@ impl Client {
         };
         if let Some(tool) = tool {
             self.shared
+                .tools
                 .schemas
                 .check_result(&tool, &result, &self.shared.events)?;
         } else if method == "tools/list" {
             let complete = first_page && !has_next_cursor(result.as_str());
             result = self.shared.screen_tools(result, complete);
             self.shared
+                .tools
                 .schemas
                 .learn(result.as_str(), first_page, &self.shared.events);
         }
@@ -513,7 +526,10 @@ impl Client {
                 None,
             )
             .await?;
-        shared.schemas.check_result(name, &result, &shared.events)?;
+        shared
+            .tools
+            .schemas
+            .check_result(name, &result, &shared.events)?;
         Ok(result)
     }
 
@@ -534,12 +550,18 @@ impl Client {
                 }
             }
             let page = shared.screen_tools(page, false);
-            shared.schemas.learn(page.as_str(), false, &shared.events);
+            shared
+                .tools
+                .schemas
+                .learn(page.as_str(), false, &shared.events);
             return Ok(page);
         }
         let all = self.list_all("tools/list", "tools", None, options).await?;
         let all = shared.screen_tools(RawJson::from_value(&all), true);
-        shared.schemas.learn(all.as_str(), true, &shared.events);
+        shared
+            .tools
+            .schemas
+            .learn(all.as_str(), true, &shared.events);
         Ok(all)
     }
 
@@ -768,7 +790,8 @@ impl Shared {
             .validate_arguments
             .unwrap_or(self.options.validate_arguments)
         {
-            self.schemas
+            self.tools
+                .schemas
                 .check_arguments(name, arguments, &self.events)?;
         }
         Ok(())
@@ -793,7 +816,9 @@ impl Shared {
                 first,
             )
             .await?;
-        self.schemas.check_result(name, &result, &self.events)?;
+        self.tools
+            .schemas
+            .check_result(name, &result, &self.events)?;
         Ok(result)
     }
 
@@ -840,10 +865,9 @@ impl Shared {
             return;
         };
         self.listen.shut();
-        *self.deferred.lock() = Default::default();
-        self.has_deferred.store(false, Ordering::Release);
+        self.started.drop_deferred();
         self.fail_started(tickets, &reason);
-        for (_, r) in self.host_requests.lock().drain() {
+        for (_, r) in self.asks.waiting.lock().drain() {
             r.timer.abort();
         }
         self.host.hosted.clear();

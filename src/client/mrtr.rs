@@ -13,7 +13,7 @@ use super::request::{Body, Send};
 use super::{cancel, cancels_fired, tasks, HostAnswer, Shared};
 use crate::client::options::TaskMode;
 use crate::error::{Error, ErrorKind, Result};
-use crate::protocol::era::Era;
+use crate::protocol::era::{self, Era};
 use crate::protocol::{codes, RawJson};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
@@ -28,33 +28,6 @@ pub(super) enum Call<'a> {
         name: &'a str,
         arguments: Option<&'a RawValue>,
     },
-}
-
-/// The requests on which the 2026-07-28 revision allows an `InputRequiredResult`.
-pub(super) fn allows_input_required(method: &str) -> bool {
-    matches!(method, "tools/call" | "prompts/get" | "resources/read")
-}
-
-/// The `resultType` of a modern result, found without parsing most results: absent is `None`.
-pub(super) fn result_type(text: &str) -> Option<std::borrow::Cow<'_, str>> {
-    #[derive(serde::Deserialize)]
-    struct ResultType<'a> {
-        #[serde(rename = "resultType", borrow)]
-        result_type: Option<std::borrow::Cow<'a, str>>,
-    }
-    // One searcher for the process (building one per call cost ~1k instructions).
-    static FINDER: once_cell::sync::Lazy<memchr::memmem::Finder<'static>> =
-        once_cell::sync::Lazy::new(|| memchr::memmem::Finder::new(b"\"resultType\""));
-    let bytes = text.as_bytes();
-    let at = FINDER.find(bytes)?;
-    if bytes[at..].starts_with(b"\"resultType\":\"complete\"")
-        && FINDER.find(&bytes[at + 1..]).is_none()
-    {
-        return Some("complete".into());
-    }
-    serde_json::from_str::<ResultType>(text)
-        .ok()
-        .and_then(|r| r.result_type)
 }
 
 /// The parts of an `InputRequiredResult` the client acts on; `requestState` stays raw text so
@@ -146,7 +119,7 @@ impl Shared {
         CallKind {
             modern,
             tool_call: method == "tools/call",
-            input_rounds: modern && allows_input_required(method),
+            input_rounds: modern && era::allows_input_required(method),
             url_retry: self.host.url_elicitation,
         }
     }
@@ -235,7 +208,11 @@ impl Shared {
                 .await;
             let done = match &outcome {
                 Ok(r) => {
-                    !modern || matches!(result_type(r.as_str()).as_deref(), None | Some("complete"))
+                    !modern
+                        || matches!(
+                            era::result_type(r.as_str()).as_deref(),
+                            None | Some("complete")
+                        )
                 }
                 Err(e) => {
                     let url_elicitation = url_retry
@@ -356,7 +333,7 @@ impl Shared {
             if !modern {
                 return Ok(result);
             }
-            match result_type(result.as_str()).as_deref() {
+            match era::result_type(result.as_str()).as_deref() {
                 None | Some("complete") => return Ok(result),
                 Some("input_required") if input_rounds => {
                     rounds += 1;
@@ -570,24 +547,6 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn result_types_are_found_without_a_parse_when_plain() {
-        assert_eq!(result_type(r#"{"content":[]}"#), None);
-        assert_eq!(
-            result_type(r#"{"resultType":"complete","x":1}"#).as_deref(),
-            Some("complete")
-        );
-        assert_eq!(
-            result_type(r#"{"a":1,"resultType":"input_required"}"#).as_deref(),
-            Some("input_required")
-        );
-        // The words inside content are not a resultType.
-        assert_eq!(
-            result_type(r#"{"content":[{"type":"text","text":"\"resultType\""}]}"#),
-            None
-        );
-    }
 
     #[test]
     fn a_retry_echoes_the_state_byte_for_byte_and_adds_the_answers() {

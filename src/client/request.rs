@@ -227,9 +227,9 @@ pub(super) fn encode_tool_call(
 /// `client/mrtr.rs`, which handles `input_required` and `task` for the host's calls): absent or
 /// "complete" is a final result; anything else is an error that says why.
 pub(super) fn check_result_type(method: &str, result: RawJson) -> Result<RawJson> {
-    match super::mrtr::result_type(result.as_str()).as_deref() {
+    match era::result_type(result.as_str()).as_deref() {
         None | Some("complete") => Ok(result),
-        Some("input_required") if super::mrtr::allows_input_required(method) => Err(Error::not_implemented(format!(
+        Some("input_required") if era::allows_input_required(method) => Err(Error::not_implemented(format!(
             "the server answered {method} with an InputRequiredResult (multi round-trip request) on a path that does not resolve it; use the client's request or call_tool"
         ))),
         Some("input_required") => Err(Error::protocol(format!(

@@ -14,17 +14,20 @@ use super::options::CallOptions;
 use super::{cache, mrtr, request, Client, EraState, Shared};
 use crate::client::options::TaskMode;
 use crate::error::{Error, ErrorKind, Result};
-use crate::protocol;
+use crate::protocol::{self, era};
 use crate::protocol::{codes, RawJson};
 use crate::queue::Lines;
 use crate::queue::Pulled;
+use crate::session::cancel::CancelSignal;
 use crate::session::pending::{self, Delivered};
 use crate::transport::Drive;
 use crate::transport::Transport;
+use parking_lot::Mutex;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
@@ -51,7 +54,11 @@ impl Client {
         // A legacy tool call that may be made a task needs the tool list first, and a result
         // to check against an output schema needs the tool's name: both take the task way.
         let legacy_task = !modern && shared.wants_tool_tasks() && options.task != TaskMode::Never;
-        if timeout.is_none() && direct_ok(options) && !legacy_task && !shared.schemas.any_output() {
+        if timeout.is_none()
+            && direct_ok(options)
+            && !legacy_task
+            && !shared.tools.schemas.any_output()
+        {
             let replay = shared.may_resume("tools/call", modern).then(|| {
                 Box::new(Replay {
                     method: "tools/call".into(),
@@ -136,13 +143,11 @@ impl Client {
     /// the call was still in flight.
     pub async fn cancel_call(&self, call: u64) -> Result<bool> {
         let shared = &self.shared;
-        if let Some(signal) = shared.started.lock().get(&call) {
-            signal.fire();
+        if shared.started.fire(call) {
             return Ok(true);
         }
         // A deferred call never written is simply taken back: nothing to tell the server.
-        let unsent =
-            shared.has_deferred.load(Ordering::Acquire) && shared.deferred.lock().withdraw(call);
+        let unsent = shared.started.withdraw(call);
         if !shared.session.pending.forget_ticket(call) {
             return Ok(false);
         }
@@ -272,9 +277,64 @@ struct Replay {
     options: CallOptions,
 }
 
+/// The host's started calls that are not plain requests: those running as tasks (with their
+/// own cancel), and those deferred (written with the next call that is not, or `flush`).
+#[derive(Default)]
+pub(super) struct StartedCalls {
+    running: Mutex<HashMap<u64, Arc<CancelSignal>>>,
+    deferred: Mutex<Deferred>,
+    has_deferred: AtomicBool,
+}
+
+impl StartedCalls {
+    /// Fires a running call's cancel; whether it was running.
+    fn fire(&self, call: u64) -> bool {
+        match self.running.lock().get(&call) {
+            Some(signal) => {
+                signal.fire();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Takes a deferred call back before it was ever written; whether it was there.
+    fn withdraw(&self, call: u64) -> bool {
+        self.has_deferred.load(Ordering::Acquire) && self.deferred.lock().withdraw(call)
+    }
+
+    fn defer(&self, id: u64, message: &[u8]) {
+        let mut d = self.deferred.lock();
+        d.bytes.extend_from_slice(message);
+        d.ids.push(id);
+        let end = d.bytes.len();
+        d.ends.push(end);
+        self.has_deferred.store(true, Ordering::Release);
+    }
+
+    /// `message` with the deferred calls' messages before it, and their ids.
+    fn take_deferred(&self, message: Vec<u8>) -> (Vec<u8>, Vec<u64>) {
+        if !self.has_deferred.load(Ordering::Acquire) {
+            return (message, Vec::new());
+        }
+        let mut d = self.deferred.lock();
+        self.has_deferred.store(false, Ordering::Release);
+        let mut bytes = std::mem::take(&mut d.bytes);
+        bytes.extend_from_slice(&message);
+        d.ends.clear();
+        (bytes, std::mem::take(&mut d.ids))
+    }
+
+    /// The connection closed: nothing deferred is written any more.
+    pub(super) fn drop_deferred(&self) {
+        *self.deferred.lock() = Default::default();
+        self.has_deferred.store(false, Ordering::Release);
+    }
+}
+
 /// Deferred calls: their messages, back to back, and their ids (to fail them if the write does).
 #[derive(Default)]
-pub(super) struct Deferred {
+struct Deferred {
     bytes: Vec<u8>,
     ids: Vec<u64>,
     /// Where each call's message ends in `bytes` (parallel to `ids`).
@@ -392,12 +452,7 @@ impl Shared {
             return self.start_failed(id, self.check_open().unwrap_err());
         }
         if defer {
-            let mut d = self.deferred.lock();
-            d.bytes.extend_from_slice(&message);
-            d.ids.push(id);
-            let end = d.bytes.len();
-            d.ends.push(end);
-            self.has_deferred.store(true, Ordering::Release);
+            self.started.defer(id, &message);
             return Ok(id);
         }
         let (message, deferred) = self.take_deferred(message);
@@ -450,15 +505,7 @@ impl Shared {
 
     /// `message` with the deferred calls' messages before it, and their ids.
     pub(super) fn take_deferred(&self, message: Vec<u8>) -> (Vec<u8>, Vec<u64>) {
-        if !self.has_deferred.load(Ordering::Acquire) {
-            return (message, Vec::new());
-        }
-        let mut d = self.deferred.lock();
-        self.has_deferred.store(false, Ordering::Release);
-        let mut bytes = std::mem::take(&mut d.bytes);
-        bytes.extend_from_slice(&message);
-        d.ends.clear();
-        (bytes, std::mem::take(&mut d.ids))
+        self.started.take_deferred(message)
     }
 
     /// A write carrying deferred calls failed: each completes with the error.
@@ -506,11 +553,11 @@ impl Shared {
         Fut: Future<Output = Result<RawJson>> + std::marker::Send + 'static,
     {
         let own = options.started_cancel();
-        self.started.lock().insert(call, own);
+        self.started.running.lock().insert(call, own);
         let shared = self.clone();
         crate::runtime::spawn(async move {
             let outcome = run(shared.clone(), options).await;
-            if shared.started.lock().remove(&call).is_some() {
+            if shared.started.running.lock().remove(&call).is_some() {
                 shared
                     .events
                     .push_text(completion_text(call, &outcome), false);
@@ -521,7 +568,7 @@ impl Shared {
     /// Whether a direct call of `method` may need another round, and so keeps a replay.
     fn may_resume(&self, method: &str, modern: bool) -> bool {
         if modern {
-            mrtr::allows_input_required(method) || (method == "tools/call" && self.options.tasks)
+            era::allows_input_required(method) || (method == "tools/call" && self.options.tasks)
         } else {
             self.host.url_elicitation
         }
@@ -591,7 +638,7 @@ impl Shared {
                 // A modern result's type, looked up once: a plain result is the common case.
                 let plain = match &outcome {
                     Ok(r) if modern => matches!(
-                        mrtr::result_type(r.as_str()).as_deref(),
+                        era::result_type(r.as_str()).as_deref(),
                         None | Some("complete")
                     ),
                     _ => true,
@@ -631,7 +678,13 @@ impl Shared {
         for id in tickets {
             self.ticket_done(id, Err(reason.clone()));
         }
-        let mut tasks: Vec<u64> = self.started.lock().drain().map(|(k, _)| k).collect();
+        let mut tasks: Vec<u64> = self
+            .started
+            .running
+            .lock()
+            .drain()
+            .map(|(k, _)| k)
+            .collect();
         tasks.sort_unstable();
         for call in tasks {
             self.events

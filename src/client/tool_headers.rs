@@ -30,7 +30,7 @@ impl Shared {
     /// What the connection learned of the tools' header parameters, when it mirrors them
     /// (Streamable HTTP, 2026-07-28 era).
     pub(super) fn param_headers(&self) -> Option<&ParamHeaders> {
-        let known = self.param_headers.as_deref()?;
+        let known = self.tools.headers.as_deref()?;
         let modern = matches!(
             self.era.read().as_ref().map(|s| &s.era),
             Some(Era::Modern { .. })

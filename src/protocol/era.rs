@@ -74,6 +74,33 @@ pub fn stamp_modern_meta(
     Value::Object(params)
 }
 
+/// The requests on which the 2026-07-28 revision allows an `InputRequiredResult`.
+pub fn allows_input_required(method: &str) -> bool {
+    matches!(method, "tools/call" | "prompts/get" | "resources/read")
+}
+
+/// The `resultType` of a modern result, found without parsing most results: absent is `None`.
+pub fn result_type(text: &str) -> Option<std::borrow::Cow<'_, str>> {
+    #[derive(serde::Deserialize)]
+    struct ResultType<'a> {
+        #[serde(rename = "resultType", borrow)]
+        result_type: Option<std::borrow::Cow<'a, str>>,
+    }
+    // One searcher for the process (building one per call cost ~1k instructions).
+    static FINDER: once_cell::sync::Lazy<memchr::memmem::Finder<'static>> =
+        once_cell::sync::Lazy::new(|| memchr::memmem::Finder::new(b"\"resultType\""));
+    let bytes = text.as_bytes();
+    let at = FINDER.find(bytes)?;
+    if bytes[at..].starts_with(b"\"resultType\":\"complete\"")
+        && FINDER.find(&bytes[at + 1..]).is_none()
+    {
+        return Some("complete".into());
+    }
+    serde_json::from_str::<ResultType>(text)
+        .ok()
+        .and_then(|r| r.result_type)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,5 +121,23 @@ mod tests {
         assert_eq!(p["_meta"][META_CLIENT_CAPABILITIES], json!({"roots": {}}));
         let p = stamp_modern_meta(None, "2026-07-28", &json!({}), &json!({}));
         assert!(p["_meta"].is_object());
+    }
+
+    #[test]
+    fn result_types_are_found_without_a_parse_when_plain() {
+        assert_eq!(result_type(r#"{"content":[]}"#), None);
+        assert_eq!(
+            result_type(r#"{"resultType":"complete","x":1}"#).as_deref(),
+            Some("complete")
+        );
+        assert_eq!(
+            result_type(r#"{"a":1,"resultType":"input_required"}"#).as_deref(),
+            Some("input_required")
+        );
+        // The words inside content are not a resultType.
+        assert_eq!(
+            result_type(r#"{"content":[{"type":"text","text":"\"resultType\""}]}"#),
+            None
+        );
     }
 }
