@@ -188,7 +188,27 @@ impl Session {
             });
         loop {
             let woke = match driver {
-                Some(d) => drive_turn(d, &mut answer, timer.deadline, cancels).await,
+                Some(d) => match drive_turn(d, &mut answer, timer.deadline, cancels) {
+                    Turn::Woke(woke) => woke,
+                    // Let whatever encloses this call (a connect's own timer and cancel) look
+                    // at its own futures between turns.
+                    Turn::Yield => {
+                        tokio::task::yield_now().await;
+                        Woke::Turned
+                    }
+                    Turn::Busy => {
+                        let baton = d.baton().expect("a drivable transport has a baton");
+                        tokio::select! {
+                            biased;
+                            r = &mut answer => r.map_or(Woke::Lost, Woke::Answer),
+                            _ = baton.notified() => Woke::Turned,
+                            // Only a request with a timer needs to wake for it; the driver
+                            // hands over the baton whenever it leaves.
+                            _ = sleep_until_opt(timer.deadline) => Woke::Turned,
+                            _ = cancels.fired() => Woke::Turned,
+                        }
+                    }
+                },
                 None => tokio::select! {
                     biased;
                     r = &mut answer => r.map_or(Woke::Lost, Woke::Answer),
@@ -340,50 +360,44 @@ impl Session {
     }
 }
 
+/// What a turn of a host thread that reads the transport itself came to.
+enum Turn {
+    Woke(Woke),
+    /// It read: yield, then look again.
+    Yield,
+    /// Another caller reads: wait for its baton (or the answer, the timer, a cancel).
+    Busy,
+}
+
 /// One turn of a host thread that reads the transport itself: the answer if it is there, the
-/// timer and the cancel looked at, else one slice of reading (or, while another caller reads,
-/// a wait for its baton).
-async fn drive_turn(
+/// timer and the cancel looked at, else one slice of reading. Not a future of its own: the hot
+/// path's turn costs no state machine.
+#[inline]
+fn drive_turn(
     d: &Arc<dyn Driven>,
     answer: &mut oneshot::Receiver<Outcome>,
     deadline: Option<Instant>,
     cancels: &Cancels,
-) -> Woke {
+) -> Turn {
     match answer.try_recv() {
-        Ok(r) => return Woke::Answer(r),
-        Err(oneshot::error::TryRecvError::Closed) => return Woke::Lost,
+        Ok(r) => return Turn::Woke(Woke::Answer(r)),
+        Err(oneshot::error::TryRecvError::Closed) => return Turn::Woke(Woke::Lost),
         Err(oneshot::error::TryRecvError::Empty) => {}
     }
     let now = Instant::now();
     if deadline.is_some_and(|d| now >= d) {
-        return Woke::Timer;
+        return Turn::Woke(Woke::Timer);
     }
     if cancels.is_fired() {
-        return Woke::Cancel;
+        return Turn::Woke(Woke::Cancel);
     }
     let slice = deadline.map_or(DRIVE_SLICE, |d| {
         d.saturating_duration_since(now).min(DRIVE_SLICE)
     });
     match d.drive(slice, None) {
-        // Let whatever encloses this call (a connect's own timer and cancel) look at its own
-        // futures between turns.
-        Drive::Turned => {
-            tokio::task::yield_now().await;
-            Woke::Turned
-        }
-        Drive::Busy => {
-            let baton = d.baton().expect("a drivable transport has a baton");
-            tokio::select! {
-                biased;
-                r = answer => r.map_or(Woke::Lost, Woke::Answer),
-                _ = baton.notified() => Woke::Turned,
-                // Only a request with a timer needs to wake for it; the driver hands over the
-                // baton whenever it leaves.
-                _ = sleep_until_opt(deadline) => Woke::Turned,
-                _ = cancels.fired() => Woke::Turned,
-            }
-        }
-        Drive::Finished => Woke::Undriven,
+        Drive::Turned => Turn::Yield,
+        Drive::Busy => Turn::Busy,
+        Drive::Finished => Turn::Woke(Woke::Undriven),
     }
 }
 
