@@ -350,10 +350,10 @@ fn hints(text: &str) -> Option<(Duration, Scope)> {
     Some((ttl, scope))
 }
 
-impl Shared {
+impl ResultCache {
     /// The credentials this connection sends now (see [`ResultCache::get`]).
-    fn credential(&self) -> u64 {
-        self.session
+    fn credential(&self, conn: &Shared) -> u64 {
+        conn.session
             .transport_if_set()
             .map(|t| t.credential())
             .unwrap_or_default()
@@ -361,45 +361,51 @@ impl Shared {
 
     /// The cache key of a request on this connection: modern era only (legacy results carry no
     /// hints; a legacy server that wrote `ttlMs` anyway meant something else).
-    pub(super) fn cache_key(&self, method: &str, params: Option<&Value>) -> Option<CacheKey> {
+    pub(super) fn cache_key(
+        &self,
+        conn: &Shared,
+        method: &str,
+        params: Option<&Value>,
+    ) -> Option<CacheKey> {
         let modern = matches!(
-            self.era.read().as_ref().map(|s| &s.era),
+            conn.era.read().as_ref().map(|s| &s.era),
             Some(Era::Modern { .. })
         );
         if !modern {
             return None;
         }
-        self.cache.key(method, params)
+        self.key(method, params)
     }
 
     /// A cached result for `key`, unless the call's `cache` option is false.
-    fn cached(&self, key: &CacheKey, options: &CallOptions) -> Option<RawJson> {
+    fn cached(&self, conn: &Shared, key: &CacheKey, options: &CallOptions) -> Option<RawJson> {
         if options.cache == Some(false) {
             return None;
         }
-        self.cache.get(key, self.credential())
+        self.get(key, self.credential(conn))
     }
 
     /// One page of a list (or any cacheable request that takes no rounds): from the cache while
     /// fresh, else from the server, kept if the server marked it cacheable.
     pub(super) async fn fetch_page(
         &self,
+        conn: &Shared,
         key: Option<CacheKey>,
         method: &str,
         params: Option<Value>,
         timeout: Option<Duration>,
         options: &CallOptions,
     ) -> Result<RawJson> {
-        if let Some(hit) = key.as_ref().and_then(|k| self.cached(k, options)) {
+        if let Some(hit) = key.as_ref().and_then(|k| self.cached(conn, k, options)) {
             return Ok(hit);
         }
-        let ticket = self.cache.ticket();
-        let credential = self.credential();
+        let ticket = self.ticket();
+        let credential = self.credential(conn);
         let had_cursor = params
             .as_ref()
             .and_then(|p| p.get("cursor"))
             .is_some_and(|c| !c.is_null());
-        let outcome = self
+        let outcome = conn
             .send_request(Send {
                 method,
                 body: Body::Params(params),
@@ -411,10 +417,10 @@ impl Shared {
             })
             .await;
         match (&outcome, key) {
-            (Ok(result), Some(key)) => self.cache.put(key, result, ticket, credential),
+            (Ok(result), Some(key)) => self.put(key, result, ticket, credential),
             // A cursor the server no longer takes: every page of that list may be stale.
             (Err(e), Some(_)) if had_cursor && e.kind == ErrorKind::Rpc => {
-                self.cache.invalidate_method(method)
+                self.invalidate_method(method)
             }
             _ => {}
         }
@@ -425,7 +431,8 @@ impl Shared {
     /// from the server, kept when it is a complete result, and any further rounds resolved as
     /// every call's are (`mrtr::call`), never kept.
     pub(super) async fn fetch_cacheable(
-        self: &Arc<Self>,
+        &self,
+        conn: &Arc<Shared>,
         key: CacheKey,
         method: &str,
         params: Option<Value>,
@@ -434,15 +441,15 @@ impl Shared {
     ) -> Result<RawJson> {
         if !era::allows_input_required(method) {
             return self
-                .fetch_page(Some(key), method, params, timeout, options)
+                .fetch_page(conn, Some(key), method, params, timeout, options)
                 .await;
         }
-        if let Some(hit) = self.cached(&key, options) {
+        if let Some(hit) = self.cached(conn, &key, options) {
             return Ok(hit);
         }
-        let ticket = self.cache.ticket();
-        let credential = self.credential();
-        let first = self
+        let ticket = self.ticket();
+        let credential = self.credential(conn);
+        let first = conn
             .send_request(Send {
                 method,
                 body: Body::Params(params.clone()),
@@ -458,19 +465,21 @@ impl Shared {
                 era::result_type(result.as_str()).as_deref(),
                 None | Some("complete")
             ) {
-                self.cache.put(key, result, ticket, credential);
+                self.put(key, result, ticket, credential);
                 return first;
             }
         }
         // More rounds (or an error that the rounds resolve, or that is the call's outcome).
-        self.call(
-            method,
-            mrtr::Call::Params(params),
-            timeout,
-            options,
-            Some(first),
-        )
-        .await
+        conn.rounds
+            .call(
+                conn,
+                method,
+                mrtr::Call::Params(params),
+                timeout,
+                options,
+                Some(first),
+            )
+            .await
     }
 }
 

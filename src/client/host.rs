@@ -85,15 +85,16 @@ impl HostState {
     }
 }
 
-impl Shared {
+impl HostState {
     /// Whether the host may be handed `method` with `params`, by what the client declared; roots
     /// the host set are answered here (`Ok(Some(result))`).
     pub(super) fn admit_host_request(
         &self,
+        conn: &Shared,
         method: &str,
         params: Option<&Value>,
     ) -> std::result::Result<Option<Value>, Refusal> {
-        let opts = &self.options;
+        let opts = &conn.options;
         let not_declared = |capability: &str| {
             Refusal {
             code: codes::METHOD_NOT_FOUND,
@@ -104,7 +105,7 @@ impl Shared {
         };
         match method {
             "roots/list" => {
-                if let Some(roots) = &*self.host.roots.read() {
+                if let Some(roots) = &*self.roots.read() {
                     return Ok(Some(json!({ "roots": roots })));
                 }
                 if !opts.declares("roots") {
@@ -158,9 +159,9 @@ impl Shared {
 
     /// Replaces the roots answered automatically (`null`: ask the host again) and, in the legacy
     /// era, tells the server when `roots.listChanged` was declared.
-    pub(super) async fn set_roots(&self, roots: &Value) -> Result<Value> {
-        self.check_open()?;
-        if !self.options.declares("roots") {
+    pub(super) async fn set_roots(&self, conn: &Shared, roots: &Value) -> Result<Value> {
+        conn.check_open()?;
+        if !conn.options.declares("roots") {
             return Err(Error::invalid(
                 "this connection did not declare the roots capability: give `roots` (or `capabilities.roots`) at connect",
             ));
@@ -173,16 +174,16 @@ impl Shared {
             },
             list => Some(parse_roots(list, "`roots_json`")?),
         };
-        *self.host.roots.write() = roots;
+        *self.roots.write() = roots;
         let legacy = matches!(
-            self.era.read().as_ref().map(|s| &s.era),
+            conn.era.read().as_ref().map(|s| &s.era),
             Some(Era::Legacy { .. })
         );
-        let notified = legacy && self.options.roots_list_changed();
+        let notified = legacy && conn.options.roots_list_changed();
         if notified {
             let msg = protocol::encode_notification("notifications/roots/list_changed", None);
-            crate::log::sent(self.name(), &msg);
-            self.transport()?.clone().send(msg).await?;
+            crate::log::sent(conn.name(), &msg);
+            conn.transport()?.clone().send(msg).await?;
         }
         Ok(json!({ "notified": notified }))
     }
@@ -191,24 +192,25 @@ impl Shared {
     /// era, remembered and sent in every request's `_meta` from now on.
     pub(super) async fn set_log_level(
         &self,
+        conn: &Shared,
         level: &Value,
         options: &CallOptions,
     ) -> Result<Value> {
-        self.check_open()?;
+        conn.check_open()?;
         let level = parse_log_level(level, "`level`")?;
-        let era = self.era.read().as_ref().map(|s| s.era.clone());
+        let era = conn.era.read().as_ref().map(|s| s.era.clone());
         match era {
             Some(Era::Modern { version }) => {
-                *self.host.log_level.write() = Some(level.clone());
-                let fragment = self.modern_meta_fragment(&version);
-                if let Some(state) = self.era.write().as_mut() {
+                *self.log_level.write() = Some(level.clone());
+                let fragment = conn.era.modern_meta_fragment(conn, &version);
+                if let Some(state) = conn.era.write().as_mut() {
                     state.modern_meta = Some(fragment);
                 }
                 Ok(json!({ "level": level, "sent": "per request" }))
             }
             _ => {
-                let timeout = options.timeout.or(self.options.request_timeout);
-                self.send_request(Send {
+                let timeout = options.timeout.or(conn.options.request_timeout);
+                conn.send_request(Send {
                     method: "logging/setLevel",
                     body: Body::Params(Some(json!({ "level": level }))),
                     timeout,
@@ -218,7 +220,7 @@ impl Shared {
                     pausable: false,
                 })
                 .await?;
-                *self.host.log_level.write() = Some(level.clone());
+                *self.log_level.write() = Some(level.clone());
                 Ok(json!({ "level": level, "sent": "logging/setLevel" }))
             }
         }
@@ -228,12 +230,12 @@ impl Shared {
     /// that declared them, as Claude Code does: anything else could inject messages unasked.
     pub(super) fn admits_notification(&self, method: &str) -> bool {
         match method {
-            "notifications/claude/channel" => self
-                .host
-                .server_declares(&["experimental", "claude/channel"]),
-            "notifications/claude/channel/permission" => self
-                .host
-                .server_declares(&["experimental", "claude/channel/permission"]),
+            "notifications/claude/channel" => {
+                self.server_declares(&["experimental", "claude/channel"])
+            }
+            "notifications/claude/channel/permission" => {
+                self.server_declares(&["experimental", "claude/channel/permission"])
+            }
             _ => true,
         }
     }

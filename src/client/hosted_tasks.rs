@@ -59,19 +59,24 @@ fn terminal(status: &str) -> bool {
     matches!(status, "completed" | "failed" | "cancelled")
 }
 
-impl Shared {
+impl Store {
     /// Whether this connection runs tasks for the server (legacy era, `tasks` on, and a
     /// task-capable request the host serves).
-    pub(super) fn hosts_tasks(&self) -> bool {
-        self.options.legacy_capabilities.get("tasks").is_some()
+    pub(super) fn hosts_tasks(&self, conn: &Shared) -> bool {
+        conn.options.legacy_capabilities.get("tasks").is_some()
             && matches!(
-                self.era.read().as_ref().map(|s| &s.era),
+                conn.era.read().as_ref().map(|s| &s.era),
                 Some(Era::Legacy { .. })
             )
     }
 
     /// Whether this server request asks to be run as a task that we declared we run.
-    pub(super) fn hosts_task_for(&self, method: &str, params: Option<&Value>) -> bool {
+    pub(super) fn hosts_task_for(
+        &self,
+        conn: &Shared,
+        method: &str,
+        params: Option<&Value>,
+    ) -> bool {
         let asked = params
             .and_then(|p| p.get("task"))
             .is_some_and(Value::is_object);
@@ -81,8 +86,8 @@ impl Shared {
             _ => return false,
         };
         asked
-            && self.hosts_tasks()
-            && self
+            && self.hosts_tasks(conn)
+            && conn
                 .options
                 .legacy_capabilities
                 .get("tasks")
@@ -94,12 +99,13 @@ impl Shared {
 
     /// Creates the task, answers the server with it, and hands the request to the host.
     pub(super) fn start_hosted_task(
-        self: &Arc<Self>,
+        &self,
+        conn: &Arc<Shared>,
         rpc_id: Value,
         method: String,
         params: Option<Value>,
     ) {
-        let n = self.host.hosted.next.fetch_add(1, Ordering::Relaxed);
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
         let task_id = format!("mcplug-task-{}-{n}", std::process::id());
         let ttl = params
             .as_ref()
@@ -117,7 +123,7 @@ impl Shared {
             "ttl": ttl,
             "pollInterval": POLL_INTERVAL_MS,
         });
-        self.host.hosted.tasks.lock().insert(
+        self.tasks.lock().insert(
             task_id.clone(),
             Hosted {
                 task: task.clone(),
@@ -127,15 +133,17 @@ impl Shared {
                 expiry: None,
             },
         );
-        self.reply(rpc_id, Ok(json!({ "task": task })));
-        let event_id = self.to_host(HostAnswer::Task(task_id.clone()), method, params);
-        if let Some(t) = self.host.hosted.tasks.lock().get_mut(&task_id) {
+        conn.reply(rpc_id, Ok(json!({ "task": task })));
+        let event_id = conn
+            .rounds
+            .to_host(conn, HostAnswer::Task(task_id.clone()), method, params);
+        if let Some(t) = self.tasks.lock().get_mut(&task_id) {
             if t.outcome.is_none() {
                 t.event_id = Some(event_id);
             }
         }
         // The task is forgotten after its lifetime, answered or not.
-        let weak = Arc::downgrade(self);
+        let weak = Arc::downgrade(conn);
         let expired_id = task_id.clone();
         let expiry = crate::runtime::spawn(async move {
             tokio::time::sleep(Duration::from_millis(ttl)).await;
@@ -144,12 +152,16 @@ impl Shared {
                 if let Some(gone) = gone {
                     gone.done.notify_waiters();
                     if let Some(id) = gone.event_id {
-                        shared.withdraw_host_requests(&[id], "its task's lifetime ended");
+                        shared.rounds.withdraw_host_requests(
+                            &shared,
+                            &[id],
+                            "its task's lifetime ended",
+                        );
                     }
                 }
             }
         });
-        match self.host.hosted.tasks.lock().get_mut(&task_id) {
+        match self.tasks.lock().get_mut(&task_id) {
             Some(t) => t.expiry = Some(expiry),
             None => expiry.abort(),
         }
@@ -158,11 +170,12 @@ impl Shared {
     /// The host answered (or its timer ran out): the task is completed or failed.
     pub(super) fn finish_hosted_task(
         &self,
+        conn: &Shared,
         task_id: &str,
         outcome: std::result::Result<Value, Value>,
     ) {
         let snapshot = {
-            let mut tasks = self.host.hosted.tasks.lock();
+            let mut tasks = self.tasks.lock();
             let Some(t) = tasks.get_mut(task_id) else {
                 return;
             };
@@ -185,18 +198,18 @@ impl Shared {
             t.done.notify_waiters();
             t.task.clone()
         };
-        self.notify_task_status(snapshot);
+        self.notify_task_status(conn, snapshot);
     }
 
-    fn notify_task_status(&self, task: Value) {
-        let Some(transport) = self.session.transport_if_set().cloned() else {
+    fn notify_task_status(&self, conn: &Shared, task: Value) {
+        let Some(transport) = conn.session.transport_if_set().cloned() else {
             return;
         };
-        if self.session.is_closed() {
+        if conn.session.is_closed() {
             return;
         }
         let msg = protocol::encode_notification("notifications/tasks/status", Some(&task));
-        crate::log::sent(self.name(), &msg);
+        crate::log::sent(conn.name(), &msg);
         crate::runtime::spawn(async move {
             let _ = transport.send(msg).await;
         });
@@ -204,24 +217,18 @@ impl Shared {
 
     /// The server's `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel`.
     pub(super) fn on_task_request(
-        self: &Arc<Self>,
+        &self,
+        conn: &Arc<Shared>,
         id: Value,
         method: &str,
         params: Option<&Value>,
     ) {
         if method == "tasks/list" {
-            let tasks: Vec<Value> = self
-                .host
-                .hosted
-                .tasks
-                .lock()
-                .values()
-                .map(|t| t.task.clone())
-                .collect();
-            return self.reply(id, Ok(json!({ "tasks": tasks })));
+            let tasks: Vec<Value> = self.tasks.lock().values().map(|t| t.task.clone()).collect();
+            return conn.reply(id, Ok(json!({ "tasks": tasks })));
         }
         let Some(task_id) = params.and_then(|p| p.get("taskId")).and_then(Value::as_str) else {
-            return self.reply(
+            return conn.reply(
                 id,
                 Err(json!({"code": codes::INVALID_PARAMS, "message": format!("{method} needs a string taskId")})),
             );
@@ -233,21 +240,15 @@ impl Shared {
         };
         match method {
             "tasks/get" => {
-                let task = self
-                    .host
-                    .hosted
-                    .tasks
-                    .lock()
-                    .get(task_id)
-                    .map(|t| t.task.clone());
+                let task = self.tasks.lock().get(task_id).map(|t| t.task.clone());
                 match task {
-                    Some(task) => self.reply(id, Ok(task)),
-                    None => self.reply(id, unknown()),
+                    Some(task) => conn.reply(id, Ok(task)),
+                    None => conn.reply(id, unknown()),
                 }
             }
             "tasks/cancel" => {
                 let outcome = {
-                    let mut tasks = self.host.hosted.tasks.lock();
+                    let mut tasks = self.tasks.lock();
                     match tasks.get_mut(task_id) {
                         None => Err(None),
                         Some(t) if terminal(t.task["status"].as_str().unwrap_or_default()) => {
@@ -265,12 +266,12 @@ impl Shared {
                 match outcome {
                     Ok((task, event)) => {
                         if let Some(event) = event {
-                            self.withdraw_host_requests(&[event], "the server cancelled its task");
+                            conn.rounds.withdraw_host_requests(conn, &[event], "the server cancelled its task");
                         }
-                        self.reply(id, Ok(task));
+                        conn.reply(id, Ok(task));
                     }
-                    Err(None) => self.reply(id, unknown()),
-                    Err(Some(status)) => self.reply(
+                    Err(None) => conn.reply(id, unknown()),
+                    Err(Some(status)) => conn.reply(
                         id,
                         Err(json!({"code": codes::INVALID_PARAMS, "message": format!("task {task_id:?} is already {status} and cannot be cancelled")})),
                     ),
@@ -278,23 +279,16 @@ impl Shared {
             }
             _ => {
                 // tasks/result: the task's outcome, once it has one (the server blocks on it).
-                let Some(done) = self
-                    .host
-                    .hosted
-                    .tasks
-                    .lock()
-                    .get(task_id)
-                    .map(|t| t.done.clone())
-                else {
-                    return self.reply(id, unknown());
+                let Some(done) = self.tasks.lock().get(task_id).map(|t| t.done.clone()) else {
+                    return conn.reply(id, unknown());
                 };
-                let weak = Arc::downgrade(self);
+                let weak = Arc::downgrade(conn);
                 let task_id = task_id.to_string();
                 crate::runtime::spawn(async move {
                     loop {
                         let notified = done.notified();
                         let Some(shared) = weak.upgrade() else { return };
-                        let answer = shared.task_result(&task_id);
+                        let answer = shared.host.hosted.task_result(&task_id);
                         match answer {
                             Some(answer) => return shared.reply(id, answer),
                             None if shared.session.is_closed() => return,
@@ -310,7 +304,7 @@ impl Shared {
 
     /// What `tasks/result` answers for a task that ended; `None` while it runs.
     fn task_result(&self, task_id: &str) -> Option<std::result::Result<Value, Value>> {
-        let tasks = self.host.hosted.tasks.lock();
+        let tasks = self.tasks.lock();
         let Some(t) = tasks.get(task_id) else {
             return Some(Err(
                 json!({"code": codes::INVALID_PARAMS, "message": format!("no task {task_id:?} (its lifetime ended)")}),

@@ -3,7 +3,7 @@
 //! [`Dispatch`] of the session core, which frames each line and routes answers and progress.
 
 use super::event::Event;
-use super::{listen, HostAnswer, HostRequest, Shared, Shutdown};
+use super::{listen, HostAnswer, HostRequest, InputRounds, Shared, Shutdown};
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::codes;
 use crate::session::inbound::{self, Dispatch};
@@ -28,18 +28,28 @@ impl Shared {
     ) {
         match method.as_str() {
             "ping" => return self.reply(id, Ok(json!({}))),
-            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" if self.hosts_tasks() => {
-                return self.on_task_request(id, &method, params.as_ref());
+            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel"
+                if self.host.hosted.hosts_tasks(self) =>
+            {
+                return self
+                    .host
+                    .hosted
+                    .on_task_request(self, id, &method, params.as_ref());
             }
             _ => {}
         }
-        match self.admit_host_request(&method, params.as_ref()) {
+        match self.host.admit_host_request(self, &method, params.as_ref()) {
             Ok(Some(answer)) => self.reply(id, Ok(answer)),
             Ok(None) => {
-                if self.hosts_task_for(&method, params.as_ref()) {
-                    self.start_hosted_task(id, method, params);
+                if self
+                    .host
+                    .hosted
+                    .hosts_task_for(self, &method, params.as_ref())
+                {
+                    self.host.hosted.start_hosted_task(self, id, method, params);
                 } else {
-                    self.to_host(HostAnswer::Server(id), method, params);
+                    self.rounds
+                        .to_host(self, HostAnswer::Server(id), method, params);
                 }
             }
             Err(refusal) => self.reply(
@@ -48,24 +58,27 @@ impl Shared {
             ),
         }
     }
+}
 
+impl InputRounds {
     /// Hands a request the host must answer to it as an event, under a timer: if the host does
     /// not answer in time, the server (or the waiting call, or the hosted task) gets an error
     /// instead of waiting forever. Returns the event id.
     pub(super) fn to_host(
-        self: &Arc<Self>,
+        &self,
+        conn: &Arc<Shared>,
         answer: HostAnswer,
         method: String,
         params: Option<Value>,
     ) -> String {
-        let event_id = format!("s{}", self.asks.next_id.fetch_add(1, Ordering::Relaxed));
-        let limit = self.options.host_request_timeout;
-        let weak = Arc::downgrade(self);
+        let event_id = format!("s{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let limit = conn.options.host_request_timeout;
+        let weak = Arc::downgrade(conn);
         let timer_id = event_id.clone();
         let timer = crate::runtime::spawn(async move {
             tokio::time::sleep(limit).await;
             let Some(shared) = weak.upgrade() else { return };
-            let entry = shared.asks.waiting.lock().remove(&timer_id);
+            let entry = shared.rounds.waiting.lock().remove(&timer_id);
             if let Some(entry) = entry {
                 let message = format!(
                     "the host did not answer {} within {} ms",
@@ -73,7 +86,8 @@ impl Shared {
                     limit.as_millis()
                 );
                 let method = entry.method.clone();
-                shared.deliver(
+                shared.rounds.deliver(
+                    &shared,
                     entry,
                     Err(json!({"code": codes::INTERNAL_ERROR, "message": message})),
                     Some(Error::timeout(message.clone())),
@@ -84,12 +98,12 @@ impl Shared {
                 });
             }
         });
-        let defaults = if self.options.elicitation_defaults && method == "elicitation/create" {
+        let defaults = if conn.options.elicitation_defaults && method == "elicitation/create" {
             schema_defaults(params.as_ref())
         } else {
             None
         };
-        self.asks.waiting.lock().insert(
+        self.waiting.lock().insert(
             event_id.clone(),
             HostRequest {
                 answer,
@@ -98,7 +112,7 @@ impl Shared {
                 timer,
             },
         );
-        self.events.push_event(Event::Request {
+        conn.events.push_event(Event::Request {
             id: event_id.clone(),
             method: method.to_string(),
             params,
@@ -110,30 +124,33 @@ impl Shared {
     /// the JSON-RPC error object (a timeout, say).
     fn deliver(
         &self,
+        conn: &Shared,
         entry: HostRequest,
         outcome: std::result::Result<Value, Value>,
         local: Option<Error>,
     ) {
         entry.timer.abort();
         match entry.answer {
-            HostAnswer::Server(id) => self.reply(id, outcome),
+            HostAnswer::Server(id) => conn.reply(id, outcome),
             HostAnswer::Call(tx) => {
                 let _ = tx.send(
                     outcome.map_err(|e| local.unwrap_or_else(|| host_refused(&entry.method, &e))),
                 );
             }
-            HostAnswer::Task(task_id) => self.finish_hosted_task(&task_id, outcome),
+            HostAnswer::Task(task_id) => {
+                conn.host.hosted.finish_hosted_task(conn, &task_id, outcome)
+            }
         }
     }
 
     /// Forgets host requests a call no longer waits for (it was cancelled or failed), and tells
     /// the host so that it can close whatever it showed the user.
-    pub(super) fn withdraw_host_requests(&self, ids: &[String], reason: &str) {
+    pub(super) fn withdraw_host_requests(&self, conn: &Shared, ids: &[String], reason: &str) {
         for id in ids {
-            let entry = self.asks.waiting.lock().remove(id);
+            let entry = self.waiting.lock().remove(id);
             if let Some(entry) = entry {
                 entry.timer.abort();
-                self.events.push_event(Event::RequestCancelled {
+                conn.events.push_event(Event::RequestCancelled {
                     id: id.clone(),
                     method: entry.method,
                     reason: reason.to_string(),
@@ -142,7 +159,7 @@ impl Shared {
         }
     }
 
-    pub(super) async fn respond(&self, response: &Value) -> Result<()> {
+    pub(super) async fn respond(&self, conn: &Shared, response: &Value) -> Result<()> {
         let obj = response
             .as_object()
             .ok_or_else(|| Error::invalid("response_json must be a JSON object"))?;
@@ -167,8 +184,8 @@ impl Shared {
                 ))
             }
         };
-        self.check_open()?;
-        let entry = self.asks.waiting.lock().remove(event_id);
+        conn.check_open()?;
+        let entry = self.waiting.lock().remove(event_id);
         let Some(entry) = entry else {
             return Err(Error::invalid(format!(
                 "no server request with id {event_id:?} is waiting for an answer (already answered, expired, cancelled, or never sent)"
@@ -180,12 +197,14 @@ impl Shared {
         if let HostAnswer::Server(id) = &entry.answer {
             // Sent here rather than spawned, so that a broken pipe is this call's error.
             entry.timer.abort();
-            return self.session.reply_now(id, outcome.as_ref()).await;
+            return conn.session.reply_now(id, outcome.as_ref()).await;
         }
-        self.deliver(entry, outcome, None);
+        self.deliver(conn, entry, outcome, None);
         Ok(())
     }
+}
 
+impl Shared {
     pub(super) fn on_notification(
         &self,
         method: String,
@@ -194,7 +213,7 @@ impl Shared {
     ) {
         // What it says changed is stale in the cache, whichever stream it came on.
         self.cache.on_notification(&method, params.as_ref());
-        match self.route_listen(&method, params.as_ref()) {
+        match self.listen.route_listen(self, &method, params.as_ref()) {
             listen::Route::Drop => return,
             listen::Route::Acknowledged(event) => return self.events.push_event(event),
             listen::Route::Plain | listen::Route::Deliver => {}
@@ -207,12 +226,12 @@ impl Shared {
                 // The server gave up on one of its requests to the host: forget it. (Or, in
                 // the modern era on stdio, it ended a subscription of ours.)
                 if let Some(rid) = params.as_ref().and_then(|p| p.get("requestId")) {
-                    if self.listen_cancelled_by_server(rid) {
+                    if self.listen.listen_cancelled_by_server(self, rid) {
                         let params = Some(params.clone().unwrap_or(Value::Null));
                         self.events.push_event(Event::notification(method, params));
                         return;
                     }
-                    let mut hr = self.asks.waiting.lock();
+                    let mut hr = self.rounds.waiting.lock();
                     let found = hr
                         .iter()
                         .find(|(_, r)| matches!(&r.answer, HostAnswer::Server(id) if id == rid))
@@ -231,7 +250,7 @@ impl Shared {
                 self.tools.schemas.forget();
                 *self.host.tool_tasks.lock() = None;
             }
-            m if !self.admits_notification(m) => {
+            m if !self.host.admits_notification(m) => {
                 tracing::debug!(
                     method = m,
                     "dropped a channel notification from a server that did not declare it"
@@ -294,7 +313,7 @@ impl Dispatch for Shared {
     }
 
     fn delivered(self: &Arc<Self>, delivered: Delivered, id: &RawValue) {
-        self.ticket_delivered(delivered, id)
+        self.started.ticket_delivered(self, delivered, id)
     }
 
     /// A message the client cannot act on: an `invalid_message` event (its first 4 KiB).

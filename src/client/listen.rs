@@ -171,39 +171,39 @@ pub(super) enum Route {
     Drop,
 }
 
-impl Shared {
-    fn is_modern_era(&self) -> bool {
+impl Listen {
+    fn is_modern_era(&self, conn: &Shared) -> bool {
         matches!(
-            self.era.read().as_ref().map(|s| &s.era),
+            conn.era.read().as_ref().map(|s| &s.era),
             Some(Era::Modern { .. })
         )
     }
 
     /// The host waits for events: with `listen` `"auto"`, list changes are worth listening
     /// for now. Cheap after the first time.
-    pub(super) fn events_wanted(self: &Arc<Self>) {
-        if self.options.listen == ListenMode::Auto
-            && !self.listen.consumer_seen.load(Ordering::Relaxed)
-            && !self.listen.consumer_seen.swap(true, Ordering::Relaxed)
+    pub(super) fn events_wanted(&self, conn: &Arc<Shared>) {
+        if conn.options.listen == ListenMode::Auto
+            && !self.consumer_seen.load(Ordering::Relaxed)
+            && !self.consumer_seen.swap(true, Ordering::Relaxed)
         {
-            self.listen_for(true, None);
+            self.listen_for(conn, true, None);
         }
     }
 
     /// Right after connect, with `listen` `true`.
-    pub(super) fn listen_at_connect(self: &Arc<Self>) {
-        if self.options.listen == ListenMode::Always {
-            self.listen_for(true, None);
+    pub(super) fn listen_at_connect(&self, conn: &Arc<Shared>) {
+        if conn.options.listen == ListenMode::Always {
+            self.listen_for(conn, true, None);
         }
     }
 
     /// Wants list changes (`list_changes`) and/or one more resource (`uri`) on the stream, and
     /// starts the task that keeps it open. Returns the new version of what is wanted.
-    fn listen_for(self: &Arc<Self>, list_changes: bool, uri: Option<&str>) -> u64 {
-        if !self.is_modern_era() {
+    fn listen_for(&self, conn: &Arc<Shared>, list_changes: bool, uri: Option<&str>) -> u64 {
+        if !self.is_modern_era(conn) {
             return 0;
         }
-        let mut inner = self.listen.inner.lock();
+        let mut inner = self.inner.lock();
         if inner.shut {
             return inner.version;
         }
@@ -221,18 +221,18 @@ impl Shared {
         let version = inner.version;
         if !inner.running {
             inner.running = true;
-            let weak = Arc::downgrade(self);
-            let listen = self.listen.clone();
+            let weak = Arc::downgrade(conn);
+            let listen = conn.listen.clone();
             crate::runtime::spawn(listen_task(weak, listen));
         }
         drop(inner);
-        self.listen.wake.notify_one();
+        self.wake.notify_one();
         version
     }
 
     /// What the stream should carry now, and the version of that want: `None` when nothing.
-    fn wanted(&self) -> (u64, Option<Value>) {
-        let inner = self.listen.inner.lock();
+    fn wanted(&self, conn: &Shared) -> (u64, Option<Value>) {
+        let inner = self.inner.lock();
         let mut filter = Map::new();
         if inner.list_changes {
             for (cap, key) in [
@@ -240,7 +240,7 @@ impl Shared {
                 ("prompts", "promptsListChanged"),
                 ("resources", "resourcesListChanged"),
             ] {
-                let offered = self.host.server_capabilities.read()[cap]["listChanged"] == true;
+                let offered = conn.host.server_capabilities.read()[cap]["listChanged"] == true;
                 if offered {
                     filter.insert(key.into(), json!(true));
                 }
@@ -258,11 +258,16 @@ impl Shared {
 
     /// Routes a notification that may belong to a stream (called for every notification of
     /// the modern era, on the thread that read it, before any later message is read).
-    pub(super) fn route_listen(&self, method: &str, params: Option<&Value>) -> Route {
+    pub(super) fn route_listen(
+        &self,
+        conn: &Shared,
+        method: &str,
+        params: Option<&Value>,
+    ) -> Route {
         let Some(id) = subscription_id(params) else {
             return Route::Plain;
         };
-        let mut inner = self.listen.inner.lock();
+        let mut inner = self.inner.lock();
         if method == ACKNOWLEDGED {
             if inner.opening.as_ref().is_some_and(|o| o.id == id) {
                 let opening = inner.opening.take().expect("checked");
@@ -279,7 +284,7 @@ impl Shared {
                     .unwrap_or(json!({}));
                 if reopened {
                     // Before the host hears of it, so that what it lists again is fresh.
-                    self.forget_covered(&opening.filter);
+                    self.forget_covered(conn, &opening.filter);
                 }
                 let event = Event::Listening {
                     subscription: id,
@@ -307,17 +312,17 @@ impl Shared {
 
     /// A server's `notifications/cancelled` for a listen request (how a stdio server ends a
     /// subscription): the stream is over. Returns whether it was one of ours.
-    pub(super) fn listen_cancelled_by_server(&self, request_id: &Value) -> bool {
+    pub(super) fn listen_cancelled_by_server(&self, conn: &Shared, request_id: &Value) -> bool {
         let Some(id) = request_id.as_u64() else {
             return false;
         };
         let ours = {
-            let inner = self.listen.inner.lock();
+            let inner = self.inner.lock();
             inner.active == Some(id) || inner.opening.as_ref().is_some_and(|o| o.id == id)
         };
         if ours {
             let raw = RawValue::from_string(id.to_string()).expect("a number is JSON");
-            let _ = self.session.pending.complete(
+            let _ = conn.session.pending.complete(
                 &raw,
                 Err(Error::closed(
                     "the server ended the subscription (notifications/cancelled)",
@@ -330,22 +335,23 @@ impl Shared {
     /// `resources/subscribe` of the modern era: the URI joins the stream's
     /// `resourceSubscriptions`; returns `{}` once a stream carrying it is acknowledged.
     pub(super) async fn subscribe_resource(
-        self: &Arc<Self>,
+        &self,
+        conn: &Arc<Shared>,
         params: Option<&Value>,
         options: &CallOptions,
     ) -> Result<RawJson> {
         let uri = resource_uri("resources/subscribe", params)?;
-        if let Some(e) = self.listen.inner.lock().unsupported.clone() {
+        if let Some(e) = self.inner.lock().unsupported.clone() {
             return Err(e);
         }
-        if !self.host.server_declares(&["resources", "subscribe"]) {
+        if !conn.host.server_declares(&["resources", "subscribe"]) {
             return Err(Error::invalid(format!(
                 "resources/subscribe {uri:?}: the server does not offer resource subscriptions (its capabilities have no resources.subscribe)"
             )));
         }
-        let mut settled = self.listen.settled.subscribe();
-        let version = self.listen_for(false, Some(&uri));
-        let timeout = options.timeout.or(self.options.request_timeout);
+        let mut settled = self.settled.subscribe();
+        let version = self.listen_for(conn, false, Some(&uri));
+        let timeout = options.timeout.or(conn.options.request_timeout);
         let wait = async {
             loop {
                 {
@@ -397,34 +403,38 @@ impl Shared {
     }
 
     fn drop_uri(&self, uri: &str) {
-        let mut inner = self.listen.inner.lock();
+        let mut inner = self.inner.lock();
         if inner.uris.remove(uri) {
             inner.version += 1;
             drop(inner);
-            self.listen.wake.notify_one();
+            self.wake.notify_one();
         }
     }
 
     /// Closes a stream of ours: forgotten, and the server told (stdio: `notifications/cancelled`;
     /// HTTP: the transport closes the request's response stream for it).
-    async fn end_stream(&self, id: u64) {
-        self.listen.retire(id);
-        if self.session.pending.forget(id) {
-            self.session
+    async fn end_stream(&self, conn: &Shared, id: u64) {
+        self.retire(id);
+        if conn.session.pending.forget(id) {
+            conn.session
                 .send_cancelled(id, "the client closed the subscription")
                 .await;
         }
     }
 
     /// Sends a `subscriptions/listen` request for `filter`; its acknowledgement arrives on `ack`.
-    async fn open_stream(&self, filter: &Value) -> Result<(Stream, oneshot::Receiver<Value>)> {
-        self.check_open()?;
-        let (id, answer) = self.session.pending.register();
+    async fn open_stream(
+        &self,
+        conn: &Shared,
+        filter: &Value,
+    ) -> Result<(Stream, oneshot::Receiver<Value>)> {
+        conn.check_open()?;
+        let (id, answer) = conn.session.pending.register();
         let (tx, ack) = oneshot::channel();
         {
-            let mut inner = self.listen.inner.lock();
+            let mut inner = self.inner.lock();
             if inner.shut {
-                self.session.pending.forget(id);
+                conn.session.pending.forget(id);
                 return Err(Error::closed("the connection is closed"));
             }
             inner.opening = Some(Opening {
@@ -434,8 +444,8 @@ impl Shared {
             });
         }
         let message = {
-            let era = self.era.read();
-            self.encode_params(
+            let era = conn.era.read();
+            conn.encode_params(
                 id,
                 "subscriptions/listen",
                 Some(json!({ "notifications": filter })),
@@ -443,10 +453,10 @@ impl Shared {
                 era.as_ref(),
             )
         };
-        crate::log::sent(self.name(), &message);
-        if let Err(e) = self.transport()?.clone().send(message).await {
-            self.listen.retire(id);
-            self.session.pending.forget(id);
+        crate::log::sent(conn.name(), &message);
+        if let Err(e) = conn.transport()?.clone().send(message).await {
+            self.retire(id);
+            conn.session.pending.forget(id);
             return Err(e);
         }
         Ok((
@@ -461,7 +471,7 @@ impl Shared {
     }
 
     /// Drops what the cache holds about what a stream covered: it may have missed changes.
-    fn forget_covered(&self, filter: &Value) {
+    fn forget_covered(&self, conn: &Shared, filter: &Value) {
         for (key, method) in [
             ("toolsListChanged", "notifications/tools/list_changed"),
             ("promptsListChanged", "notifications/prompts/list_changed"),
@@ -471,24 +481,23 @@ impl Shared {
             ),
         ] {
             if filter[key] == true {
-                self.cache.on_notification(method, None);
+                conn.cache.on_notification(method, None);
             }
         }
         if let Some(uris) = filter["resourceSubscriptions"].as_array() {
             for uri in uris.iter().filter_map(Value::as_str) {
-                self.cache.invalidate_resource(uri);
+                conn.cache.invalidate_resource(uri);
             }
         }
     }
 
     fn listen_failed(&self, version: u64, error: Error) {
-        self.listen
-            .settled
+        self.settled
             .send_modify(|s| s.failed = Some((version, error)));
     }
 
     /// The server does not serve `subscriptions/listen`: never asked again.
-    fn listen_unsupported(&self, version: u64, error: Error) {
+    fn listen_unsupported(&self, conn: &Shared, version: u64, error: Error) {
         let message = format!(
             "the server does not serve subscriptions/listen ({}): no list changes or resource updates will arrive",
             error.message
@@ -497,9 +506,9 @@ impl Shared {
             message: message.clone(),
             ..error
         };
-        self.listen.inner.lock().unsupported = Some(e.clone());
+        self.inner.lock().unsupported = Some(e.clone());
         self.listen_failed(version, e);
-        self.events
+        conn.events
             .push_event(Event::warning("listen_unsupported", message));
     }
 }
@@ -538,11 +547,11 @@ async fn listen_task(weak: Weak<Shared>, listen: Arc<Listen>) {
         if listen.inner.lock().unsupported.is_some() {
             return;
         }
-        let (version, filter) = shared.wanted();
+        let (version, filter) = shared.listen.wanted(&shared);
         let Some(filter) = filter else {
             // Nothing to listen for (any more).
             if let Some(old) = current.take() {
-                shared.end_stream(old.id).await;
+                shared.listen.end_stream(&shared, old.id).await;
             }
             listen.settled.send_modify(|s| {
                 s.acked = version;
@@ -569,7 +578,7 @@ async fn listen_task(weak: Weak<Shared>, listen: Arc<Listen>) {
                         match outcome {
                             Ok(Err(_)) if shared.check_open().is_err() => return,
                             Ok(Err(e)) if says_unsupported(&e) => {
-                                shared.listen_unsupported(version, e);
+                                shared.listen.listen_unsupported(&shared, version, e);
                                 return;
                             }
                             Ok(Err(e)) => {
@@ -602,7 +611,7 @@ async fn listen_task(weak: Weak<Shared>, listen: Arc<Listen>) {
             .options
             .request_timeout
             .unwrap_or(options::DEFAULT_REQUEST_TIMEOUT);
-        let opened = shared.open_stream(&filter).await;
+        let opened = shared.listen.open_stream(&shared, &filter).await;
         drop(shared);
         let failure = match opened {
             Err(e) => Some(e),
@@ -625,7 +634,7 @@ async fn listen_task(weak: Weak<Shared>, listen: Arc<Listen>) {
                     Ok(honored) => {
                         stream.since = Instant::now();
                         if let Some(old) = current.replace(stream) {
-                            shared.end_stream(old.id).await;
+                            shared.listen.end_stream(&shared, old.id).await;
                         }
                         listen.settled.send_modify(|s| {
                             s.acked = version;
@@ -634,7 +643,7 @@ async fn listen_task(weak: Weak<Shared>, listen: Arc<Listen>) {
                         None
                     }
                     Err(e) => {
-                        shared.end_stream(stream.id).await;
+                        shared.listen.end_stream(&shared, stream.id).await;
                         Some(e)
                     }
                 }
@@ -647,13 +656,13 @@ async fn listen_task(weak: Weak<Shared>, listen: Arc<Listen>) {
             }
             if says_unsupported(&e) {
                 if let Some(old) = current.take() {
-                    shared.end_stream(old.id).await;
+                    shared.listen.end_stream(&shared, old.id).await;
                 }
-                shared.listen_unsupported(version, e);
+                shared.listen.listen_unsupported(&shared, version, e);
                 return;
             }
             tracing::debug!("subscriptions/listen failed: {}", e.message);
-            shared.listen_failed(version, e);
+            shared.listen.listen_failed(version, e);
             drop(shared);
             pause(&listen, retry).await;
             retry = (retry * 2).min(MAX_RETRY);

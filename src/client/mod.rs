@@ -52,8 +52,9 @@ pub struct Client {
     shared: Arc<Shared>,
 }
 
-/// The server's requests that wait for the host's `respond`, by event id.
-struct HostRequests {
+/// What the server asks of the host: its requests (and a modern call's input requests) that wait
+/// for the host's `respond`, by event id; a host call resolved through its rounds (`mrtr.rs`).
+struct InputRounds {
     waiting: Mutex<HashMap<String, HostRequest>>,
     next_id: AtomicU64,
 }
@@ -94,11 +95,11 @@ struct Shared {
     /// The host's started calls running as tasks or deferred (see `started`).
     started: started::StartedCalls,
     events: EventQueue<Event>,
-    /// The server's requests waiting for the host (see `inbound.rs`).
-    asks: HostRequests,
+    /// What the server asks of the host, and the rounds of a call (see `mrtr.rs`).
+    rounds: InputRounds,
     /// Roots, log level, server capabilities and hosted tasks (see `host.rs`).
     host: host::HostState,
-    era: RwLock<Option<EraState>>,
+    era: Negotiated,
     tools: ToolCatalog,
     /// The skills extension: held entries and loaded skills (see `skills`).
     skills: skills::Skills,
@@ -109,6 +110,17 @@ struct Shared {
     /// Whether the credentials are being obtained (a remote connection's): the handshake's
     /// timers do not count that time (see `request.rs`).
     obtaining: Arc<crate::transport::credentials::Obtaining>,
+}
+
+/// The era negotiated at connect (see `negotiate.rs`); empty before.
+#[derive(Default)]
+struct Negotiated(RwLock<Option<EraState>>);
+
+impl std::ops::Deref for Negotiated {
+    type Target = RwLock<Option<EraState>>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 /// The negotiated era, and for the modern era the request `_meta` entries, serialized once.
@@ -250,11 +262,11 @@ fn new_shared(name: Option<&str>, options: ConnectOptions, http: bool) -> Arc<Sh
         session: Session::new(name, Peer::Server),
         options,
         started: Default::default(),
-        asks: HostRequests {
+        rounds: InputRounds {
             waiting: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
         },
-        era: RwLock::new(None),
+        era: Negotiated::default(),
         tools: ToolCatalog {
             schemas: schema::ToolSchemas::default(),
             headers: http.then(Default::default),
@@ -349,7 +361,7 @@ impl Client {
         };
         // Boxed: its state would otherwise sit inline in the connect future, which a host
         // thread with a small stack polls (tests/c/remote.c).
-        let negotiate = Box::pin(self.shared.negotiate(signature));
+        let negotiate = Box::pin(self.shared.era.negotiate(&self.shared, signature));
         let limit = match self.shared.options.connect_timeout {
             Some(l) if authorizing && self.shared.options.auth.interactive => {
                 Some(l + self.shared.options.auth.timeout)
@@ -373,7 +385,7 @@ impl Client {
                 "connect failed: {}", e.message),
         }
         if outcome.is_ok() {
-            self.shared.listen_at_connect();
+            self.shared.listen.listen_at_connect(&self.shared);
         }
         outcome
     }
@@ -429,7 +441,7 @@ impl Client {
                 let mut all =
                     RawJson::from_value(&self.list_all(method, field, params, options).await?);
                 if method == "tools/list" {
-                    all = self.shared.screen_tools(all, true);
+                    all = self.shared.tools.screen_tools(&self.shared, all, true);
                     self.shared
                         .tools
                         .schemas
@@ -447,7 +459,7 @@ impl Client {
                 let tool = params.as_ref().and_then(|p| p.get("name")?.as_str());
                 let tool = tool.map(str::to_string);
                 if let Some(tool) = &tool {
-                    self.shared.check_tool_headers(tool)?;
+                    self.shared.tools.check_tool_headers(&self.shared, tool)?;
                     if options
                         .validate_arguments
                         .unwrap_or(self.shared.options.validate_arguments)
@@ -472,15 +484,28 @@ impl Client {
             _ => (None, false),
         };
         let timeout = options.timeout.or(self.shared.options.request_timeout);
-        let mut result = match self.shared.cache_key(method, params.as_ref()) {
+        let mut result = match self
+            .shared
+            .cache
+            .cache_key(&self.shared, method, params.as_ref())
+        {
             Some(key) => {
                 self.shared
-                    .fetch_cacheable(key, method, params, timeout, options)
+                    .cache
+                    .fetch_cacheable(&self.shared, key, method, params, timeout, options)
                     .await?
             }
             None => {
                 self.shared
-                    .call(method, mrtr::Call::Params(params), timeout, options, None)
+                    .rounds
+                    .call(
+                        &self.shared,
+                        method,
+                        mrtr::Call::Params(params),
+                        timeout,
+                        options,
+                        None,
+                    )
                     .await?
             }
         };
@@ -491,7 +516,10 @@ impl Client {
                 .check_result(&tool, &result, &self.shared.events)?;
         } else if method == "tools/list" {
             let complete = first_page && !has_next_cursor(result.as_str());
-            result = self.shared.screen_tools(result, complete);
+            result = self
+                .shared
+                .tools
+                .screen_tools(&self.shared, result, complete);
             self.shared
                 .tools
                 .schemas
@@ -518,7 +546,9 @@ impl Client {
         let timeout = options.timeout.or(shared.options.tool_timeout);
         // As checked_tool_call, one future less deep (each level is copied when it starts).
         let result = shared
+            .rounds
             .call(
+                shared,
                 "tools/call",
                 mrtr::Call::Tool { name, arguments },
                 timeout,
@@ -540,16 +570,19 @@ impl Client {
         if let Some(cursor) = &options.cursor {
             let timeout = options.timeout.or(shared.options.request_timeout);
             let params = Some(json!({ "cursor": cursor }));
-            let key = shared.cache_key("tools/list", params.as_ref());
+            let key = shared
+                .cache
+                .cache_key(shared, "tools/list", params.as_ref());
             let page = shared
-                .fetch_page(key, "tools/list", params, timeout, options)
+                .cache
+                .fetch_page(shared, key, "tools/list", params, timeout, options)
                 .await?;
-            if self.shared.wants_tool_tasks() {
+            if self.shared.host.wants_tool_tasks() {
                 if let Some(Value::Array(tools)) = page.value()?.get("tools") {
                     self.shared.host.remember_tools(tools, false);
                 }
             }
-            let page = shared.screen_tools(page, false);
+            let page = shared.tools.screen_tools(shared, page, false);
             shared
                 .tools
                 .schemas
@@ -557,7 +590,9 @@ impl Client {
             return Ok(page);
         }
         let all = self.list_all("tools/list", "tools", None, options).await?;
-        let all = shared.screen_tools(RawJson::from_value(&all), true);
+        let all = shared
+            .tools
+            .screen_tools(shared, RawJson::from_value(&all), true);
         shared
             .tools
             .schemas
@@ -589,10 +624,14 @@ impl Client {
         let mut pages = pages::Pages::new(method, self.shared.options.list_limit());
         loop {
             let params = Some(Value::Object(base.clone()));
-            let key = self.shared.cache_key(method, params.as_ref());
+            let key = self
+                .shared
+                .cache
+                .cache_key(&self.shared, method, params.as_ref());
             let page = self
                 .shared
-                .fetch_page(key, method, params, timeout, options)
+                .cache
+                .fetch_page(&self.shared, key, method, params, timeout, options)
                 .await?;
             pages.page(page.as_str().len())?;
             let mut page = page.value()?;
@@ -607,7 +646,7 @@ impl Client {
             }
             match page.get_mut("nextCursor").map(Value::take) {
                 None | Some(Value::Null) => {
-                    if method == "tools/list" && self.shared.wants_tool_tasks() {
+                    if method == "tools/list" && self.shared.host.wants_tool_tasks() {
                         self.shared.host.remember_tools(&items, true);
                     }
                     let mut out = Map::new();
@@ -642,9 +681,12 @@ impl Client {
             return None;
         }
         Some(if method == "resources/subscribe" {
-            self.shared.subscribe_resource(params, options).await
+            self.shared
+                .listen
+                .subscribe_resource(&self.shared, params, options)
+                .await
         } else {
-            self.shared.unsubscribe_resource(params)
+            self.shared.listen.unsubscribe_resource(params)
         })
     }
 
@@ -655,8 +697,8 @@ impl Client {
 
     /// Waits for the next event (`None`: forever).
     pub fn next_event(&self, wait: Option<Duration>) -> Pulled {
-        self.shared.events_wanted();
-        match self.shared.drive_for_events(wait) {
+        self.shared.listen.events_wanted(&self.shared);
+        match self.shared.started.drive_for_events(&self.shared, wait) {
             Some(started::Waited::Ready) => self.shared.events.pull(Some(Duration::ZERO)),
             Some(started::Waited::TimedOut) => Pulled::TimedOut,
             None => self.shared.events.pull(wait),
@@ -667,8 +709,12 @@ impl Client {
     /// `engine_consumer`), without waiting: for the engine's own consumer, which awaits
     /// `events_changed` when there is none.
     pub fn next_item(&self) -> crate::queue::PulledItem<Event> {
-        self.shared.events_wanted();
-        match self.shared.drive_for_events(Some(Duration::ZERO)) {
+        self.shared.listen.events_wanted(&self.shared);
+        match self
+            .shared
+            .started
+            .drive_for_events(&self.shared, Some(Duration::ZERO))
+        {
             Some(started::Waited::TimedOut) => crate::queue::PulledItem::Empty,
             _ => self.shared.events.pull_item(),
         }
@@ -676,20 +722,23 @@ impl Client {
 
     /// The host's answer to a server's request event: `{"id", "result"}` or `{"id", "error"}`.
     pub async fn respond(&self, response: &Value) -> Result<()> {
-        self.shared.respond(response).await
+        self.shared.rounds.respond(&self.shared, response).await
     }
 
     /// Replaces the roots answered to `roots/list` (a list of `{uri, name}`, or `{"roots": [...]}`;
     /// `null` hands `roots/list` to the host again) and, on a legacy connection that declared
     /// `roots.listChanged`, sends `notifications/roots/list_changed`. Returns `{"notified": bool}`.
     pub async fn set_roots(&self, roots: &Value) -> Result<Value> {
-        self.shared.set_roots(roots).await
+        self.shared.host.set_roots(&self.shared, roots).await
     }
 
     /// Asks the server for log messages at `level` and above: `logging/setLevel` on a legacy
     /// connection; on a modern one the level rides every later request's `_meta`.
     pub async fn set_log_level(&self, level: &Value, options: &CallOptions) -> Result<Value> {
-        self.shared.set_log_level(level, options).await
+        self.shared
+            .host
+            .set_log_level(&self.shared, level, options)
+            .await
     }
 
     /// Closes gracefully: pending calls fail with `closed`, waiting event pulls return `closed`,
@@ -785,7 +834,7 @@ impl Shared {
         arguments: Option<&RawValue>,
         options: &CallOptions,
     ) -> Result<()> {
-        self.check_tool_headers(name)?;
+        self.tools.check_tool_headers(self, name)?;
         if options
             .validate_arguments
             .unwrap_or(self.options.validate_arguments)
@@ -808,7 +857,9 @@ impl Shared {
         first: Option<Result<RawJson>>,
     ) -> Result<RawJson> {
         let result = self
+            .rounds
             .call(
+                self,
                 "tools/call",
                 mrtr::Call::Tool { name, arguments },
                 timeout,
@@ -866,8 +917,8 @@ impl Shared {
         };
         self.listen.shut();
         self.started.drop_deferred();
-        self.fail_started(tickets, &reason);
-        for (_, r) in self.asks.waiting.lock().drain() {
+        self.started.fail_started(self, tickets, &reason);
+        for (_, r) in self.rounds.waiting.lock().drain() {
             r.timer.abort();
         }
         self.host.hosted.clear();

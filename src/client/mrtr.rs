@@ -10,7 +10,7 @@
 
 use super::options::CallOptions;
 use super::request::{Body, Send};
-use super::{cancel, cancels_fired, tasks, HostAnswer, Shared};
+use super::{cancel, cancels_fired, tasks, HostAnswer, InputRounds, Shared};
 use crate::client::options::TaskMode;
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::era::{self, Era};
@@ -110,17 +110,17 @@ struct CallKind {
     url_retry: bool,
 }
 
-impl Shared {
-    fn call_kind(&self, method: &str) -> CallKind {
+impl InputRounds {
+    fn call_kind(&self, conn: &Shared, method: &str) -> CallKind {
         let modern = matches!(
-            self.era.read().as_ref().map(|s| &s.era),
+            conn.era.read().as_ref().map(|s| &s.era),
             Some(Era::Modern { .. })
         );
         CallKind {
             modern,
             tool_call: method == "tools/call",
             input_rounds: modern && era::allows_input_required(method),
-            url_retry: self.host.url_elicitation,
+            url_retry: conn.host.url_elicitation,
         }
     }
 
@@ -129,7 +129,8 @@ impl Shared {
     /// from the first request on. `first`: the first round's outcome, when it already came (a
     /// started call resumed, see `started.rs`); it was sent without a legacy task augmentation.
     pub(super) async fn call(
-        self: &Arc<Self>,
+        &self,
+        conn: &Arc<Shared>,
         method: &str,
         call: Call<'_>,
         timeout: Option<Duration>,
@@ -141,7 +142,7 @@ impl Shared {
             tool_call,
             input_rounds,
             url_retry,
-        } = self.call_kind(method);
+        } = self.call_kind(conn, method);
         let task = if tool_call && !modern && first.is_none() {
             let name = match &call {
                 Call::Tool { name, .. } => Some(*name),
@@ -150,11 +151,11 @@ impl Shared {
                     .and_then(|p| p.get("name"))
                     .and_then(Value::as_str),
             };
-            self.task_augmentation(name, options).await?
+            conn.host.task_augmentation(conn, name, options).await?
         } else {
             None
         };
-        let tasks_possible = tool_call && ((modern && self.options.tasks) || task.is_some());
+        let tasks_possible = tool_call && ((modern && conn.options.tasks) || task.is_some());
 
         // The common case: one request, nothing to resolve (no copy of anything).
         if !input_rounds && !url_retry && !tasks_possible {
@@ -169,7 +170,7 @@ impl Shared {
                     extra: None,
                 },
             };
-            return self
+            return conn
                 .send_request(Send {
                     method,
                     body,
@@ -195,7 +196,7 @@ impl Shared {
                     extra: None,
                 },
             };
-            let outcome = self
+            let outcome = conn
                 .send_request(Send {
                     method,
                     body,
@@ -218,7 +219,7 @@ impl Shared {
                     let url_elicitation = url_retry
                         && e.kind == ErrorKind::Rpc
                         && e.code == Some(codes::URL_ELICITATION_REQUIRED);
-                    !(url_elicitation || self.retries_on_headers(method, e))
+                    !(url_elicitation || conn.tools.retries_on_headers(conn, method, e))
                 }
             };
             if done {
@@ -229,21 +230,23 @@ impl Shared {
         // -32020 (SEP-2243): the headers did not match the tool's schema as the server has it
         // (or the tool was never listed here): list the tools again and send the call once more.
         if let Some(Err(e)) = &first {
-            if self.retries_on_headers(method, e) {
-                if let Err(relist) = Box::pin(self.relist_for_headers(options)).await {
+            if conn.tools.retries_on_headers(conn, method, e) {
+                if let Err(relist) = Box::pin(conn.tools.relist_for_headers(conn, options)).await {
                     tracing::debug!(error = %relist, "listing the tools again after -32020 failed");
                     return first.expect("checked above");
                 }
                 first = None;
             }
         }
-        Box::pin(self.call_rounds(method, call, timeout, options, first, task, deadline)).await
+        Box::pin(self.call_rounds(conn, method, call, timeout, options, first, task, deadline))
+            .await
     }
 
     /// The rounds of a call after its first answer asked for more (or a legacy task call).
     #[allow(clippy::too_many_arguments)]
     async fn call_rounds(
-        self: &Arc<Self>,
+        &self,
+        conn: &Arc<Shared>,
         method: &str,
         call: Call<'_>,
         timeout: Option<Duration>,
@@ -257,7 +260,7 @@ impl Shared {
             tool_call,
             input_rounds,
             url_retry,
-        } = self.call_kind(method);
+        } = self.call_kind(conn, method);
         let guard = Some(cancel::Cancels {
             tag: options.tag.as_deref().map(cancel::register),
             own: options.own_cancel.as_ref().map(|c| c.0.clone()),
@@ -285,7 +288,7 @@ impl Shared {
             let outcome = match first.take() {
                 Some(outcome) => outcome,
                 None => {
-                    self.send_request(Send {
+                    conn.send_request(Send {
                         method,
                         body,
                         timeout,
@@ -305,9 +308,10 @@ impl Shared {
                         && e.code == Some(codes::URL_ELICITATION_REQUIRED) =>
                 {
                     rounds += 1;
-                    self.check_rounds(method, rounds)?;
+                    self.check_rounds(conn, method, rounds)?;
                     // Boxed: the rare rounds stay out of the common call's future.
-                    Box::pin(self.complete_url_elicitations(method, e, guard.as_ref())).await?;
+                    Box::pin(self.complete_url_elicitations(conn, method, e, guard.as_ref()))
+                        .await?;
                     continue;
                 }
                 Err(e) => return Err(e),
@@ -316,7 +320,8 @@ impl Shared {
                 return match tasks::legacy_created_task(&result) {
                     Some(_) if options.task == TaskMode::Handle => Ok(result),
                     Some(created) => {
-                        Box::pin(self.await_task(
+                        Box::pin(conn.host.await_task(
+                            conn,
                             method,
                             created,
                             false,
@@ -337,7 +342,7 @@ impl Shared {
                 None | Some("complete") => return Ok(result),
                 Some("input_required") if input_rounds => {
                     rounds += 1;
-                    self.check_rounds(method, rounds)?;
+                    self.check_rounds(conn, method, rounds)?;
                     let asked: InputRequired = serde_json::from_str(result.as_str())
                         .map_err(|e| {
                             Error::protocol(format!(
@@ -357,7 +362,7 @@ impl Shared {
                         Some(requests) => {
                             state_only_wait = Duration::from_millis(50);
                             let answers =
-                                Box::pin(self.fulfil(method, &requests, guard.as_ref())).await?;
+                                Box::pin(self.fulfil(conn, method, &requests, guard.as_ref())).await?;
                             extra.input_responses = Some(answers);
                         }
                         None => {
@@ -383,7 +388,7 @@ impl Shared {
                         return Ok(result);
                     }
                     let created = result.value()?;
-                    return Box::pin(self.await_task(
+                    return Box::pin(conn.host.await_task(conn,
                         method,
                         created,
                         true,
@@ -412,8 +417,8 @@ impl Shared {
         }
     }
 
-    pub(super) fn check_rounds(&self, method: &str, rounds: usize) -> Result<()> {
-        let max = self.options.max_input_rounds;
+    pub(super) fn check_rounds(&self, conn: &Shared, method: &str, rounds: usize) -> Result<()> {
+        let max = conn.options.max_input_rounds;
         if rounds > max {
             return Err(Error::protocol(format!(
                 "{method}: the server still asked for more input after {max} rounds; stopping (connection option `max_input_rounds`)"
@@ -426,7 +431,8 @@ impl Shared {
     /// go to the host as `request` events, all at once. The first error ends the round (the
     /// other requests are withdrawn from the host).
     pub(super) async fn fulfil(
-        self: &Arc<Self>,
+        &self,
+        conn: &Arc<Shared>,
         call_method: &str,
         requests: &Map<String, Value>,
         guard: Option<&cancel::Cancels>,
@@ -441,7 +447,7 @@ impl Shared {
                 )));
             };
             let params = request.get("params");
-            match self.admit_host_request(method, params) {
+            match conn.host.admit_host_request(conn, method, params) {
                 Ok(Some(answer)) => {
                     answers.insert(key.clone(), answer);
                 }
@@ -457,7 +463,7 @@ impl Shared {
         let mut waiting = Vec::with_capacity(admitted.len());
         for (key, method, params) in admitted {
             let (tx, rx) = tokio::sync::oneshot::channel();
-            let id = self.to_host(HostAnswer::Call(tx), method.to_string(), params);
+            let id = self.to_host(conn, HostAnswer::Call(tx), method.to_string(), params);
             waiting.push((key.clone(), id, rx));
         }
         let ids: Vec<String> = waiting.iter().map(|(_, id, _)| id.clone()).collect();
@@ -465,7 +471,7 @@ impl Shared {
             let got = tokio::select! {
                 r = rx => r,
                 _ = cancels_fired(guard) => {
-                    self.withdraw_host_requests(&ids[i..], "the call was cancelled by the host");
+                    self.withdraw_host_requests(conn, &ids[i..], "the call was cancelled by the host");
                     return Err(Error::cancelled_by_host(call_method));
                 }
             };
@@ -475,6 +481,7 @@ impl Shared {
                 }
                 Ok(Err(e)) => {
                     self.withdraw_host_requests(
+                        conn,
                         &ids[i + 1..],
                         "another input request of the same call failed",
                     );
@@ -482,7 +489,7 @@ impl Shared {
                 }
                 // The connection closed while the host had the request.
                 Err(_) => {
-                    return Err(self
+                    return Err(conn
                         .check_open()
                         .err()
                         .unwrap_or_else(|| Error::closed("the connection is closed")))
@@ -496,7 +503,8 @@ impl Shared {
     /// succeed. Each goes to the host as `elicitation/create`; when the host accepted them all,
     /// the caller retries. Otherwise the server's error stands.
     async fn complete_url_elicitations(
-        self: &Arc<Self>,
+        &self,
+        conn: &Arc<Shared>,
         method: &str,
         error: Error,
         guard: Option<&cancel::Cancels>,
@@ -522,7 +530,7 @@ impl Shared {
                 json!({"method": "elicitation/create", "params": elicitation}),
             );
         }
-        let answers = self.fulfil(method, &requests, guard).await?;
+        let answers = self.fulfil(conn, method, &requests, guard).await?;
         let declined: Vec<&str> = answers
             .values()
             .filter_map(|a| a.get("action").and_then(Value::as_str))

@@ -2,7 +2,7 @@
 //! the fallback to the legacy `initialize` handshake, and the era cache.
 
 use super::request::{Body, Send};
-use super::{EraState, Shared};
+use super::{EraState, Negotiated, Shared};
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol;
 use crate::protocol::era::Era;
@@ -17,11 +17,11 @@ use tokio::time::Instant;
 /// `server/discover` probe, which a silent legacy server would make them wait for.
 static LEGACY_SERVERS: Lazy<Mutex<HashSet<String>>> = Lazy::new(Default::default);
 
-impl Shared {
+impl Negotiated {
     /// The era negotiation of SPEC-CHECKLIST §1: probe `server/discover`, fall back to
     /// `initialize` on anything that is not positive evidence of a modern server.
-    pub(super) async fn negotiate(&self, signature: &str) -> Result<Value> {
-        let opts = &self.options;
+    pub(super) async fn negotiate(&self, conn: &Shared, signature: &str) -> Result<Value> {
+        let opts = &conn.options;
         let deadline = opts.connect_timeout.map(|c| Instant::now() + c);
         let known_legacy = LEGACY_SERVERS.lock().contains(signature);
         let probed = !opts.modern_versions.is_empty() && !known_legacy;
@@ -38,7 +38,7 @@ impl Shared {
                     &opts.modern_capabilities,
                     &opts.client_info,
                 );
-                let probe = self
+                let probe = conn
                     .send_request(Send {
                         method: "server/discover",
                         body: Body::Params(Some(params)),
@@ -54,7 +54,7 @@ impl Shared {
                         let supported = string_list(result.get("supportedVersions"));
                         if let Some(v) = opts.modern_versions.iter().find(|v| supported.contains(v))
                         {
-                            return Ok(self.adopt_modern(v, result));
+                            return Ok(self.adopt_modern(conn, v, result));
                         }
                         break; // answers discover but offers no modern version: a legacy advertisement
                     }
@@ -93,8 +93,8 @@ impl Shared {
                 opts.modern_versions.join("/")
             )));
         }
-        let result = match self.initialize(deadline).await {
-            Err(e) if e.kind == ErrorKind::Timeout => Err(self.connect_timed_out()),
+        let result = match self.initialize(conn, deadline).await {
+            Err(e) if e.kind == ErrorKind::Timeout => Err(conn.connect_timed_out()),
             other => other,
         };
         match result {
@@ -113,14 +113,18 @@ impl Shared {
     }
 
     /// The legacy handshake, within what is left of the connect budget.
-    pub(super) async fn initialize(&self, deadline: Option<Instant>) -> Result<Value> {
-        let opts = &self.options;
+    pub(super) async fn initialize(
+        &self,
+        conn: &Shared,
+        deadline: Option<Instant>,
+    ) -> Result<Value> {
+        let opts = &conn.options;
         let params = json!({
             "protocolVersion": opts.legacy_versions[0],
             "capabilities": opts.legacy_capabilities,
             "clientInfo": opts.client_info,
         });
-        let result = self
+        let result = conn
             .send_request(Send {
                 method: "initialize",
                 body: Body::Params(Some(params)),
@@ -143,23 +147,23 @@ impl Shared {
                 opts.legacy_versions.join(", ")
             )));
         }
-        *self.era.write() = Some(EraState {
+        *self.write() = Some(EraState {
             era: Era::Legacy {
                 version: version.clone(),
             },
             modern_meta: None,
         });
-        *self.host.server_capabilities.write() =
+        *conn.host.server_capabilities.write() =
             result.get("capabilities").cloned().unwrap_or(json!({}));
-        self.note_legacy_tool_tasks();
+        conn.host.note_legacy_tool_tasks(conn);
         let msg = protocol::encode_notification("notifications/initialized", None);
-        crate::log::sent(self.name(), &msg);
-        self.transport()?.clone().send(msg).await?;
+        crate::log::sent(conn.name(), &msg);
+        conn.transport()?.clone().send(msg).await?;
         // The log level the host asked for at connect, when the server logs at all.
-        let level = self.host.log_level.read().clone();
+        let level = conn.host.log_level.read().clone();
         if let Some(level) = level {
-            if self.host.server_declares(&["logging"]) {
-                self.send_request(Send {
+            if conn.host.server_declares(&["logging"]) {
+                conn.send_request(Send {
                     method: "logging/setLevel",
                     body: Body::Params(Some(json!({ "level": level }))),
                     timeout: deadline.map(|d| d.saturating_duration_since(Instant::now())),
@@ -172,7 +176,7 @@ impl Shared {
             }
         }
         Ok(json!({
-            "name": self.name(),
+            "name": conn.name(),
             "era": "legacy",
             "protocol_version": version,
             "server_info": result.get("serverInfo").cloned().unwrap_or(json!({})),
@@ -184,29 +188,29 @@ impl Shared {
 
     /// The per-request `_meta` entries of the modern era, serialized once for the tool-call
     /// fast path (again when the host changes the log level).
-    pub(super) fn modern_meta_fragment(&self, version: &str) -> String {
+    pub(super) fn modern_meta_fragment(&self, conn: &Shared, version: &str) -> String {
         let mut fragment = Map::new();
         fragment.insert(era::META_PROTOCOL_VERSION.into(), json!(version));
         fragment.insert(
             era::META_CLIENT_CAPABILITIES.into(),
-            self.options.modern_capabilities.clone(),
+            conn.options.modern_capabilities.clone(),
         );
         fragment.insert(
             era::META_CLIENT_INFO.into(),
-            self.options.client_info.clone(),
+            conn.options.client_info.clone(),
         );
-        if let Some(level) = &*self.host.log_level.read() {
+        if let Some(level) = &*conn.host.log_level.read() {
             fragment.insert(era::META_LOG_LEVEL.into(), json!(level));
         }
         let text = Value::Object(fragment).to_string();
         text[1..text.len() - 1].to_string()
     }
 
-    pub(super) fn adopt_modern(&self, version: &str, result: Value) -> Value {
-        let modern_meta = self.modern_meta_fragment(version);
-        *self.host.server_capabilities.write() =
+    pub(super) fn adopt_modern(&self, conn: &Shared, version: &str, result: Value) -> Value {
+        let modern_meta = self.modern_meta_fragment(conn, version);
+        *conn.host.server_capabilities.write() =
             result.get("capabilities").cloned().unwrap_or(json!({}));
-        *self.era.write() = Some(EraState {
+        *self.write() = Some(EraState {
             era: Era::Modern {
                 version: version.to_string(),
             },
@@ -219,7 +223,7 @@ impl Shared {
             .cloned()
             .unwrap_or(json!({}));
         json!({
-            "name": self.name(),
+            "name": conn.name(),
             "era": "modern",
             "protocol_version": version,
             "server_info": server_info,

@@ -99,7 +99,7 @@ impl Shared {
             (message, modern.is_some(), shape)
         };
         // Started calls deferred by the host go out first, in the same write.
-        let (message, deferred) = self.take_deferred(message);
+        let (message, deferred) = self.started.take_deferred(message);
         let outcome = self
             .session
             .request(Request {
@@ -122,7 +122,7 @@ impl Shared {
                 error,
                 unsent: true,
             }) => {
-                self.fail_deferred(deferred, &error);
+                self.started.fail_deferred(self, deferred, &error);
                 return Err(error);
             }
             Err(failed) => return Err(failed.error),

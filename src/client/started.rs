@@ -36,7 +36,7 @@ use tokio::time::Instant;
 impl Client {
     /// Writes the calls started with `defer`. Never blocks on the server.
     pub async fn flush(&self) -> Result<()> {
-        self.shared.flush_deferred().await
+        self.shared.started.flush_deferred(&self.shared).await
     }
 
     /// Starts `tools/call`; the outcome arrives as a completion event.
@@ -49,26 +49,31 @@ impl Client {
         let shared = &self.shared;
         shared.check_open()?;
         let timeout = options.timeout.or(shared.options.tool_timeout);
-        let modern = shared.is_modern();
+        let modern = shared.started.is_modern(shared);
         shared.validate_arguments(name, arguments, options)?;
         // A legacy tool call that may be made a task needs the tool list first, and a result
         // to check against an output schema needs the tool's name: both take the task way.
-        let legacy_task = !modern && shared.wants_tool_tasks() && options.task != TaskMode::Never;
+        let legacy_task =
+            !modern && shared.host.wants_tool_tasks() && options.task != TaskMode::Never;
         if timeout.is_none()
             && direct_ok(options)
             && !legacy_task
             && !shared.tools.schemas.any_output()
         {
-            let replay = shared.may_resume("tools/call", modern).then(|| {
-                Box::new(Replay {
-                    method: "tools/call".into(),
-                    tool: Some((name.to_string(), arguments.map(RawValue::to_owned))),
-                    params: None,
-                    options: options.clone(),
-                }) as pending::Replay
-            });
+            let replay = shared
+                .started
+                .may_resume(shared, "tools/call", modern)
+                .then(|| {
+                    Box::new(Replay {
+                        method: "tools/call".into(),
+                        tool: Some((name.to_string(), arguments.map(RawValue::to_owned))),
+                        params: None,
+                        options: options.clone(),
+                    }) as pending::Replay
+                });
             return shared
-                .start_direct("tools/call", options.defer, replay, |id, era| {
+                .started
+                .start_direct(shared, "tools/call", options.defer, replay, |id, era| {
                     let meta = era.and_then(|e| e.modern_meta.as_deref());
                     request::encode_tool_call(id, name, arguments, None, false, meta)
                 })
@@ -77,13 +82,13 @@ impl Client {
         let name = name.to_string();
         let arguments: Option<Box<RawValue>> = arguments.map(RawValue::to_owned);
         let options = options.clone();
-        Ok(
-            shared.start_task(options, move |shared, options| async move {
+        Ok(shared
+            .started
+            .start_task(shared, options, move |shared, options| async move {
                 shared
                     .checked_tool_call(&name, arguments.as_deref(), timeout, &options, None)
                     .await
-            }),
-        )
+            }))
     }
 
     /// Starts any request; the outcome arrives as a completion event. `all_pages` is refused
@@ -111,8 +116,8 @@ impl Client {
             "tools/call" | "tools/list" | "resources/subscribe" | "resources/unsubscribe"
         ) || cache::CACHEABLE.contains(&method);
         if timeout.is_none() && direct_ok(options) && !engine_work {
-            let modern = shared.is_modern();
-            let replay = shared.may_resume(method, modern).then(|| {
+            let modern = shared.started.is_modern(shared);
+            let replay = shared.started.may_resume(shared, method, modern).then(|| {
                 Box::new(Replay {
                     method: method.to_string(),
                     tool: None,
@@ -124,18 +129,19 @@ impl Client {
                 shared.encode_params(id, method, params.clone(), false, era)
             };
             return shared
-                .start_direct(method, options.defer, replay, encode)
+                .started
+                .start_direct(shared, method, options.defer, replay, encode)
                 .await;
         }
         let method = method.to_string();
         let options = options.clone();
-        Ok(
-            shared.start_task(options, move |shared, options| async move {
+        Ok(shared
+            .started
+            .start_task(shared, options, move |shared, options| async move {
                 // Everything a blocking request does (schemas, rounds, tasks).
                 let _ = timeout;
                 Client { shared }.request(&method, params, &options).await
-            }),
-        )
+            }))
     }
 
     /// Cancels a started call: its completion event carries a `cancelled` error (unless its
@@ -151,7 +157,9 @@ impl Client {
         if !shared.session.pending.forget_ticket(call) {
             return Ok(false);
         }
-        shared.ticket_done(call, Err(Error::cancelled_by_host("the call")));
+        shared
+            .started
+            .ticket_done(shared, call, Err(Error::cancelled_by_host("the call")));
         if !unsent {
             shared
                 .session
@@ -164,7 +172,7 @@ impl Client {
     /// A new descriptor, owned by the caller, readable while events wait (and once the
     /// connection is closed): for hosts that poll instead of blocking in `next_event`.
     pub fn event_fd(&self) -> Result<i32> {
-        self.shared.events_wanted();
+        self.shared.listen.events_wanted(&self.shared);
         self.shared
             .events
             .readiness_fd()
@@ -174,14 +182,14 @@ impl Client {
     /// Resolves once an event may be pullable (see `EventQueue::changed`): for an async
     /// consumer that pulls with a zero wait, as a manager's pump does.
     pub async fn events_changed(&self) {
-        self.shared.events_wanted();
+        self.shared.listen.events_wanted(&self.shared);
         self.shared.events.changed().await;
     }
 
     /// Waits like `next_event`, then takes up to `max` events at once, as one JSON array.
     pub fn next_events(&self, max: usize, wait: Option<Duration>) -> Pulled {
-        self.shared.events_wanted();
-        match self.shared.drive_for_events(wait) {
+        self.shared.listen.events_wanted(&self.shared);
+        match self.shared.started.drive_for_events(&self.shared, wait) {
             Some(Waited::Ready) => self.shared.events.pull_many(max, Some(Duration::ZERO)),
             Some(Waited::TimedOut) => Pulled::TimedOut,
             None => self.shared.events.pull_many(max, wait),
@@ -191,8 +199,8 @@ impl Client {
     /// Waits like `next_events`, then takes up to `max` events that fit in `buf`, one per line
     /// (see `EventQueue::take_lines`), for a host whose loop reads the event descriptor itself.
     pub fn take_events(&self, max: usize, wait: Option<Duration>, buf: &mut [u8]) -> Lines {
-        self.shared.events_wanted();
-        let wait = match self.shared.drive_for_events(wait) {
+        self.shared.listen.events_wanted(&self.shared);
+        let wait = match self.shared.started.drive_for_events(&self.shared, wait) {
             Some(Waited::Ready) => Some(Duration::ZERO),
             Some(Waited::TimedOut) => return Lines::TimedOut,
             None => wait,
@@ -204,7 +212,7 @@ impl Client {
     /// owned by the caller) and hands what it reads to [`Client::feed`]. `not_implemented` for a
     /// transport without one (remote servers).
     pub fn stdout_fd(&self) -> Result<i32> {
-        self.shared.events_wanted();
+        self.shared.listen.events_wanted(&self.shared);
         self.shared.transport()?;
         match self.shared.session.host_read() {
             Some(host) => host.host_reader(),
@@ -313,7 +321,7 @@ impl StartedCalls {
     }
 
     /// `message` with the deferred calls' messages before it, and their ids.
-    fn take_deferred(&self, message: Vec<u8>) -> (Vec<u8>, Vec<u64>) {
+    pub(super) fn take_deferred(&self, message: Vec<u8>) -> (Vec<u8>, Vec<u64>) {
         if !self.has_deferred.load(Ordering::Acquire) {
             return (message, Vec::new());
         }
@@ -359,18 +367,18 @@ impl Deferred {
     }
 }
 
-impl Shared {
+impl StartedCalls {
     /// A host thread waiting for events while started calls are in flight reads the server's
     /// output itself (as a caller blocked in a call does, see transport/stdio_read.rs): then a
     /// completion reaches it without a runtime thread reading and waking it — one hand-off per
     /// answer instead of two. It also wakes for events queued by others (timers, stderr), through
     /// the queue's pipe. `None` when it did not read (nothing started, not a host thread, or a
     /// transport that cannot be driven): the caller waits the ordinary way.
-    pub(super) fn drive_for_events(&self, wait: Option<Duration>) -> Option<Waited> {
-        if wait == Some(Duration::ZERO) || self.events.ready() {
+    pub(super) fn drive_for_events(&self, conn: &Shared, wait: Option<Duration>) -> Option<Waited> {
+        if wait == Some(Duration::ZERO) || conn.events.ready() {
             return None;
         }
-        let transport = self.session.driven()?.clone();
+        let transport = conn.session.driven()?.clone();
         if transport.tickets() == 0 || tokio::runtime::Handle::try_current().is_ok() {
             return None;
         }
@@ -380,7 +388,7 @@ impl Shared {
         let wake = if interruptible {
             None
         } else {
-            Some(self.events.wake_fd()?)
+            Some(conn.events.wake_fd()?)
         };
         let _context = crate::runtime::handle().enter();
         let deadline = wait.map(|w| Instant::now() + w);
@@ -388,16 +396,16 @@ impl Shared {
         let _leave = crate::session::outbound::LeaveCall(&*transport, true);
         let _interrupt = interruptible.then(|| {
             let t = transport.clone();
-            self.events
+            conn.events
                 .interrupt_while(Arc::new(move || t.interrupt_drive()))
         });
         loop {
-            if self.events.ready() {
+            if conn.events.ready() {
                 return Some(Waited::Ready);
             }
             if wake.is_some() {
                 // A byte an edge pull left in the pipe would wake every poll below at once.
-                self.events.clear_stale();
+                conn.events.clear_stale();
             }
             let now = Instant::now();
             let left = match deadline {
@@ -411,10 +419,10 @@ impl Shared {
             };
             match turn {
                 Drive::Turned => {}
-                Drive::Busy => self.events.wait_ready(left.min(EVENT_BUSY_SLICE)),
+                Drive::Busy => conn.events.wait_ready(left.min(EVENT_BUSY_SLICE)),
                 Drive::Finished => {
                     // The stream ended: what is left comes the ordinary way.
-                    return if self.events.ready() {
+                    return if conn.events.ready() {
                         Some(Waited::Ready)
                     } else {
                         None
@@ -427,75 +435,77 @@ impl Shared {
     /// The direct way: register the call, write it from this thread. A write that cannot finish
     /// now (the server is not reading) finishes in the background, so starting never blocks.
     async fn start_direct(
-        self: &Arc<Self>,
+        &self,
+        conn: &Arc<Shared>,
         method: &str,
         defer: bool,
         replay: Option<pending::Replay>,
         encode: impl FnOnce(u64, Option<&EraState>) -> Vec<u8>,
     ) -> Result<u64> {
-        let transport = self.transport()?.clone();
+        let transport = conn.transport()?.clone();
         let (id, message) = {
-            let era = self.era.read();
+            let era = conn.era.read();
             let modern = era.as_ref().is_some_and(|e| e.modern_meta.is_some());
-            let id = self.session.pending.register_ticket(modern, replay);
+            let id = conn.session.pending.register_ticket(modern, replay);
             (id, encode(id, era.as_ref()))
         };
-        tracing::debug!(target: "mcplug::client", server = self.name().unwrap_or(""), id, method, "request");
+        tracing::debug!(target: "mcplug::client", server = conn.name().unwrap_or(""), id, method, "request");
         // From here something must read for it (the background, or a host thread waiting for
         // events).
-        if let Some(d) = self.session.driven() {
+        if let Some(d) = conn.session.driven() {
             d.ticket_started();
         }
-        if self.session.is_closed() {
+        if conn.session.is_closed() {
             // `shut` may have failed the call already, with its completion event; exactly one
             // outcome either way.
-            return self.start_failed(id, self.check_open().unwrap_err());
+            return self.start_failed(conn, id, conn.check_open().unwrap_err());
         }
         if defer {
-            self.started.defer(id, &message);
+            self.defer(id, &message);
             return Ok(id);
         }
         let (message, deferred) = self.take_deferred(message);
-        match self.write_now(&transport, message, deferred).await {
+        match self.write_now(conn, &transport, message, deferred).await {
             Ok(()) => Ok(id),
-            Err(e) => self.start_failed(id, e),
+            Err(e) => self.start_failed(conn, id, e),
         }
     }
 
     /// Writes the deferred calls now. Never blocks on the server.
-    pub(super) async fn flush_deferred(self: &Arc<Self>) -> Result<()> {
-        self.check_open()?;
+    pub(super) async fn flush_deferred(&self, conn: &Arc<Shared>) -> Result<()> {
+        conn.check_open()?;
         let (message, deferred) = self.take_deferred(Vec::new());
         if message.is_empty() {
             return Ok(());
         }
-        let transport = self.transport()?.clone();
-        self.write_now(&transport, message, deferred).await
+        let transport = conn.transport()?.clone();
+        self.write_now(conn, &transport, message, deferred).await
     }
 
     /// Writes `message` (which carries the `deferred` calls first): at once if the pipe takes it,
     /// else in the background, failing the deferred calls if that write fails. An immediate
     /// failure is returned (the deferred calls already failed with it).
     async fn write_now(
-        self: &Arc<Self>,
+        &self,
+        conn: &Arc<Shared>,
         transport: &Arc<dyn Transport>,
         message: Vec<u8>,
         deferred: Vec<u64>,
     ) -> Result<()> {
-        crate::log::sent(self.name(), &message);
+        crate::log::sent(conn.name(), &message);
         let mut sending = transport.clone().send(message);
         let first = std::future::poll_fn(|cx| Poll::Ready(sending.as_mut().poll(cx))).await;
         match first {
             Poll::Ready(Ok(())) => Ok(()),
             Poll::Ready(Err(e)) => {
-                self.fail_deferred(deferred, &e);
+                self.fail_deferred(conn, deferred, &e);
                 Err(e)
             }
             Poll::Pending => {
-                let shared = self.clone();
+                let shared = conn.clone();
                 crate::runtime::spawn(async move {
                     if let Err(e) = sending.await {
-                        shared.fail_deferred(deferred, &e);
+                        shared.started.fail_deferred(&shared, deferred, &e);
                     }
                 });
                 Ok(())
@@ -503,18 +513,14 @@ impl Shared {
         }
     }
 
-    /// `message` with the deferred calls' messages before it, and their ids.
-    pub(super) fn take_deferred(&self, message: Vec<u8>) -> (Vec<u8>, Vec<u64>) {
-        self.started.take_deferred(message)
-    }
-
     /// A write carrying deferred calls failed: each completes with the error.
-    pub(super) fn fail_deferred(&self, ids: Vec<u64>, e: &Error) {
+    pub(super) fn fail_deferred(&self, conn: &Shared, ids: Vec<u64>, e: &Error) {
         for id in ids {
-            if self.session.pending.forget_ticket(id) {
+            if conn.session.pending.forget_ticket(id) {
                 self.ticket_done(
+                    conn,
                     id,
-                    Err(self.check_open().err().unwrap_or_else(|| e.clone())),
+                    Err(conn.check_open().err().unwrap_or_else(|| e.clone())),
                 );
             }
         }
@@ -522,12 +528,12 @@ impl Shared {
 
     /// The start itself failed: the error is the caller's, and no event follows — unless the
     /// call was already completed by someone else (the connection closing), whose event stands.
-    fn start_failed(&self, id: u64, e: Error) -> Result<u64> {
-        if self.session.pending.forget_ticket(id) {
-            if let Some(t) = self.session.driven() {
+    fn start_failed(&self, conn: &Shared, id: u64, e: Error) -> Result<u64> {
+        if conn.session.pending.forget_ticket(id) {
+            if let Some(t) = conn.session.driven() {
                 t.ticket_finished();
             }
-            Err(self.check_open().err().unwrap_or(e))
+            Err(conn.check_open().err().unwrap_or(e))
         } else {
             Ok(id)
         }
@@ -535,26 +541,26 @@ impl Shared {
 
     /// The task way: a runtime task runs the request with every option; whoever removes the
     /// call from `started` (the task, or `shut`) queues its completion.
-    fn start_task<F, Fut>(self: &Arc<Self>, options: CallOptions, run: F) -> u64
+    fn start_task<F, Fut>(&self, conn: &Arc<Shared>, options: CallOptions, run: F) -> u64
     where
         F: FnOnce(Arc<Shared>, CallOptions) -> Fut + std::marker::Send + 'static,
         Fut: Future<Output = Result<RawJson>> + std::marker::Send + 'static,
     {
-        let call = self.session.pending.reserve_id();
-        self.run_as_task(call, options, run);
+        let call = conn.session.pending.reserve_id();
+        self.run_as_task(conn, call, options, run);
         call
     }
 
     /// Runs started call `call` in a task, with its own cancel; whoever removes it from
     /// `started` (the task, or `shut`) queues its completion.
-    fn run_as_task<F, Fut>(self: &Arc<Self>, call: u64, mut options: CallOptions, run: F)
+    fn run_as_task<F, Fut>(&self, conn: &Arc<Shared>, call: u64, mut options: CallOptions, run: F)
     where
         F: FnOnce(Arc<Shared>, CallOptions) -> Fut + std::marker::Send + 'static,
         Fut: Future<Output = Result<RawJson>> + std::marker::Send + 'static,
     {
         let own = options.started_cancel();
-        self.started.running.lock().insert(call, own);
-        let shared = self.clone();
+        self.running.lock().insert(call, own);
+        let shared = conn.clone();
         crate::runtime::spawn(async move {
             let outcome = run(shared.clone(), options).await;
             if shared.started.running.lock().remove(&call).is_some() {
@@ -566,16 +572,16 @@ impl Shared {
     }
 
     /// Whether a direct call of `method` may need another round, and so keeps a replay.
-    fn may_resume(&self, method: &str, modern: bool) -> bool {
+    fn may_resume(&self, conn: &Shared, method: &str, modern: bool) -> bool {
         if modern {
-            era::allows_input_required(method) || (method == "tools/call" && self.options.tasks)
+            era::allows_input_required(method) || (method == "tools/call" && conn.options.tasks)
         } else {
-            self.host.url_elicitation
+            conn.host.url_elicitation
         }
     }
 
-    fn is_modern(&self) -> bool {
-        self.era
+    fn is_modern(&self, conn: &Shared) -> bool {
+        conn.era
             .read()
             .as_ref()
             .is_some_and(|e| e.modern_meta.is_some())
@@ -583,9 +589,15 @@ impl Shared {
 
     /// A direct call whose answer asks for more: it goes on as a task (`mrtr::call`, given the
     /// answer as its first round), still cancellable by its number.
-    fn resume(self: &Arc<Self>, call: u64, replay: pending::Replay, first: Result<RawJson>) {
+    fn resume(
+        &self,
+        conn: &Arc<Shared>,
+        call: u64,
+        replay: pending::Replay,
+        first: Result<RawJson>,
+    ) {
         let Ok(replay) = replay.downcast::<Replay>() else {
-            self.events.push_text(completion_text(call, &first), false);
+            conn.events.push_text(completion_text(call, &first), false);
             return;
         };
         let Replay {
@@ -595,11 +607,11 @@ impl Shared {
             options,
         } = *replay;
         let timeout = if tool.is_some() {
-            options.timeout.or(self.options.tool_timeout)
+            options.timeout.or(conn.options.tool_timeout)
         } else {
-            options.timeout.or(self.options.request_timeout)
+            options.timeout.or(conn.options.request_timeout)
         };
-        self.run_as_task(call, options, move |shared, options| async move {
+        self.run_as_task(conn, call, options, move |shared, options| async move {
             let body = match &tool {
                 Some((name, arguments)) => mrtr::Call::Tool {
                     name,
@@ -615,7 +627,8 @@ impl Shared {
                 }
                 body => {
                     shared
-                        .call(&method, body, timeout, &options, Some(first))
+                        .rounds
+                        .call(&shared, &method, body, timeout, &options, Some(first))
                         .await
                 }
             }
@@ -623,15 +636,15 @@ impl Shared {
     }
 
     /// A direct call's answer (or failure), taken out of the pending table by the caller.
-    pub(super) fn ticket_done(&self, id: u64, outcome: Result<RawJson>) {
-        if let Some(t) = self.session.driven() {
+    pub(super) fn ticket_done(&self, conn: &Shared, id: u64, outcome: Result<RawJson>) {
+        if let Some(t) = conn.session.driven() {
             t.ticket_finished();
         }
-        self.events.push_text(completion_text(id, &outcome), false);
+        conn.events.push_text(completion_text(id, &outcome), false);
     }
 
     /// Routes an answer from the pending table.
-    pub(super) fn ticket_delivered(self: &Arc<Self>, delivered: Delivered, id: &RawValue) {
+    pub(super) fn ticket_delivered(&self, conn: &Arc<Shared>, delivered: Delivered, id: &RawValue) {
         match delivered {
             Delivered::Replied => {}
             Delivered::Ticket(call, outcome, modern, replay) => {
@@ -651,21 +664,21 @@ impl Shared {
                                 && e.code == Some(codes::URL_ELICITATION_REQUIRED))
                                 // -32020: list the tools again and retry (`tool_headers`).
                                 || (super::tool_headers::is_header_mismatch(e)
-                                    && self.param_headers().is_some())
+                                    && conn.tools.param_headers(conn).is_some())
                         }
                         _ => false,
                     };
                 if let (true, Some(replay)) = (more, replay) {
-                    if let Some(t) = self.session.driven() {
+                    if let Some(t) = conn.session.driven() {
                         t.ticket_finished();
                     }
-                    return self.resume(call, replay, outcome);
+                    return self.resume(conn, call, replay, outcome);
                 }
                 let outcome = match outcome {
                     Ok(result) if !plain => request::check_result_type("the started call", result),
                     other => other,
                 };
-                self.ticket_done(call, outcome)
+                self.ticket_done(conn, call, outcome)
             }
             Delivered::Unknown => {
                 tracing::debug!(id = id.get(), "ignored a response to no pending request")
@@ -674,11 +687,11 @@ impl Shared {
     }
 
     /// The connection closed: every started call still in flight completes with `reason`.
-    pub(super) fn fail_started(&self, tickets: Vec<u64>, reason: &Error) {
+    pub(super) fn fail_started(&self, conn: &Shared, tickets: Vec<u64>, reason: &Error) {
         for id in tickets {
-            self.ticket_done(id, Err(reason.clone()));
+            self.ticket_done(conn, id, Err(reason.clone()));
         }
-        let mut tasks: Vec<u64> = self
+        let mut tasks: Vec<u64> = conn
             .started
             .running
             .lock()
@@ -687,7 +700,7 @@ impl Shared {
             .collect();
         tasks.sort_unstable();
         for call in tasks {
-            self.events
+            conn.events
                 .push_text(completion_text(call, &Err(reason.clone())), false);
         }
     }

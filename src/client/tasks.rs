@@ -7,6 +7,7 @@
 //! Polling honours the server's interval. The call's timeout bounds the whole wait and the
 //! host's cancel reaches it; either sends `tasks/cancel`.
 
+use super::host::HostState;
 use super::options::CallOptions;
 use super::request::{Body, Send};
 use super::{cancel, cancels_fired, pages, Shared};
@@ -37,27 +38,26 @@ pub(super) fn legacy_created_task(result: &RawJson) -> Option<Value> {
     Some(task)
 }
 
-impl Shared {
+impl HostState {
     /// A legacy server that runs tool calls as tasks, on a connection that takes part in tasks
     /// (found once, at connect: see `note_legacy_tool_tasks`).
     pub(super) fn wants_tool_tasks(&self) -> bool {
-        self.host.legacy_tool_tasks.load(Ordering::Relaxed)
+        self.legacy_tool_tasks.load(Ordering::Relaxed)
     }
 
     /// After the legacy handshake: does this server run tool calls as tasks for us?
-    pub(super) fn note_legacy_tool_tasks(&self) {
-        let capable = self.options.tasks
-            && self
+    pub(super) fn note_legacy_tool_tasks(&self, conn: &Shared) {
+        let capable = conn.options.tasks
+            && conn
                 .host
                 .server_declares(&["tasks", "requests", "tools", "call"]);
-        self.host
-            .legacy_tool_tasks
-            .store(capable, Ordering::Relaxed);
+        self.legacy_tool_tasks.store(capable, Ordering::Relaxed);
     }
 
     /// Legacy: whether this tool call asks for a task, and the `task` member it carries.
     pub(super) async fn task_augmentation(
         &self,
+        conn: &Shared,
         tool: Option<&str>,
         options: &CallOptions,
     ) -> Result<Option<Value>> {
@@ -67,7 +67,7 @@ impl Shared {
             TaskMode::Await => capable,
             TaskMode::Handle => {
                 if !capable {
-                    return Err(Error::invalid(if self.options.tasks {
+                    return Err(Error::invalid(if conn.options.tasks {
                         "option `task`: \"handle\": this server does not run tool calls as tasks (its capabilities lack tasks.requests.tools.call)"
                     } else {
                         "option `task`: \"handle\": this connection was made with `tasks: false`"
@@ -76,7 +76,7 @@ impl Shared {
                 true
             }
             TaskMode::Auto => match tool {
-                Some(name) if capable => self.tool_requires_task(name, options).await,
+                Some(name) if capable => self.tool_requires_task(conn, name, options).await,
                 _ => false,
             },
         };
@@ -91,36 +91,36 @@ impl Shared {
 
     /// Whether a legacy server listed the tool with `execution.taskSupport: "required"` (a call
     /// without a task would fail). Lists the tools once if they were never listed.
-    async fn tool_requires_task(&self, name: &str, options: &CallOptions) -> bool {
+    async fn tool_requires_task(&self, conn: &Shared, name: &str, options: &CallOptions) -> bool {
         let required = |m: &HashMap<String, String>| m.get(name).is_some_and(|s| s == "required");
-        let known = self.host.tool_tasks.lock().as_ref().map(required);
+        let known = self.tool_tasks.lock().as_ref().map(required);
         match known {
             Some(required) => required,
             None => {
-                if let Err(e) = self.list_tools_for_tasks(options).await {
+                if let Err(e) = self.list_tools_for_tasks(conn, options).await {
                     tracing::debug!(error = %e, "could not list tools to find which need tasks");
                     return false;
                 }
-                self.host.tool_tasks.lock().as_ref().is_some_and(required)
+                self.tool_tasks.lock().as_ref().is_some_and(required)
             }
         }
     }
 
-    async fn list_tools_for_tasks(&self, options: &CallOptions) -> Result<()> {
+    async fn list_tools_for_tasks(&self, conn: &Shared, options: &CallOptions) -> Result<()> {
         let list_options = CallOptions {
             tag: options.tag.clone(),
             ..Default::default()
         };
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
-        let mut pages = pages::Pages::new("tools/list", self.options.list_limit());
+        let mut pages = pages::Pages::new("tools/list", conn.options.list_limit());
         loop {
             let params = cursor.take().map(|c| json!({ "cursor": c }));
-            let page = self
+            let page = conn
                 .send_request(Send {
                     method: "tools/list",
                     body: Body::Params(params),
-                    timeout: self.options.request_timeout,
+                    timeout: conn.options.request_timeout,
                     cancellable: true,
                     resolves: false,
                     options: Some(&list_options),
@@ -140,14 +140,16 @@ impl Shared {
                 _ => break,
             }
         }
-        self.host.remember_tools(&tools, true);
+        self.remember_tools(&tools, true);
         Ok(())
     }
 
     /// Awaits a task until it ends; returns what the call would have returned. `created` is the
     /// task (legacy: the `task` member of the result; modern: the result itself).
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn await_task(
-        self: &Arc<Self>,
+        &self,
+        conn: &Arc<Shared>,
         method: &str,
         created: Value,
         modern: bool,
@@ -162,12 +164,14 @@ impl Shared {
         };
         let task_id = task_id.to_string();
         let outcome = self
-            .follow_task(method, &task_id, created, modern, deadline, options, guard)
+            .follow_task(
+                conn, method, &task_id, created, modern, deadline, options, guard,
+            )
             .await;
         match outcome {
             Err(e) if matches!(e.kind, ErrorKind::Cancelled | ErrorKind::Timeout) => {
                 // The server may stop the work; its answer does not change the call's error.
-                let shared = self.clone();
+                let shared = conn.clone();
                 let id = task_id.clone();
                 crate::runtime::spawn(async move {
                     let _ = shared
@@ -201,7 +205,8 @@ impl Shared {
 
     #[allow(clippy::too_many_arguments)]
     async fn follow_task(
-        self: &Arc<Self>,
+        &self,
+        conn: &Arc<Shared>,
         method: &str,
         task_id: &str,
         mut task: Value,
@@ -238,8 +243,9 @@ impl Shared {
                 // Legacy: the result (or the error) comes from tasks/result, which also carries
                 // the server's requests of an input_required task while it blocks.
                 ("completed" | "failed" | "input_required", false) => {
-                    return self
-                        .task_request("tasks/result", task_id, deadline, None, options)
+                    return conn
+                        .host
+                        .task_request(conn, "tasks/result", task_id, deadline, None, options)
                         .await;
                 }
                 ("completed", true) => {
@@ -264,10 +270,11 @@ impl Shared {
                         .unwrap_or_default();
                     if !fresh.is_empty() {
                         rounds += 1;
-                        self.check_rounds(method, rounds)?;
-                        let answers = self.fulfil(method, &fresh, guard).await?;
+                        conn.rounds.check_rounds(conn, method, rounds)?;
+                        let answers = conn.rounds.fulfil(conn, method, &fresh, guard).await?;
                         answered.extend(answers.keys().cloned());
                         self.task_request(
+                            conn,
                             "tasks/update",
                             task_id,
                             deadline,
@@ -303,8 +310,9 @@ impl Shared {
             if deadline.is_some_and(|d| d <= Instant::now()) {
                 return Err(timed_out());
             }
-            let raw = self
-                .task_request("tasks/get", task_id, deadline, None, options)
+            let raw = conn
+                .host
+                .task_request(conn, "tasks/get", task_id, deadline, None, options)
                 .await?;
             task = raw.value()?;
             last = Some(raw);
@@ -316,6 +324,7 @@ impl Shared {
     /// the request timeout; `tasks/result` waits for the task's end).
     async fn task_request(
         &self,
+        conn: &Shared,
         method: &str,
         task_id: &str,
         deadline: Option<Instant>,
@@ -330,7 +339,7 @@ impl Shared {
         let timeout = if method == "tasks/result" {
             left
         } else {
-            match (left, self.options.request_timeout) {
+            match (left, conn.options.request_timeout) {
                 (Some(l), Some(r)) => Some(l.min(r)),
                 (l, r) => l.or(r),
             }
@@ -339,7 +348,7 @@ impl Shared {
             tag: options.tag.clone(),
             ..Default::default()
         };
-        self.send_request(Send {
+        conn.send_request(Send {
             method,
             body: Body::Params(Some(params)),
             timeout,

@@ -9,7 +9,7 @@
 
 use super::event::Event;
 use super::options::CallOptions;
-use super::{Client, Shared};
+use super::{Client, Shared, ToolCatalog};
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::era::Era;
 use crate::protocol::RawJson;
@@ -26,13 +26,13 @@ pub(super) fn is_header_mismatch(e: &Error) -> bool {
     e.kind == ErrorKind::Rpc && e.code == Some(HEADER_MISMATCH)
 }
 
-impl Shared {
+impl ToolCatalog {
     /// What the connection learned of the tools' header parameters, when it mirrors them
     /// (Streamable HTTP, 2026-07-28 era).
-    pub(super) fn param_headers(&self) -> Option<&ParamHeaders> {
-        let known = self.tools.headers.as_deref()?;
+    pub(super) fn param_headers(&self, conn: &Shared) -> Option<&ParamHeaders> {
+        let known = self.headers.as_deref()?;
         let modern = matches!(
-            self.era.read().as_ref().map(|s| &s.era),
+            conn.era.read().as_ref().map(|s| &s.era),
             Some(Era::Modern { .. })
         );
         modern.then_some(known)
@@ -42,8 +42,8 @@ impl Shared {
     /// untouched, or without the tools whose `x-mcp-header` annotations are invalid, each
     /// reported once (until a listing drops it for another reason) by an event `{"type": "warning", "reason": "invalid_tool_headers", "tool",
     /// "message"}`.
-    pub(super) fn screen_tools(&self, listing: RawJson, complete: bool) -> RawJson {
-        let Some(known) = self.param_headers() else {
+    pub(super) fn screen_tools(&self, conn: &Shared, listing: RawJson, complete: bool) -> RawJson {
+        let Some(known) = self.param_headers(conn) else {
             return listing;
         };
         let Some((kept, dropped)) = known.screen(listing.as_str(), complete) else {
@@ -56,7 +56,7 @@ impl Shared {
             );
             let mut about = serde_json::Map::new();
             about.insert("tool".into(), serde_json::Value::String(d.tool));
-            self.events.push_event(Event::Warning {
+            conn.events.push_event(Event::Warning {
                 reason: "invalid_tool_headers",
                 message,
                 about,
@@ -69,8 +69,8 @@ impl Shared {
     }
 
     /// Refuses a call of a tool that was left out of `tools/list` for invalid annotations.
-    pub(super) fn check_tool_headers(&self, tool: &str) -> Result<()> {
-        let Some(known) = self.param_headers() else {
+    pub(super) fn check_tool_headers(&self, conn: &Shared, tool: &str) -> Result<()> {
+        let Some(known) = self.param_headers(conn) else {
             return Ok(());
         };
         match known.rejected(tool) {
@@ -87,20 +87,24 @@ impl Shared {
 
     /// Whether a tool call that failed with `error` is to be retried after listing the tools
     /// again (the server's -32020 on a connection that mirrors header parameters).
-    pub(super) fn retries_on_headers(&self, method: &str, error: &Error) -> bool {
-        method == "tools/call" && is_header_mismatch(error) && self.param_headers().is_some()
+    pub(super) fn retries_on_headers(&self, conn: &Shared, method: &str, error: &Error) -> bool {
+        method == "tools/call" && is_header_mismatch(error) && self.param_headers(conn).is_some()
     }
 
     /// Lists every tool again (the schemas and header parameters learned as `list_tools`
     /// learns them), so that a retried call carries the headers of the current schemas.
-    pub(super) async fn relist_for_headers(self: &Arc<Self>, options: &CallOptions) -> Result<()> {
+    pub(super) async fn relist_for_headers(
+        &self,
+        conn: &Arc<Shared>,
+        options: &CallOptions,
+    ) -> Result<()> {
         let list_options = CallOptions {
             tag: options.tag.clone(),
             own_cancel: options.own_cancel.clone(),
             ..Default::default()
         };
         let client = Client {
-            shared: self.clone(),
+            shared: conn.clone(),
         };
         client.list_tools(&list_options).await.map(|_| ())
     }
