@@ -441,8 +441,20 @@ pub fn encode_response(id: &Value, outcome: Result<&Value, &Value>) -> Vec<u8> {
     buf
 }
 
+/// A response whose result is JSON text already (a server passing a result on untouched).
+pub fn encode_raw_response(id: &Value, result: &str) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(result.len() + 48);
+    buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    serde_json::to_writer(&mut buf, id).expect("a Value always serializes");
+    buf.extend_from_slice(b",\"result\":");
+    buf.extend_from_slice(result.as_bytes());
+    buf.extend_from_slice(b"}\n");
+    buf
+}
+
 /// JSON-RPC error codes this client sends or reads.
 pub mod codes {
+    pub(crate) const INVALID_REQUEST: i64 = -32600;
     pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
     pub(crate) const INVALID_PARAMS: i64 = -32602;
     /// A URL-mode elicitation must complete before the request can be retried (2025-11-25).

@@ -5,6 +5,7 @@
 //! connection provides. The sink is held weakly, so a transport never keeps its connection alive.
 
 pub mod credentials;
+pub(crate) mod fds;
 pub mod http;
 #[cfg(test)]
 pub(crate) mod memory;
