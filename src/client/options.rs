@@ -137,17 +137,7 @@ pub const MAX_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 const DEFAULT_MAX_INPUT_ROUNDS: usize = 16;
 /// The extension identifier of tasks in the 2026-07-28 era.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
-/// The syslog levels of MCP logging, least severe first.
-pub const LOG_LEVELS: &[&str] = &[
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
+pub use crate::protocol::LOG_LEVELS;
 
 /// A log level the host gave, checked against the eight MCP levels.
 pub fn parse_log_level(value: &Value, what: &str) -> Result<String> {

@@ -441,6 +441,18 @@ pub fn encode_response(id: &Value, outcome: Result<&Value, &Value>) -> Vec<u8> {
     buf
 }
 
+/// The syslog levels of MCP logging, least severe first.
+pub const LOG_LEVELS: &[&str] = &[
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
 /// A response whose result is JSON text already (a server passing a result on untouched).
 pub fn encode_raw_response(id: &Value, result: &str) -> Vec<u8> {
     let mut buf = Vec::with_capacity(result.len() + 48);

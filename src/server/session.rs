@@ -12,7 +12,7 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::era::{self, LEGACY_VERSIONS, MODERN_VERSIONS};
-use crate::protocol::{self, codes, Outgoing, RawJson};
+use crate::protocol::{self, codes, Outgoing, RawJson, LOG_LEVELS};
 use crate::session::cancel::{CancelSignal, Cancels};
 use crate::session::inbound::Dispatch;
 use crate::session::outbound::Request;
@@ -91,18 +91,6 @@ pub(crate) struct ServerSession {
     ask_timeout: Duration,
 }
 
-/// The syslog levels of MCP's logging, lowest first.
-const LEVELS: &[&str] = &[
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
-
 impl ServerSession {
     /// A session for the client at the other end of the transport `make` builds.
     pub(crate) fn new(
@@ -157,13 +145,13 @@ impl ServerSession {
             "server/discover" => Ok(self.discover()),
             "logging/setLevel" => match params.and_then(|p| p.get("level")).and_then(Value::as_str)
             {
-                Some(level) if LEVELS.contains(&level) => {
+                Some(level) if LOG_LEVELS.contains(&level) => {
                     *self.log_level.lock() = Some(level.to_string());
                     Ok(json!({}))
                 }
                 _ => Err(rpc_error(
                     codes::INVALID_PARAMS,
-                    format!("logging/setLevel needs a `level`, one of {LEVELS:?}"),
+                    format!("logging/setLevel needs a `level`, one of {LOG_LEVELS:?}"),
                 )),
             },
             _ => return None,
@@ -355,7 +343,7 @@ impl Downstream {
     pub(crate) async fn log(&self, level: &str, logger: Option<&str>, data: Value) -> Result<()> {
         let session = self.session()?;
         let wanted = session.log_level.lock().clone();
-        let rank = |l: &str| LEVELS.iter().position(|x| *x == l);
+        let rank = |l: &str| LOG_LEVELS.iter().position(|x| *x == l);
         let Some(wanted) = wanted else { return Ok(()) };
         if rank(level).unwrap_or(0) < rank(&wanted).unwrap_or(0) {
             return Ok(());

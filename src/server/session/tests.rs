@@ -84,6 +84,17 @@ fn serve() -> (Arc<ServerSession>, MemoryServer, Arc<AtomicBool>) {
     (session, client, cancelled)
 }
 
+/// Whether `flag` is set within 500 ms.
+async fn soon(flag: &AtomicBool) -> bool {
+    for _ in 0..50 {
+        if flag.load(Ordering::SeqCst) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    flag.load(Ordering::SeqCst)
+}
+
 fn send(session: &Arc<ServerSession>, message: Value) {
     Arc::clone(session).message(message.to_string().as_bytes());
 }
@@ -297,13 +308,10 @@ async fn the_end_of_the_session_cancels_what_it_serves() {
     );
     tokio::time::sleep(Duration::from_millis(50)).await;
     client.hang_up("the client went away");
-    for _ in 0..50 {
-        if cancelled.load(Ordering::SeqCst) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(cancelled.load(Ordering::SeqCst));
+    assert!(
+        soon(&cancelled).await,
+        "the handler saw its cancel within 500 ms"
+    );
     assert!(session.session.check_open().is_err());
 }
 
@@ -317,13 +325,10 @@ async fn closing_the_session_cancels_what_it_serves_and_answers_nothing_more() {
     );
     tokio::time::sleep(Duration::from_millis(50)).await;
     session.close().await;
-    for _ in 0..50 {
-        if cancelled.load(Ordering::SeqCst) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(cancelled.load(Ordering::SeqCst));
+    assert!(
+        soon(&cancelled).await,
+        "the handler saw its cancel within 500 ms"
+    );
     send(
         &session,
         json!({"jsonrpc": "2.0", "id": 17, "method": "ping"}),
