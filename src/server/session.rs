@@ -112,6 +112,11 @@ impl ServerSession {
         session
     }
 
+    /// Whether the session ended (the client closed its end, or `close`).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.session.is_closed()
+    }
+
     /// The era the client opened with.
     pub(crate) fn era(&self) -> ClientEra {
         self.era.lock().clone()
