@@ -54,15 +54,7 @@ impl HostState {
 
     /// The server declared `capabilities.<path...>`.
     pub(super) fn server_declares(&self, path: &[&str]) -> bool {
-        let caps = self.server_capabilities.read();
-        let mut at = &*caps;
-        for key in path {
-            match at.get(key) {
-                Some(v) if !v.is_null() => at = v,
-                _ => return false,
-            }
-        }
-        true
+        crate::protocol::declares(&self.server_capabilities.read(), path)
     }
 
     /// Records the `execution.taskSupport` of listed tools (a full list replaces what was known).

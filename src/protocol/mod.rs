@@ -441,6 +441,19 @@ pub fn encode_response(id: &Value, outcome: Result<&Value, &Value>) -> Vec<u8> {
     buf
 }
 
+/// Whether `capabilities` declares the capability at `path` (`["sampling"]`,
+/// `["elicitation", "url"]`): each step present and not null.
+pub fn declares(capabilities: &Value, path: &[&str]) -> bool {
+    let mut at = capabilities;
+    for key in path {
+        match at.get(key) {
+            Some(v) if !v.is_null() => at = v,
+            _ => return false,
+        }
+    }
+    true
+}
+
 /// The syslog levels of MCP logging, least severe first.
 pub const LOG_LEVELS: &[&str] = &[
     "debug",

@@ -280,39 +280,18 @@ impl ServerSession {
     /// Answers a client's request with a result the handler gave as text.
     fn send_answer(&self, id: Value, outcome: std::result::Result<RawJson, Value>) {
         match outcome {
-            Ok(result) => {
-                let Ok(transport) = self.session.transport() else {
-                    return;
-                };
-                if self.session.is_closed() {
-                    return;
-                }
-                let msg = protocol::encode_raw_response(&id, result.as_str());
-                crate::log::sent(self.session.name(), &msg);
-                let transport = transport.clone();
-                crate::runtime::spawn(async move {
-                    let _ = transport.send(msg).await;
-                });
-            }
+            Ok(result) => self.session.reply_raw(&id, result.as_str()),
             Err(error) => self.session.reply(id, Err(error)),
         }
     }
 
-    /// The client's capability at `path` (`["sampling"]`, `["elicitation", "url"]`): declared at
-    /// `initialize` (legacy), or in the request's own `_meta` (modern; `meta_caps`).
+    /// The client's capability at `path` (`["sampling"]`, `["elicitation", "url"]`), as it
+    /// declared it at `initialize` (a modern client is never sent requests).
     fn client_declares(&self, path: &[&str]) -> bool {
-        let era = self.era.lock();
-        let ClientEra::Legacy { capabilities, .. } = &*era else {
-            return false;
-        };
-        let mut at = capabilities;
-        for key in path {
-            match at.get(key) {
-                Some(next) => at = next,
-                None => return false,
-            }
+        match &*self.era.lock() {
+            ClientEra::Legacy { capabilities, .. } => protocol::declares(capabilities, path),
+            _ => false,
         }
-        true
     }
 }
 

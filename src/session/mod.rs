@@ -230,13 +230,23 @@ impl Session {
 
     /// Answers a request of the peer, in the background (a closed connection answers nothing).
     pub(crate) fn reply(&self, id: Value, outcome: std::result::Result<Value, Value>) {
+        self.send_soon(protocol::encode_response(&id, outcome.as_ref()));
+    }
+
+    /// Answers a request of the peer with a result that is JSON text already (passed on as
+    /// written), in the background.
+    pub(crate) fn reply_raw(&self, id: &Value, result: &str) {
+        self.send_soon(protocol::encode_raw_response(id, result));
+    }
+
+    /// Sends an encoded message in the background (a closed connection sends nothing).
+    fn send_soon(&self, msg: Vec<u8>) {
         let Some(transport) = self.wire.transport.get().cloned() else {
             return;
         };
         if self.is_closed() {
             return;
         }
-        let msg = protocol::encode_response(&id, outcome.as_ref());
         crate::log::sent(self.name(), &msg);
         crate::runtime::spawn(async move {
             let _ = transport.send(msg).await;
@@ -267,15 +277,20 @@ impl Session {
         if self.is_closed() {
             return;
         }
-        let msg = protocol::encode_notification(
-            "notifications/cancelled",
-            Some(&json!({"requestId": id, "reason": reason})),
-        );
+        let msg = cancelled_notice(id, reason);
         crate::log::sent(self.name(), &msg);
         if let Ok(t) = self.transport() {
             let _ = t.clone().send(msg).await;
         }
     }
+}
+
+/// Our `notifications/cancelled` for our request `id`.
+pub(crate) fn cancelled_notice(id: u64, reason: &str) -> Vec<u8> {
+    protocol::encode_notification(
+        "notifications/cancelled",
+        Some(&json!({"requestId": id, "reason": reason})),
+    )
 }
 
 #[cfg(test)]

@@ -10,10 +10,9 @@ use super::cancel::Cancels;
 use super::pending::Outcome;
 use super::{ProgressRoute, Session};
 use crate::error::{Error, ErrorKind};
-use crate::protocol::{self, RawJson};
+use crate::protocol::RawJson;
 use crate::transport::credentials::Obtaining;
 use crate::transport::{Drive, Driven, DrivenRequest, RequestShape};
-use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{oneshot, Notify};
@@ -290,12 +289,8 @@ impl Session {
                 self.pending.forget(id);
                 crate::runtime::spawn(async move {
                     if sending.await.is_ok() && cancellable {
-                        let msg = protocol::encode_notification(
-                            "notifications/cancelled",
-                            Some(
-                                &json!({"requestId": id, "reason": "timed out or cancelled while sending"}),
-                            ),
-                        );
+                        let msg =
+                            super::cancelled_notice(id, "timed out or cancelled while sending");
                         crate::log::sent(None, &msg);
                         let _ = transport.send(msg).await;
                     }
