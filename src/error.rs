@@ -165,6 +165,12 @@ impl Error {
         self
     }
 
+    /// The same error with the JSON-RPC `code` a served client gets for it.
+    pub fn with_code(mut self, code: i64) -> Self {
+        self.code = Some(code);
+        self
+    }
+
     /// A JSON-RPC error object from the server, kept whole: `code`, `message`, `data`.
     pub fn from_rpc(error: &Value) -> Self {
         let code = error.get("code").and_then(Value::as_i64);

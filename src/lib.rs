@@ -28,7 +28,7 @@ pub(crate) mod protocol;
 pub mod queue;
 pub(crate) mod redact;
 pub mod runtime;
-pub(crate) mod server;
+pub mod server;
 pub(crate) mod session;
 pub(crate) mod shape;
 pub(crate) mod sys;

@@ -27,8 +27,8 @@ stage() {
 stage "the test peers and binding dependencies (tests/install-deps.sh)"
 tests/install-deps.sh
 
-stage "cargo build --release --lib (the library the bindings load)"
-cargo build --release --lib
+stage "cargo build --release (the library the bindings load, and the command line)"
+cargo build --release
 
 stage "cargo test (unit tests, C ABI tests, header check; builds the examples too)"
 cargo test

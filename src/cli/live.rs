@@ -13,8 +13,8 @@ use serde_json::{json, Map, Value};
 use std::future::Future;
 
 /// The merged configuration, its warnings and errors on stderr (text mode).
-fn discover(ctx: &Ctx) -> Result<Value, Error> {
-    let d = mcplug::config::discover(&json!({}))?;
+pub(crate) fn discover(ctx: &Ctx, options: &Value) -> Result<Value, Error> {
+    let d = mcplug::config::discover(options)?;
     if !ctx.json {
         for w in d["warnings"].as_array().into_iter().flatten() {
             tellln!("mcplug: warning: {}", w.as_str().unwrap_or_default());
@@ -32,7 +32,7 @@ fn servers(d: &Value) -> &Map<String, Value> {
 }
 
 /// The one server `name` of the configuration, or why there is none.
-fn one(d: &Value, name: &str) -> Result<Value, Error> {
+pub(crate) fn one(d: &Value, name: &str) -> Result<Value, Error> {
     if let Some(s) = servers(d).get(name) {
         return Ok(s.clone());
     }
@@ -103,7 +103,7 @@ where
 }
 
 pub fn list(ctx: &Ctx) -> Result<Exit, Error> {
-    let d = discover(ctx)?;
+    let d = discover(ctx, &json!({}))?;
     // A configuration file that could not be read (unreadable, over the size limit, malformed)
     // fails the listing, as it fails `explain`: its servers are missing from what is shown.
     let config_failed = d["errors"].as_array().is_some_and(|e| !e.is_empty());
@@ -224,12 +224,12 @@ fn worse(a: Exit, b: Exit) -> Exit {
 }
 
 /// A configuration of the one server.
-fn only(name: &str, s: &Value) -> Value {
+pub(crate) fn only(name: &str, s: &Value) -> Value {
     json!({"servers": {name: s}})
 }
 
 pub fn get(ctx: &Ctx, name: &str) -> Result<Exit, Error> {
-    let d = discover(ctx)?;
+    let d = discover(ctx, &json!({}))?;
     let s = one(&d, name)?;
     let status = with_servers(
         ctx,
@@ -272,7 +272,7 @@ fn server_error(name: &str, st: &Value) -> Error {
 }
 
 pub fn tools(ctx: &Ctx, name: Option<&str>) -> Result<Exit, Error> {
-    let d = discover(ctx)?;
+    let d = discover(ctx, &json!({}))?;
     let config = match name {
         Some(n) => only(n, &one(&d, n)?),
         None => d.clone(),
@@ -331,7 +331,7 @@ fn arguments(text: Option<&str>) -> Result<Box<serde_json::value::RawValue>, Err
 
 pub fn call(ctx: &Ctx, name: &str, tool: &str, args: Option<&str>) -> Result<Exit, Error> {
     let args = arguments(args)?;
-    let d = discover(ctx)?;
+    let d = discover(ctx, &json!({}))?;
     let s = one(&d, name)?;
     let (server, tool_name) = (name.to_string(), tool.to_string());
     let timeout = ctx.timeout;
@@ -395,7 +395,7 @@ fn remote_url(name: &str, s: &Value) -> Result<String, Error> {
 }
 
 pub fn login(ctx: &Ctx, name: &str) -> Result<Exit, Error> {
-    let d = discover(ctx)?;
+    let d = discover(ctx, &json!({}))?;
     let s = one(&d, name)?;
     remote_url(name, &s)?;
     let owned = name.to_string();
@@ -436,7 +436,7 @@ pub fn login(ctx: &Ctx, name: &str) -> Result<Exit, Error> {
 }
 
 pub fn logout(ctx: &Ctx, name: &str) -> Result<Exit, Error> {
-    let d = discover(ctx)?;
+    let d = discover(ctx, &json!({}))?;
     let s = one(&d, name)?;
     let url = remote_url(name, &s)?;
     let options = mcplug::AuthOptions::parse(&Map::new())?;

@@ -26,6 +26,7 @@ macro_rules! tellln {
 
 mod edit;
 mod live;
+mod serve;
 mod show;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -123,6 +124,8 @@ enum Verb {
     },
     /// Show every configured server, and why each one left out was left out.
     Explain,
+    /// Serve the configured servers as one MCP server over stdio (for Claude Desktop, Cursor, …).
+    Serve(serve::ServeArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -218,6 +221,7 @@ fn main() -> ExitCode {
             arguments,
         } => live::call(&ctx, &name, &tool, arguments.as_deref()),
         Verb::Explain => live::explain(&ctx),
+        Verb::Serve(a) => serve::serve(&ctx, &a),
     };
     match outcome {
         Ok(code) => ExitCode::from(code as u8),

@@ -212,6 +212,57 @@ impl Manager {
         }
     }
 
+    /// Another handle on this manager (the server half serves it while the host keeps its own).
+    pub(crate) fn share(&self) -> Manager {
+        Manager {
+            inner: self.inner.clone(),
+        }
+    }
+
+    /// The pool as it is now.
+    pub(crate) fn pool(&self) -> Arc<Pool> {
+        self.inner.pool.read().clone()
+    }
+
+    /// The servers' names, in configuration order.
+    pub(crate) fn server_names(&self) -> Vec<String> {
+        self.inner
+            .servers
+            .lock()
+            .iter()
+            .map(|s| s.name.clone())
+            .collect()
+    }
+
+    /// The connected servers (in configuration order) whose capabilities include `capability`.
+    pub(crate) fn servers_with(&self, capability: &str) -> Vec<String> {
+        self.inner
+            .targets(None, capability)
+            .map(|ts| ts.into_iter().map(|t| t.server).collect())
+            .unwrap_or_default()
+    }
+
+    /// Each connected server's `instructions`, in configuration order.
+    pub(crate) fn instructions(&self) -> Vec<(String, String)> {
+        self.inner
+            .servers
+            .lock()
+            .iter()
+            .filter_map(|s| {
+                let st = s.st.lock();
+                let text = st.info.as_ref()?.get("instructions")?.as_str()?;
+                (st.state == State::Connected && !text.is_empty())
+                    .then(|| (s.name.clone(), text.to_string()))
+            })
+            .collect()
+    }
+
+    /// Resolves once an event was queued since the last time it resolved (one async consumer:
+    /// see `EventQueue::changed`).
+    pub(crate) async fn events_changed(&self) {
+        self.inner.events.changed().await
+    }
+
     /// Takes a configuration (see `options::entries`) and starts every server in it; returns at
     /// once with the status. A server already known with the same entry is left as it is; one
     /// whose entry changed is reconnected; one no longer in the configuration is closed and
@@ -357,6 +408,19 @@ impl Manager {
         arguments: Option<&RawValue>,
         options: &CallOptions,
     ) -> Result<RawJson> {
+        let result = self
+            .call_tool_as_sent(pool_name, arguments, options)
+            .await?;
+        self.inner.clean(result)
+    }
+
+    /// Routes a call by its pool name; the result as the server sent it (serving relays it).
+    pub(crate) async fn call_tool_as_sent(
+        &self,
+        pool_name: &str,
+        arguments: Option<&RawValue>,
+        options: &CallOptions,
+    ) -> Result<RawJson> {
         let inner = &self.inner;
         inner.check_open()?;
         let (server_name, tool, pseudo) = {
@@ -374,7 +438,7 @@ impl Manager {
             .ok_or_else(|| inner.unknown_tool(pool_name))?;
         if server.is_sdk() {
             let result = inner.host_call(&server, &tool, arguments, options).await?;
-            return inner.clean(RawJson::from_value(&result));
+            return Ok(RawJson::from_value(&result));
         }
         let (client, gen) = {
             let st = server.st.lock();
@@ -395,7 +459,7 @@ impl Manager {
         match outcome {
             Ok(result) => {
                 server.errors.store(0, Ordering::Relaxed);
-                inner.clean(result)
+                Ok(result)
             }
             Err(e) if e.kind == ErrorKind::Closed && inner.closed.load(Ordering::SeqCst) => {
                 Err(Error::closed(format!(

@@ -267,6 +267,11 @@ impl PoolTool {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
 
+    /// The tool as its server listed it, untouched (what serving hands a client).
+    pub fn listed_text(&self) -> &RawValue {
+        &self.listed[self.index]
+    }
+
     /// The description the host is handed (cleaned and capped).
     pub fn description(&self) -> Cow<'_, str> {
         match &self.description {

@@ -29,6 +29,10 @@ impl RawJson {
     pub fn from_value(value: &Value) -> Self {
         RawJson(value.to_string())
     }
+    /// JSON text the engine wrote itself from valid pieces (valid by construction).
+    pub(crate) fn from_built(text: String) -> Self {
+        RawJson(text)
+    }
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -485,6 +489,8 @@ pub mod codes {
     /// A URL-mode elicitation must complete before the request can be retried (2025-11-25).
     pub(crate) const URL_ELICITATION_REQUIRED: i64 = -32042;
     pub(crate) const INTERNAL_ERROR: i64 = -32603;
+    /// `resources/read` of a URI no server has.
+    pub(crate) const RESOURCE_NOT_FOUND: i64 = -32002;
     pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }
 

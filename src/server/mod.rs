@@ -1,21 +1,140 @@
-//! The server half (issue 33, part 2; not yet exported): one downstream client's session on the
-//! session core, serving what a [`session::Handler`] offers. The transports that carry it to a
-//! client (stdio, Streamable HTTP, HTTP+SSE) and what it serves (a manager's pool) come next.
+//! The server half (issue 33): a manager's pool served as one MCP server ([`serve`]), each
+//! downstream client's session on the session core ([`session`]), the relay of what it asks
+//! ([`pool`]). Served over two descriptors (stdio, or a pair a host hands over); Streamable
+//! HTTP and HTTP+SSE come next.
 
-// Nothing outside the tests calls into it until serving is exported (`mcplug serve`, next).
-#![cfg_attr(not(test), allow(dead_code))]
-
+pub(crate) mod pool;
 pub(crate) mod session;
 
-use crate::error::Result;
+pub use pool::Names;
+
+use crate::error::{Error, Result};
+use crate::manager::Manager;
 use crate::transport::fds::FdTransport;
+use pool::PoolServer;
+use serde_json::Value;
 use session::{Handler, ServerSession};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// The longest line a client may send (a message of the stdio transport).
 const MAX_LINE: usize = 64 << 20;
+
+/// How long a request of ours to a client (sampling, elicitation, roots asked by an upstream)
+/// may wait for its answer: a person may be answering.
+const ASK_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The keys of `serve`'s options.
+const SERVE_KEYS: &[&str] = &["transport", "read_fd", "write_fd", "listen", "names"];
+
+/// A manager's pool being served (see [`serve`]).
+pub struct Server {
+    pool: PoolServer,
+    /// The clients' sessions, held here (the pool's state knows them weakly: each session
+    /// holds the state through its handler).
+    sessions: parking_lot::Mutex<Vec<Arc<ServerSession>>>,
+    url: Option<String>,
+}
+
+/// Serves `manager`'s pool as one MCP server. `options`: `transport` — `"stdio"` (this
+/// process's stdin and stdout), `"fds"` (`read_fd` and `write_fd`, the host's descriptors,
+/// duplicated: they stay the host's); `names` — `"prefixed"` (default: the pool's
+/// `mcp__<server>__<tool>`) or `"unprefixed"` (the servers' own names, the first server in
+/// configuration order winning a collision). While it serves, the manager's events are the
+/// server's: it routes them to its clients.
+pub fn serve(manager: &Manager, options: &Value) -> Result<Server> {
+    let o = options.as_object().ok_or_else(|| {
+        Error::invalid(format!(
+            "serve options must be a JSON object (got {options})"
+        ))
+    })?;
+    if let Some(k) = o.keys().find(|k| !SERVE_KEYS.contains(&k.as_str())) {
+        return Err(Error::invalid(format!(
+            "serve options: unknown key {k:?}; the keys are {}",
+            SERVE_KEYS.join(", ")
+        )));
+    }
+    let names = match o.get("names") {
+        None | Some(Value::Null) => Names::Prefixed,
+        Some(Value::String(s)) => Names::parse(s)?,
+        Some(v) => {
+            return Err(Error::invalid(format!(
+                "serve option `names` must be a string (got {v})"
+            )))
+        }
+    };
+    let fd = |key: &str| -> Result<OwnedFd> {
+        let n = o
+            .get(key)
+            .and_then(Value::as_i64)
+            .and_then(|n| i32::try_from(n).ok())
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "serve option `{key}` must be a descriptor number (got {})",
+                    o.get(key).unwrap_or(&Value::Null)
+                ))
+            })?;
+        crate::sys::fd::dup_number(n).map_err(|e| {
+            Error::invalid(format!(
+                "serve option `{key}`: descriptor {n} cannot be used: {e}"
+            ))
+        })
+    };
+    let (read, write) =
+        match o.get("transport").and_then(Value::as_str) {
+            Some("stdio") => (
+                crate::sys::fd::dup_cloexec(std::io::stdin().as_fd()),
+                crate::sys::fd::dup_cloexec(std::io::stdout().as_fd()),
+            ),
+            Some("fds") => (Ok(fd("read_fd")?), Ok(fd("write_fd")?)),
+            Some("http") => return Err(Error::not_implemented(
+                "serving over Streamable HTTP is not built yet; serve over \"stdio\" or \"fds\"",
+            )),
+            _ => {
+                return Err(Error::invalid(format!(
+                    "serve option `transport` must be \"stdio\" or \"fds\" (got {})",
+                    o.get("transport").unwrap_or(&Value::Null)
+                )))
+            }
+        };
+    let read = read.map_err(|e| Error::invalid(format!("stdin cannot be served: {e}")))?;
+    let write = write.map_err(|e| Error::invalid(format!("stdout cannot be served: {e}")))?;
+    let pool = PoolServer::new(manager, names);
+    let session = serve_fds(Arc::new(pool.handler()), &read, &write, ASK_TIMEOUT)?;
+    pool.opened(&session);
+    Ok(Server {
+        pool,
+        sessions: parking_lot::Mutex::new(vec![session]),
+        url: None,
+    })
+}
+
+impl Server {
+    /// Where clients reach it (Streamable HTTP); `None` over descriptors.
+    pub fn url(&self) -> Option<&str> {
+        self.url.as_deref()
+    }
+
+    /// Resolves once no client is connected any more (over descriptors: the client closed its
+    /// end, or [`Server::close`]).
+    pub async fn done(&self) {
+        let sessions = self.sessions.lock().clone();
+        for s in sessions {
+            s.closed().await;
+        }
+    }
+
+    /// Ends every client's session (their requests in flight are cancelled upstream) and stops
+    /// taking the manager's events. The manager stays open: it is the host's.
+    pub async fn close(&self) {
+        let sessions = std::mem::take(&mut *self.sessions.lock());
+        for s in sessions {
+            s.close().await;
+        }
+        self.pool.stop();
+    }
+}
 
 /// Serves `handler` to the client at the other end of two descriptors (a served process's
 /// stdin and stdout): the session, until the client closes its end or the session is closed.

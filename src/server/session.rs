@@ -35,6 +35,10 @@ pub(crate) trait Handler: Send + Sync + 'static {
     /// Serves one request. `Err` is the JSON-RPC error object the client gets (an upstream's
     /// passed on untouched).
     fn handle(&self, call: Call) -> BoxFuture<'static, std::result::Result<RawJson, Value>>;
+
+    /// A client set its log level (`logging/setLevel`, which the session answers itself): a
+    /// relay passes it on.
+    fn level_set(&self, _level: &str) {}
 }
 
 /// What a server offers a client.
@@ -87,6 +91,8 @@ pub(crate) struct ServerSession {
     in_flight: Mutex<HashMap<String, Arc<CancelSignal>>>,
     /// The level of log messages the client asked for (`logging/setLevel`); none before.
     log_level: Mutex<Option<String>>,
+    /// A legacy client said `notifications/initialized`: notifications may go to it.
+    initialized: std::sync::atomic::AtomicBool,
     /// How long a request of ours to the client may wait for its answer.
     ask_timeout: Duration,
 }
@@ -105,6 +111,7 @@ impl ServerSession {
             era: Mutex::new(ClientEra::Unknown),
             in_flight: Mutex::new(HashMap::new()),
             log_level: Mutex::new(None),
+            initialized: std::sync::atomic::AtomicBool::new(false),
             ask_timeout,
         });
         let sink = Arc::downgrade(&session) as Weak<dyn Inbound>;
@@ -115,6 +122,29 @@ impl ServerSession {
     /// Whether the session ended (the client closed its end, or `close`).
     pub(crate) fn is_closed(&self) -> bool {
         self.session.is_closed()
+    }
+
+    /// The client, as a server reaches it outside any request (`list_changed`, log messages).
+    pub(crate) fn downstream(self: &Arc<Self>) -> Downstream {
+        Downstream {
+            session: Arc::downgrade(self),
+            progress_token: None,
+        }
+    }
+
+    /// Whether the client may be sent notifications of its own accord (`list_changed`, log
+    /// messages): a legacy client once it said `notifications/initialized`, a modern one always.
+    pub(crate) fn ready(&self) -> bool {
+        match &*self.era.lock() {
+            ClientEra::Modern { .. } => true,
+            ClientEra::Legacy { .. } => self.initialized.load(std::sync::atomic::Ordering::SeqCst),
+            ClientEra::Unknown => false,
+        }
+    }
+
+    /// Resolves once the session has ended.
+    pub(crate) async fn closed(&self) {
+        self.session.closed().await
     }
 
     /// The era the client opened with.
@@ -152,6 +182,7 @@ impl ServerSession {
             {
                 Some(level) if LOG_LEVELS.contains(&level) => {
                     *self.log_level.lock() = Some(level.to_string());
+                    self.handler.level_set(level);
                     Ok(json!({}))
                 }
                 _ => Err(rpc_error(
@@ -296,6 +327,11 @@ impl ServerSession {
 }
 
 impl Downstream {
+    /// Whether the client asked for progress of the request being served.
+    pub(crate) fn wants_progress(&self) -> bool {
+        self.progress_token.is_some()
+    }
+
     fn session(&self) -> Result<Arc<ServerSession>> {
         self.session
             .upgrade()
@@ -433,7 +469,11 @@ impl Dispatch for ServerSession {
                 cancel.fire();
             }
         }
-        // `notifications/initialized`, `notifications/roots/list_changed`: nothing to do yet.
+        if method == "notifications/initialized" {
+            self.initialized
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        // `notifications/roots/list_changed`: nothing to do yet.
     }
 
     fn delivered(self: &Arc<Self>, _delivered: Delivered, _id: &RawValue) {}

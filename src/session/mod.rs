@@ -149,6 +149,17 @@ impl Session {
         self.life.closed.load(Ordering::SeqCst)
     }
 
+    /// Resolves once the connection is closed.
+    pub(crate) async fn closed(&self) {
+        loop {
+            let notified = self.life.closed_now.notified();
+            if self.is_closed() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
     /// `Ok` while the connection is open; else why it ended.
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.is_closed() {

@@ -58,6 +58,20 @@ pub(crate) fn dup_cloexec(fd: impl AsFd) -> io::Result<OwnedFd> {
     Ok(rustix::io::fcntl_dupfd_cloexec(fd, 0)?)
 }
 
+/// A new descriptor (close-on-exec) of what the host's descriptor number `fd` names, or why
+/// that number is no open descriptor.
+pub(crate) fn dup_number(fd: i32) -> io::Result<OwnedFd> {
+    if fd < 0 {
+        return Err(io::Error::from_raw_os_error(
+            rustix::io::Errno::BADF.raw_os_error(),
+        ));
+    }
+    // SAFETY: the borrow lives only for the duplicating call; a number that names no open
+    // descriptor makes `fcntl` fail with EBADF, it is never used otherwise.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+    dup_cloexec(borrowed)
+}
+
 /// What a wait is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Ready {

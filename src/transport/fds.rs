@@ -9,9 +9,6 @@
 //! waits in `poll` on the descriptor and on a wake-up pipe, so that `close` ends it at once; the
 //! writing thread takes messages in order from a queue, each acknowledged when written whole.
 
-// Nothing outside the tests opens one until serving is exported (`mcplug serve`, next).
-#![cfg_attr(not(test), allow(dead_code))]
-
 use super::{BoxFuture, Inbound, Transport};
 use crate::error::Error;
 use crate::sys;

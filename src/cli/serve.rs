@@ -1,0 +1,133 @@
+//! `mcplug serve`: the servers configured here served as one MCP server over stdio, for any MCP
+//! host (Claude Desktop, Cursor, …) — or one configured server alone (`--server NAME`), the
+//! bridge from a host that speaks stdio to a remote server.
+
+use crate::live::{discover, one, only};
+use crate::{Ctx, Exit};
+use mcplug::manager::{Manager, ManagerOptions};
+use mcplug::{Error, ErrorKind};
+use serde_json::{json, Map, Value};
+
+/// `mcplug serve`'s own flags.
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// How tools and prompts are named: `prefixed` (mcp__<server>__<tool>) or `unprefixed` (the
+    /// servers' own names; the first server in configuration order wins a collision).
+    #[arg(long, value_enum, default_value_t = NamesArg::Prefixed)]
+    pub names: NamesArg,
+    /// Serve this one configured server alone.
+    #[arg(long, value_name = "NAME")]
+    pub server: Option<String>,
+    /// A configuration file of servers (`{"mcpServers": {…}}`) on top of the configured ones
+    /// (repeatable), as Claude Code's `--mcp-config`.
+    #[arg(long = "mcp-config", value_name = "FILE")]
+    pub mcp_config: Vec<String>,
+    /// Only the servers of the `--mcp-config` files, none of the configured ones.
+    #[arg(long = "strict-mcp-config")]
+    pub strict_mcp_config: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum NamesArg {
+    Prefixed,
+    Unprefixed,
+}
+
+pub fn serve(ctx: &Ctx, args: &ServeArgs) -> Result<Exit, Error> {
+    if args.strict_mcp_config && args.mcp_config.is_empty() {
+        return Err(Error::invalid(
+            "--strict-mcp-config needs at least one --mcp-config FILE",
+        ));
+    }
+    let given = given_servers(&args.mcp_config)?;
+    let config = if args.strict_mcp_config {
+        let servers = given;
+        match &args.server {
+            Some(name) => match servers.get(name) {
+                Some(s) => json!({"mcpServers": {name.as_str(): s}}),
+                None => {
+                    return Err(Error::new(
+                        ErrorKind::NotFound,
+                        format!("no MCP server named {name:?} in the --mcp-config files"),
+                    ))
+                }
+            },
+            None => json!({ "mcpServers": servers }),
+        }
+    } else {
+        let d = discover(ctx, &json!({"dynamic": {"mcpServers": given}}))?;
+        match &args.server {
+            Some(name) => only(name, &one(&d, name)?),
+            None => d,
+        }
+    };
+    let ms = ctx.timeout.as_millis() as u64;
+    // The clients decide what the model sees: results pass as the servers sent them. What an
+    // upstream may ask (sampling, elicitation, roots) is declared and asked of the client.
+    let m = Manager::new(ManagerOptions {
+        connection: Some(json!({
+            "connect_timeout_ms": ms,
+            "capabilities": {"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {}},
+            "host_request_timeout_ms": 600_000,
+        })),
+        max_output_chars: None,
+        ..ManagerOptions::default()
+    });
+    let names = match args.names {
+        NamesArg::Prefixed => "prefixed",
+        NamesArg::Unprefixed => "unprefixed",
+    };
+    mcplug::runtime::block_on(async move {
+        let served = async {
+            m.connect(&config).await?;
+            match m.wait_settled(Some(ctx.timeout)).await {
+                Ok(_) => {}
+                Err(e) if e.kind == ErrorKind::Timeout => {}
+                Err(e) => return Err(e),
+            }
+            for (name, st) in m.status()["servers"].as_object().into_iter().flatten() {
+                if st["state"] != "connected" {
+                    tellln!(
+                        "mcplug serve: server {name:?} is {}{}",
+                        st["state"].as_str().unwrap_or_default(),
+                        st["error"]["message"]
+                            .as_str()
+                            .map(|m| format!(": {m}"))
+                            .unwrap_or_default()
+                    );
+                }
+            }
+            let server = mcplug::server::serve(&m, &json!({"transport": "stdio", "names": names}))?;
+            server.done().await;
+            server.close().await;
+            Ok(())
+        };
+        let outcome = served.await;
+        m.close().await;
+        outcome
+    })?;
+    Ok(Exit::Ok)
+}
+
+/// The servers of the `--mcp-config` files, later files over earlier ones.
+fn given_servers(files: &[String]) -> Result<Map<String, Value>, Error> {
+    let mut out = Map::new();
+    for file in files {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| Error::invalid(format!("--mcp-config {file}: cannot be read: {e}")))?;
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|e| Error::invalid(format!("--mcp-config {file}: not JSON: {e}")))?;
+        let servers = v
+            .get("mcpServers")
+            .and_then(Value::as_object)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "--mcp-config {file}: no `mcpServers` object of servers"
+                ))
+            })?;
+        for (name, entry) in servers {
+            out.insert(name.clone(), entry.clone());
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,775 @@
+//! A manager's pool served as one MCP server (`mcplug serve`): the [`Handler`] that relays each
+//! request of a client to the upstream server it names, and the router that takes the
+//! manager's events to the clients.
+//!
+//! What is relayed is passed on as the upstream wrote it: a tool's listing and result, a
+//! resource, a prompt — only a name changes (the pool's `mcp__<server>__<tool>`, or none with
+//! [`Names::Unprefixed`]). The client's cancel cancels the upstream call; the upstream's
+//! progress reaches the client under the client's own token; what an upstream asks while a
+//! client's call runs on it (sampling, elicitation, roots) is asked of that client; the
+//! upstreams' log messages and `list_changed` reach every client.
+
+use super::session::{Call, Downstream, Handler, Offer, ServerSession};
+use crate::client::options::{CallOptions, OwnCancel};
+use crate::error::{Error, ErrorKind};
+use crate::manager::{pool, Manager};
+use crate::protocol::{codes, RawJson};
+use crate::queue::Pulled;
+use crate::session::cancel::{CancelSignal, Cancels};
+use crate::transport::BoxFuture;
+use parking_lot::Mutex;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+/// How the pool's tools and prompts are named to a client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Names {
+    /// `mcp__<server>__<tool>`, the pool's own names (the default).
+    Prefixed,
+    /// The servers' own names; on a collision the first server in configuration order wins.
+    Unprefixed,
+}
+
+impl Names {
+    pub fn parse(text: &str) -> crate::error::Result<Names> {
+        match text {
+            "prefixed" => Ok(Names::Prefixed),
+            "unprefixed" => Ok(Names::Unprefixed),
+            other => Err(Error::invalid(format!(
+                "`names` must be \"prefixed\" or \"unprefixed\" (got {other:?})"
+            ))),
+        }
+    }
+}
+
+/// The pool, served.
+pub(crate) struct PoolServer {
+    state: Arc<State>,
+}
+
+struct State {
+    manager: Manager,
+    names: Names,
+    /// Every client's session, for what goes to all of them.
+    sessions: Mutex<Vec<Weak<ServerSession>>>,
+    /// Tool calls being relayed: the upstream server of each, and the client it serves (most
+    /// recent last) — where that upstream's requests go.
+    calls: Mutex<Vec<(u64, String, Downstream)>>,
+    /// Relayed calls whose client asked for progress, by the tag of the upstream call.
+    progress: Mutex<HashMap<String, Downstream>>,
+    /// Upstream requests being asked of a client, by the manager's event id: their cancel.
+    asking: Mutex<HashMap<String, Arc<CancelSignal>>>,
+    next: AtomicU64,
+    /// Held while events are taken from the manager and delivered, so that a relayed call
+    /// delivers its upstream's progress before its answer, in order with the router.
+    delivering: tokio::sync::Mutex<()>,
+    /// Ends the router.
+    stop: Arc<CancelSignal>,
+}
+
+impl PoolServer {
+    /// Serves `manager`'s pool; its events are routed to the clients from now on (the server
+    /// is the manager's host while it serves).
+    pub(crate) fn new(manager: &Manager, names: Names) -> PoolServer {
+        let state = Arc::new(State {
+            manager: manager.share(),
+            names,
+            sessions: Mutex::new(Vec::new()),
+            calls: Mutex::new(Vec::new()),
+            progress: Mutex::new(HashMap::new()),
+            asking: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+            delivering: tokio::sync::Mutex::new(()),
+            stop: CancelSignal::new(),
+        });
+        crate::runtime::spawn(route(Arc::downgrade(&state), state.stop.clone()));
+        PoolServer { state }
+    }
+
+    /// A client's session joins (for notifications to every client).
+    pub(crate) fn opened(&self, session: &Arc<ServerSession>) {
+        let mut sessions = self.state.sessions.lock();
+        sessions.retain(|s| s.strong_count() > 0);
+        sessions.push(Arc::downgrade(session));
+    }
+
+    /// Stops routing the manager's events.
+    pub(crate) fn stop(&self) {
+        self.state.stop.fire();
+    }
+
+    /// What a client's session serves requests with.
+    pub(crate) fn handler(&self) -> Relay {
+        Relay(self.state.clone())
+    }
+}
+
+/// The handler of every client's session: the relay to the pool.
+pub(crate) struct Relay(Arc<State>);
+
+impl Drop for PoolServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Handler for Relay {
+    fn offer(&self) -> Offer {
+        let instructions = self.0.manager.instructions();
+        Offer {
+            capabilities: json!({
+                "tools": {"listChanged": true},
+                "resources": {"listChanged": true, "subscribe": true},
+                "prompts": {"listChanged": true},
+                "completions": {},
+                "logging": {},
+            }),
+            server_info: json!({"name": "mcplug", "version": env!("CARGO_PKG_VERSION")}),
+            instructions: (!instructions.is_empty()).then(|| {
+                instructions
+                    .iter()
+                    .map(|(server, text)| format!("## {server}\n{text}"))
+                    .collect::<Vec<_>>()
+                    .join("\n\n")
+            }),
+        }
+    }
+
+    fn handle(&self, call: Call) -> BoxFuture<'static, Result<RawJson, Value>> {
+        let state = self.0.clone();
+        Box::pin(async move { state.serve(call).await.map_err(|e| rpc_of(&e)) })
+    }
+
+    fn level_set(&self, level: &str) {
+        let manager = self.0.manager.share();
+        let level = level.to_string();
+        crate::runtime::spawn(async move {
+            for server in manager.servers_with("logging") {
+                let params = json!({ "level": level });
+                let asked = manager
+                    .request(
+                        &server,
+                        "logging/setLevel",
+                        Some(params),
+                        &CallOptions::default(),
+                    )
+                    .await;
+                if let Err(e) = asked {
+                    tracing::debug!(target: "mcplug::server", "logging/setLevel on {server:?}: {}", e.message);
+                }
+            }
+        });
+    }
+}
+
+impl State {
+    async fn serve(self: &Arc<Self>, call: Call) -> crate::error::Result<RawJson> {
+        let params = call.params.clone().unwrap_or_else(|| json!({}));
+        match call.method.as_str() {
+            "tools/list" => Ok(self.tools()),
+            "tools/call" => self.call_tool(call, params).await,
+            "resources/list" => self.merged("resources/list", "resources", "uri").await,
+            "resources/templates/list" => {
+                self.merged(
+                    "resources/templates/list",
+                    "resourceTemplates",
+                    "uriTemplate",
+                )
+                .await
+            }
+            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+                let uri = text_param(&params, "uri", &call.method)?;
+                let server = self.resource_owner(&uri).await?;
+                self.relay(&server, &call, params).await
+            }
+            "prompts/list" => self.prompts().await,
+            "prompts/get" => {
+                let name = text_param(&params, "name", "prompts/get")?;
+                let (server, own) = self.prompt_named(&name).await?;
+                let mut params = params;
+                params["name"] = json!(own);
+                self.relay(&server, &call, params).await
+            }
+            "completion/complete" => {
+                let reference = params.get("ref").cloned().unwrap_or(Value::Null);
+                let mut params = params;
+                let server = match reference["type"].as_str() {
+                    Some("ref/prompt") => {
+                        let name = text_param(&reference, "name", "completion/complete ref")?;
+                        let (server, own) = self.prompt_named(&name).await?;
+                        params["ref"]["name"] = json!(own);
+                        server
+                    }
+                    Some("ref/resource") => {
+                        let uri = text_param(&reference, "uri", "completion/complete ref")?;
+                        self.resource_owner(&uri).await?
+                    }
+                    _ => {
+                        return Err(Error::invalid(
+                            "completion/complete needs a `ref` of type \"ref/prompt\" or \"ref/resource\"",
+                        ))
+                    }
+                };
+                self.relay(&server, &call, params).await
+            }
+            other => Err(
+                Error::new(ErrorKind::NotFound, format!("method not found: {other}"))
+                    .with_code(codes::METHOD_NOT_FOUND),
+            ),
+        }
+    }
+
+    /// The pool's tools, each as its server listed it with the name the client is to use.
+    fn tools(&self) -> RawJson {
+        let mut out = String::from(r#"{"tools":["#);
+        for (i, (name, tool)) in self.served_tools().iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            renamed(tool.listed_text(), name, &mut out);
+        }
+        out.push_str("]}");
+        RawJson::from_built(out)
+    }
+
+    /// The tools as served, with their names (the first of a name wins when unprefixed).
+    fn served_tools(&self) -> Vec<(String, Arc<pool::PoolTool>)> {
+        let pool = self.manager.pool();
+        match self.names {
+            Names::Prefixed => pool
+                .tools
+                .iter()
+                .map(|t| (t.name.clone(), t.clone()))
+                .collect(),
+            Names::Unprefixed => {
+                let order = self.manager.server_names();
+                let rank = |s: &str| order.iter().position(|n| n == s).unwrap_or(usize::MAX);
+                let mut tools: Vec<&Arc<pool::PoolTool>> = pool.tools.iter().collect();
+                tools.sort_by_key(|t| rank(&t.server));
+                let mut seen: HashMap<&str, &str> = HashMap::new();
+                let mut out = Vec::with_capacity(tools.len());
+                for t in tools {
+                    match seen.get(t.tool.as_str()) {
+                        Some(first) => tracing::warn!(
+                            target: "mcplug::server",
+                            "tool {:?} of server {:?} is not served: server {first:?} has one of that name first",
+                            t.tool, t.server
+                        ),
+                        None => {
+                            seen.insert(&t.tool, &t.server);
+                            out.push((t.tool.clone(), t.clone()));
+                        }
+                    }
+                }
+                out
+            }
+        }
+    }
+
+    async fn call_tool(
+        self: &Arc<Self>,
+        call: Call,
+        params: Value,
+    ) -> crate::error::Result<RawJson> {
+        let name = text_param(&params, "name", "tools/call")?;
+        let Some((_, tool)) = self.served_tools().into_iter().find(|(n, _)| *n == name) else {
+            return Err(
+                Error::invalid(format!("unknown tool: {name}")).with_code(codes::INVALID_PARAMS)
+            );
+        };
+        let arguments = match params.get("arguments") {
+            None | Some(Value::Null) => None,
+            Some(a) => Some(serde_json::value::to_raw_value(a).map_err(|e| {
+                Error::invalid(format!("tools/call `arguments` cannot be written: {e}"))
+            })?),
+        };
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut options = CallOptions {
+            own_cancel: Some(OwnCancel(call.cancel.clone())),
+            ..CallOptions::default()
+        };
+        let _progress = call.downstream.wants_progress().then(|| {
+            let tag = format!("mcplug-serve:{n}");
+            options.progress = true;
+            options.tag = Some(tag.clone());
+            Tracked::new(&self.progress, tag, call.downstream.clone())
+        });
+        let _call = Calling::new(self, n, &tool.server, call.downstream.clone());
+        let outcome = self
+            .manager
+            .call_tool_as_sent(&tool.name, arguments.as_deref(), &options)
+            .await;
+        // What the upstream sent before its answer (progress, logs) goes out before it.
+        self.deliver().await;
+        outcome
+    }
+
+    /// Any other request, to one upstream server, its result as that server wrote it.
+    async fn relay(
+        self: &Arc<Self>,
+        server: &str,
+        call: &Call,
+        params: Value,
+    ) -> crate::error::Result<RawJson> {
+        let options = CallOptions {
+            own_cancel: Some(OwnCancel(call.cancel.clone())),
+            ..CallOptions::default()
+        };
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let _call = Calling::new(self, n, server, call.downstream.clone());
+        self.manager
+            .request(server, &call.method, Some(params), &options)
+            .await
+    }
+
+    /// Every page of `method` of every server that has resources, merged; `key` names an item
+    /// (a URI served by two servers is the first's).
+    async fn merged(&self, method: &str, field: &str, key: &str) -> crate::error::Result<RawJson> {
+        let mut items: Vec<Value> = Vec::new();
+        let mut seen: HashMap<String, String> = HashMap::new();
+        for (server, listed) in self.each_listing(method, field).await {
+            for item in listed {
+                let id = item[key].as_str().unwrap_or_default().to_string();
+                if let Some(first) = seen.get(&id) {
+                    tracing::warn!(target: "mcplug::server", "{key} {id:?} of server {server:?} is not served: server {first:?} has it first");
+                    continue;
+                }
+                seen.insert(id, server.clone());
+                items.push(item);
+            }
+        }
+        Ok(RawJson::from_value(&json!({ field: items })))
+    }
+
+    /// `method`'s `field` of every connected server with the capability it needs, in
+    /// configuration order (a server that fails to list is left out, and logged).
+    async fn each_listing(&self, method: &str, field: &str) -> Vec<(String, Vec<Value>)> {
+        let capability = method.split('/').next().unwrap_or_default();
+        let options = CallOptions {
+            all_pages: true,
+            ..CallOptions::default()
+        };
+        let mut out = Vec::new();
+        for server in self.manager.servers_with(capability) {
+            match self.manager.request(&server, method, None, &options).await {
+                Ok(raw) => {
+                    let items = raw
+                        .value()
+                        .ok()
+                        .and_then(|mut v| v.get_mut(field).map(Value::take))
+                        .and_then(|v| match v {
+                            Value::Array(a) => Some(a),
+                            _ => None,
+                        })
+                        .unwrap_or_default();
+                    out.push((server, items));
+                }
+                Err(e) => {
+                    tracing::warn!(target: "mcplug::server", "{method} of server {server:?} failed: {}", e.message)
+                }
+            }
+        }
+        out
+    }
+
+    /// The server a resource URI belongs to: the first that lists it, else the first whose
+    /// template it fits.
+    async fn resource_owner(&self, uri: &str) -> crate::error::Result<String> {
+        for (server, listed) in self.each_listing("resources/list", "resources").await {
+            if listed.iter().any(|r| r["uri"] == uri) {
+                return Ok(server);
+            }
+        }
+        for (server, listed) in self
+            .each_listing("resources/templates/list", "resourceTemplates")
+            .await
+        {
+            if listed
+                .iter()
+                .filter_map(|t| t["uriTemplate"].as_str())
+                .any(|t| fits_template(t, uri))
+            {
+                return Ok(server);
+            }
+        }
+        Err(
+            Error::invalid(format!("no server has the resource {uri:?}"))
+                .with_code(codes::RESOURCE_NOT_FOUND),
+        )
+    }
+
+    /// Every server's prompts, named as the client sees them.
+    async fn prompts(&self) -> crate::error::Result<RawJson> {
+        let mut items = Vec::new();
+        let mut seen: HashMap<String, String> = HashMap::new();
+        for (server, listed) in self.each_listing("prompts/list", "prompts").await {
+            for mut prompt in listed {
+                let own = prompt["name"].as_str().unwrap_or_default().to_string();
+                let name = self.prompt_name(&server, &own);
+                if let Some(first) = seen.get(&name) {
+                    tracing::warn!(target: "mcplug::server", "prompt {name:?} of server {server:?} is not served: server {first:?} has it first");
+                    continue;
+                }
+                seen.insert(name.clone(), server.clone());
+                prompt["name"] = json!(name);
+                items.push(prompt);
+            }
+        }
+        Ok(RawJson::from_value(&json!({ "prompts": items })))
+    }
+
+    fn prompt_name(&self, server: &str, own: &str) -> String {
+        match self.names {
+            Names::Prefixed => pool::pool_name(server, own),
+            Names::Unprefixed => own.to_string(),
+        }
+    }
+
+    /// The server and own name of the prompt a client names.
+    async fn prompt_named(&self, name: &str) -> crate::error::Result<(String, String)> {
+        for (server, listed) in self.each_listing("prompts/list", "prompts").await {
+            for prompt in listed {
+                let own = prompt["name"].as_str().unwrap_or_default();
+                if self.prompt_name(&server, own) == name {
+                    return Ok((server, own.to_string()));
+                }
+            }
+        }
+        Err(Error::invalid(format!("unknown prompt: {name}")).with_code(codes::INVALID_PARAMS))
+    }
+
+    fn live_sessions(&self) -> Vec<Arc<ServerSession>> {
+        self.sessions
+            .lock()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|s| !s.is_closed() && s.ready())
+            .collect()
+    }
+
+    /// Delivers the events waiting in the manager's queue; false once it is closed.
+    async fn deliver(self: &Arc<Self>) -> bool {
+        let _turn = self.delivering.lock().await;
+        loop {
+            match self
+                .manager
+                .next_events(64, Some(std::time::Duration::ZERO))
+            {
+                Pulled::Event(text) => {
+                    if let Ok(Value::Array(events)) = serde_json::from_str::<Value>(&text) {
+                        for event in events {
+                            self.route(event).await;
+                        }
+                    }
+                }
+                Pulled::TimedOut => return true,
+                Pulled::Closed => return false,
+            }
+        }
+    }
+
+    /// One event of the manager, to the clients it concerns.
+    async fn route(self: &Arc<Self>, event: Value) {
+        let kind = event["type"].as_str().unwrap_or_default();
+        let server = event["server"].as_str().unwrap_or_default().to_string();
+        match kind {
+            "notification" => self.route_notification(&server, event).await,
+            "request" => self.ask_downstream(server, event),
+            "request_cancelled" | "request_expired" => {
+                if let Some(cancel) = event["id"]
+                    .as_str()
+                    .and_then(|id| self.asking.lock().remove(id))
+                {
+                    cancel.fire();
+                }
+            }
+            "tools_changed" | "state" | "removed" => {
+                self.to_all("notifications/tools/list_changed", None).await
+            }
+            "resources_changed" => {
+                self.to_all("notifications/resources/list_changed", None)
+                    .await
+            }
+            "prompts_changed" => {
+                self.to_all("notifications/prompts/list_changed", None)
+                    .await
+            }
+            _ => {}
+        }
+    }
+
+    async fn route_notification(self: &Arc<Self>, server: &str, event: Value) {
+        let params = event.get("params").cloned().unwrap_or_else(|| json!({}));
+        match event["method"].as_str().unwrap_or_default() {
+            "notifications/progress" => {
+                let Some(tag) = event["tag"].as_str() else {
+                    return;
+                };
+                let Some(downstream) = self.progress.lock().get(tag).cloned() else {
+                    return;
+                };
+                let mut progress = params;
+                if let Some(p) = progress.as_object_mut() {
+                    p.remove("progressToken");
+                }
+                let _ = downstream.progress(progress).await;
+            }
+            "notifications/message" => {
+                let level = params["level"].as_str().unwrap_or("info").to_string();
+                let data = params.get("data").cloned().unwrap_or(Value::Null);
+                for s in self.live_sessions() {
+                    let _ = s.downstream().log(&level, Some(server), data.clone()).await;
+                }
+            }
+            "notifications/resources/updated" => {
+                self.to_all("notifications/resources/updated", Some(params))
+                    .await
+            }
+            _ => {}
+        }
+    }
+
+    async fn to_all(&self, method: &str, params: Option<Value>) {
+        for s in self.live_sessions() {
+            let _ = s.downstream().notify(method, params.as_ref()).await;
+        }
+    }
+
+    /// An upstream's request (sampling, elicitation, roots) to the client whose call runs on
+    /// that upstream (the latest), else to the latest client; answered with what the client
+    /// said, or with an error — never left waiting.
+    fn ask_downstream(self: &Arc<Self>, server: String, event: Value) {
+        let Some(id) = event["id"].as_str().map(str::to_string) else {
+            return;
+        };
+        let method = event["method"].as_str().unwrap_or_default().to_string();
+        let params = event.get("params").cloned();
+        let downstream = {
+            let calls = self.calls.lock();
+            calls
+                .iter()
+                .rev()
+                .find(|(_, s, _)| *s == server)
+                .map(|(_, _, d)| d.clone())
+        }
+        .or_else(|| self.live_sessions().last().map(|s| s.downstream()));
+        let cancel = CancelSignal::new();
+        self.asking.lock().insert(id.clone(), cancel.clone());
+        let state = self.clone();
+        crate::runtime::spawn(async move {
+            let answer = match downstream {
+                Some(d) => {
+                    let cancels = Cancels {
+                        tag: None,
+                        own: Some(cancel),
+                    };
+                    d.ask(&method, params.as_ref(), &cancels).await
+                }
+                None => Err(Error::closed("no client is connected to ask")),
+            };
+            if state.asking.lock().remove(&id).is_none() {
+                return; // withdrawn by the upstream
+            }
+            let response = match answer.and_then(|raw| raw.value()) {
+                Ok(result) => json!({ "id": id, "result": result }),
+                Err(e) => json!({ "id": id, "error": rpc_of(&e) }),
+            };
+            if let Err(e) = state.manager.respond(&response).await {
+                tracing::debug!(target: "mcplug::server", "answering {method} of {server:?}: {}", e.message);
+            }
+        });
+    }
+}
+
+/// Delivers the manager's events to the clients as they come, until `stop`.
+async fn route(state: Weak<State>, stop: Arc<CancelSignal>) {
+    loop {
+        let Some(s) = state.upgrade() else { return };
+        if !s.deliver().await || stop.is_fired() {
+            return;
+        }
+        let manager = s.manager.share();
+        drop(s);
+        tokio::select! {
+            _ = manager.events_changed() => {}
+            _ = stop.fired() => return,
+        }
+    }
+}
+
+/// A relayed call, known to the router while it runs (where its upstream's requests go).
+struct Calling<'a> {
+    state: &'a State,
+    n: u64,
+}
+
+impl<'a> Calling<'a> {
+    fn new(state: &'a State, n: u64, server: &str, downstream: Downstream) -> Calling<'a> {
+        state.calls.lock().push((n, server.to_string(), downstream));
+        Calling { state, n }
+    }
+}
+
+impl Drop for Calling<'_> {
+    fn drop(&mut self) {
+        self.state.calls.lock().retain(|(n, _, _)| *n != self.n);
+    }
+}
+
+/// A relayed call's progress route, removed with it.
+struct Tracked<'a> {
+    map: &'a Mutex<HashMap<String, Downstream>>,
+    tag: String,
+}
+
+impl<'a> Tracked<'a> {
+    fn new(map: &'a Mutex<HashMap<String, Downstream>>, tag: String, d: Downstream) -> Self {
+        map.lock().insert(tag.clone(), d);
+        Tracked { map, tag }
+    }
+}
+
+impl Drop for Tracked<'_> {
+    fn drop(&mut self) {
+        self.map.lock().remove(&self.tag);
+    }
+}
+
+/// A string member of a request's params, or an error naming it.
+fn text_param(params: &Value, key: &str, what: &str) -> crate::error::Result<String> {
+    params[key].as_str().map(str::to_string).ok_or_else(|| {
+        Error::invalid(format!("{what} needs a string `{key}`")).with_code(codes::INVALID_PARAMS)
+    })
+}
+
+/// Whether `uri` fits a URI template (RFC 6570, read loosely: the literal text around its
+/// expressions must match, each expression matching anything).
+fn fits_template(template: &str, uri: &str) -> bool {
+    let mut parts = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        parts.push(&rest[..open]);
+        match rest[open..].find('}') {
+            Some(close) => rest = &rest[open + close + 1..],
+            None => return false,
+        }
+    }
+    parts.push(rest);
+    if parts.len() == 1 {
+        return template == uri;
+    }
+    let mut at = 0;
+    for (i, part) in parts.iter().enumerate() {
+        if i == 0 {
+            if !uri.starts_with(part) {
+                return false;
+            }
+            at = part.len();
+        } else if i == parts.len() - 1 && !part.is_empty() {
+            return uri.len() >= at + part.len() && uri.ends_with(part);
+        } else {
+            match uri[at..].find(part) {
+                Some(found) => at += found + part.len(),
+                None => return false,
+            }
+        }
+    }
+    true
+}
+
+/// The JSON-RPC error a client gets for `e`: an upstream's own code, message and data as they
+/// were; the engine's errors under the code that fits.
+fn rpc_of(e: &Error) -> Value {
+    let code = e.code.unwrap_or(match e.kind {
+        ErrorKind::InvalidArgument | ErrorKind::NotFound => codes::INVALID_PARAMS,
+        _ => codes::INTERNAL_ERROR,
+    });
+    let mut error = Map::new();
+    error.insert("code".into(), json!(code));
+    error.insert("message".into(), json!(e.message));
+    if let Some(data) = &e.data {
+        error.insert("data".into(), data.clone());
+    }
+    Value::Object(error)
+}
+
+/// A tool as its server listed it, with `name` replaced (members in their order, the others'
+/// values as written).
+fn renamed(tool: &RawValue, name: &str, out: &mut String) {
+    let members = match serde_json::from_str::<Members<'_>>(tool.get()) {
+        Ok(m) => m.0,
+        Err(_) => return out.push_str(tool.get()),
+    };
+    out.push('{');
+    for (i, (key, value)) in members.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&Value::String(key.clone()).to_string());
+        out.push(':');
+        if key == "name" {
+            out.push_str(&Value::String(name.to_string()).to_string());
+        } else {
+            out.push_str(value.get());
+        }
+    }
+    out.push('}');
+}
+
+/// An object's members in order, their values as text.
+struct Members<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de> serde::Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Each;
+        impl<'de> Visitor<'de> for Each {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(entry) = map.next_entry::<String, &'de RawValue>()? {
+                    out.push(entry);
+                }
+                Ok(Members(out))
+            }
+        }
+        d.deserialize_map(Each)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_is_served_as_listed_but_for_its_name() {
+        let tool = RawValue::from_string(
+            r#"{"inputSchema":{"type":"object"},"name":"echo","description":"Says \u00e9 back","x":1.50}"#.into(),
+        )
+        .unwrap();
+        let mut out = String::new();
+        renamed(&tool, "mcp__s__echo", &mut out);
+        assert_eq!(
+            out,
+            r#"{"inputSchema":{"type":"object"},"name":"mcp__s__echo","description":"Says \u00e9 back","x":1.50}"#
+        );
+    }
+
+    #[test]
+    fn uri_templates_fit_loosely() {
+        assert!(fits_template(
+            "test://static/resource/{id}",
+            "test://static/resource/7"
+        ));
+        assert!(fits_template("file:///{path}.txt", "file:///a/b.txt"));
+        assert!(!fits_template("file:///{path}.txt", "file:///a/b.md"));
+        assert!(!fits_template("test://x/{id}", "other://x/1"));
+        assert!(fits_template("plain://same", "plain://same"));
+    }
+}

@@ -1,0 +1,315 @@
+"""`mcplug serve` from the other side: the Python SDK's own client (mcp 2.3, `ClientSession` over
+`stdio_client`) talks to `mcplug serve`, which fronts server-everything (and the 2026-07-28 test
+server) over stdio. What the client sees must be what the upstream serves — tools as listed, results
+as sent, progress under its own token, sampling and elicitation asked of it — and nothing may be
+left behind when it goes away."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from conftest import EVERYTHING_JS, MODERN_SERVER, REPO, VENV_PYTHON, _require, wait_until
+
+mcp = pytest.importorskip("mcp", reason="the Python SDK (mcp) runs in .deps/venv")
+from mcp import ClientSession, StdioServerParameters, types  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+
+MCPLUG_BIN = REPO / "target" / "release" / "mcplug"
+
+
+def _config(tmp_path: Path, servers: Dict[str, Any]) -> Path:
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    return path
+
+
+def _everything() -> Dict[str, Any]:
+    _require(EVERYTHING_JS, "bash tests/install-deps.sh")
+    return {"command": "node", "args": [str(EVERYTHING_JS)]}
+
+
+def _params(tmp_path: Path, servers: Dict[str, Any], *extra: str, log: str = "warn") -> StdioServerParameters:
+    _require(MCPLUG_BIN, "cargo build --release")
+    config = _config(tmp_path, servers)
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return StdioServerParameters(
+        command=str(MCPLUG_BIN),
+        args=["serve", "--strict-mcp-config", "--mcp-config", str(config), *extra],
+        env={"HOME": str(home), "PATH": os.environ["PATH"], "MCPLUG_LOG": log},
+        cwd=str(tmp_path),
+    )
+
+
+async def _sampled(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    asked = params.messages[0].content
+    text = asked.text if isinstance(asked, types.TextContent) else "?"
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(type="text", text=f"sampled: {text}"), model="test-model"
+    )
+
+
+async def _elicited(context: Any, params: Any) -> types.ElicitResult:
+    return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+
+def _run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 45))
+
+
+def _texts(result: types.CallToolResult) -> str:
+    return "".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+def test_the_pool_is_served_as_the_upstream_lists_and_answers(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with stdio_client(_params(tmp_path, {"everything": _everything()})) as (r, w):
+            async with ClientSession(r, w) as s:
+                init = await s.initialize()
+                assert init.server_info.name == "mcplug"
+                tools = {t.name: t for t in (await s.list_tools()).tools}
+                assert "mcp__everything__echo" in tools and "mcp__everything__get-sum" in tools
+                # Listed as the upstream listed it, but for the name.
+                structured = tools["mcp__everything__get-structured-content"]
+                assert structured.output_schema is not None
+                assert structured.input_schema["properties"]["location"]["type"] == "string"
+                echo = await s.call_tool("mcp__everything__echo", {"message": "hi"})
+                assert _texts(echo) == "Echo: hi" and not echo.is_error
+                total = await s.call_tool("mcp__everything__get-sum", {"a": 2, "b": 3})
+                assert "5" in _texts(total)
+                unknown = None
+                try:
+                    await s.call_tool("mcp__everything__nope", {})
+                except Exception as e:  # noqa: BLE001 - the SDK raises its MCPError
+                    unknown = str(e)
+                assert unknown is not None and "unknown tool" in unknown
+                # Resources, templates, prompts, completion: relayed to the server that has them.
+                resources = (await s.list_resources()).resources
+                assert any(str(x.uri).startswith("demo://resource/static/document/") for x in resources)
+                read = await s.read_resource(resources[0].uri)
+                assert read.contents and str(read.contents[0].uri) == str(resources[0].uri)
+                templates = (await s.list_resource_templates()).resource_templates
+                assert any("{resourceId}" in t.uri_template for t in templates)
+                dynamic = await s.read_resource("demo://resource/dynamic/text/7")
+                assert "7" in str(dynamic.contents[0].uri)
+                prompts = {p.name for p in (await s.list_prompts()).prompts}
+                assert "mcp__everything__simple-prompt" in prompts
+                got = await s.get_prompt("mcp__everything__args-prompt", {"city": "Paris"})
+                assert "Paris" in json.dumps([m.content.model_dump() for m in got.messages])
+                done = await s.complete(
+                    types.PromptReference(type="ref/prompt", name="mcp__everything__completable-prompt"),
+                    {"name": "department", "value": "E"},
+                )
+                assert "Engineering" in done.completion.values
+
+    _run(body())
+
+
+def test_progress_reaches_the_client_under_its_own_token_before_the_result(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with stdio_client(_params(tmp_path, {"everything": _everything()})) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                seen: List[float] = []
+
+                async def progress(value: float, total: Optional[float], message: Optional[str]) -> None:
+                    seen.append(value)
+
+                result = await s.call_tool(
+                    "mcp__everything__trigger-long-running-operation",
+                    {"duration": 1, "steps": 4},
+                    progress_callback=progress,
+                )
+                assert "completed" in _texts(result)
+                assert seen == [1, 2, 3, 4]
+
+    _run(body())
+
+
+def test_sampling_and_elicitation_are_asked_of_the_client_whose_call_runs(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with stdio_client(_params(tmp_path, {"everything": _everything()})) as (r, w):
+            async with ClientSession(r, w, sampling_callback=_sampled, elicitation_callback=_elicited) as s:
+                await s.initialize()
+                names = {t.name for t in (await s.list_tools()).tools}
+                assert "mcp__everything__trigger-sampling-request" in names
+                sampled = await s.call_tool("mcp__everything__trigger-sampling-request", {"prompt": "hello"})
+                assert "sampled: " in _texts(sampled) and "test-model" in _texts(sampled)
+                elicited = await s.call_tool("mcp__everything__trigger-elicitation-request", {})
+                assert "Ada" in _texts(elicited)
+
+    _run(body())
+
+
+def test_a_client_without_sampling_gets_an_answer_not_a_hang(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with stdio_client(_params(tmp_path, {"everything": _everything()})) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                started = time.monotonic()
+                outcome: str
+                try:
+                    result = await s.call_tool("mcp__everything__trigger-sampling-request", {"prompt": "x"})
+                    outcome = _texts(result)
+                    assert result.is_error, outcome
+                except Exception as e:  # noqa: BLE001
+                    outcome = str(e)
+                assert "sampling" in outcome
+                assert time.monotonic() - started < 10
+
+    _run(body())
+
+
+def test_logging_is_fanned_out_and_log_messages_come_back_named_by_server(tmp_path: Path) -> None:
+    async def body() -> None:
+        got: List[types.LoggingMessageNotificationParams] = []
+
+        async def logged(params: types.LoggingMessageNotificationParams) -> None:
+            got.append(params)
+
+        async with stdio_client(_params(tmp_path, {"everything": _everything()})) as (r, w):
+            async with ClientSession(r, w, logging_callback=logged) as s:
+                await s.initialize()
+                await s.set_logging_level("debug")
+                await s.call_tool("mcp__everything__toggle-simulated-logging", {})
+                await asyncio.sleep(0)
+                for _ in range(100):
+                    if got:
+                        break
+                    await asyncio.sleep(0.1)
+                await s.call_tool("mcp__everything__toggle-simulated-logging", {})
+        assert got, "a log message of the upstream reached the client"
+        assert got[0].logger == "everything"
+
+    _run(body())
+
+
+def test_unprefixed_names_are_the_servers_own_and_the_first_server_wins(tmp_path: Path) -> None:
+    async def body() -> None:
+        servers = {"first": _everything(), "second": _everything()}
+        async with stdio_client(_params(tmp_path, servers, "--names", "unprefixed")) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                names = [t.name for t in (await s.list_tools()).tools]
+                assert names.count("echo") == 1 and "get-sum" in names
+                assert not any(n.startswith("mcp__") for n in names)
+                echo = await s.call_tool("echo", {"message": "one"})
+                assert _texts(echo) == "Echo: one"
+
+    _run(body())
+
+
+def test_a_2026_server_serves_a_legacy_client_sampling_included(tmp_path: Path) -> None:
+    """The era bridge: the Python SDK client negotiates 2025-11-25 with mcplug serve, whose
+    upstream speaks only 2026-07-28; the upstream's sampling (an InputRequiredResult round on its
+    side) reaches the client as a legacy server-to-client request."""
+    _require(VENV_PYTHON, "bash tests/install-deps.sh")
+    modern = {"command": str(VENV_PYTHON), "args": [str(MODERN_SERVER)]}
+
+    async def body() -> None:
+        async with stdio_client(_params(tmp_path, {"modern": modern})) as (r, w):
+            async with ClientSession(r, w, sampling_callback=_sampled) as s:
+                init = await s.initialize()
+                assert init.protocol_version == "2025-11-25"
+                echo = await s.call_tool("mcp__modern__echo", {"message": "bridged"})
+                assert _texts(echo) == "Echo: bridged"
+                summary = await s.call_tool("mcp__modern__summarize", {"text": "long story"})
+                assert "model said: sampled: " in _texts(summary)
+
+    _run(body())
+
+
+def test_mcplugs_own_client_through_the_gateway(tmp_path: Path) -> None:
+    import mcplug
+
+    params = _params(tmp_path, {"everything": _everything()})
+    with mcplug.Client.connect({"command": params.command, "args": params.args, "env": params.env, "cwd": params.cwd}, connect_timeout=30) as c:
+        names = [t["name"] for t in c.list_tools()]
+        assert "mcp__everything__echo" in names
+        result = c.call_tool("mcp__everything__echo", {"message": "nested"})
+        assert result["content"][0]["text"] == "Echo: nested"
+
+
+def _children(pid: int) -> List[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+def test_a_client_that_goes_away_mid_call_leaves_nothing_behind(tmp_path: Path) -> None:
+    """The client closes its end while a long call runs: the call is cancelled upstream, mcplug
+    serve stops its upstream and exits."""
+    params = _params(tmp_path, {"everything": _everything()}, log="mcplug::wire=trace")
+    wire = tmp_path / "wire.log"
+    child = subprocess.Popen(
+        [params.command, *params.args], env=params.env, cwd=params.cwd,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=wire.open("wb"),
+    )
+    assert child.stdin is not None and child.stdout is not None
+
+    def send(message: Dict[str, Any]) -> None:
+        assert child.stdin is not None
+        child.stdin.write((json.dumps(message) + "\n").encode())
+        child.stdin.flush()
+
+    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    first = json.loads(child.stdout.readline())
+    assert first.get("id") == 1, f"the first message is the answer to initialize: {first}"
+    assert first["result"]["protocolVersion"] == "2025-11-25"
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    upstream = _children(child.pid)
+    assert upstream, "mcplug serve runs its upstream"
+    send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "mcp__everything__trigger-long-running-operation", "arguments": {"duration": 30, "steps": 3}}})
+    time.sleep(0.5)
+    child.stdin.close()
+    assert child.wait(15) == 0, "mcplug serve exits once its client has gone"
+    assert wait_until(lambda: not any(_alive(p) for p in upstream), 10, 0.05), "no upstream is left"
+    assert _cancelled_upstream(wire), "the call in flight was cancelled upstream"
+
+
+def _cancelled_upstream(wire: Path) -> bool:
+    """Whether the wire log shows a notifications/cancelled sent to the upstream server."""
+    return any(
+        'server="everything"' in line and "-> " in line and "notifications/cancelled" in line
+        for line in wire.read_text(errors="replace").splitlines()
+    )
+
+
+def test_a_cancelled_call_is_cancelled_upstream_and_the_next_one_answered(tmp_path: Path) -> None:
+    wire = tmp_path / "wire.log"
+
+    async def body() -> None:
+        params = _params(tmp_path, {"everything": _everything()}, log="mcplug::wire=trace")
+        with wire.open("w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (r, w):
+                async with ClientSession(r, w) as s:
+                    await s.initialize()
+                    long = asyncio.ensure_future(
+                        s.call_tool("mcp__everything__trigger-long-running-operation", {"duration": 30, "steps": 3})
+                    )
+                    await asyncio.sleep(0.5)
+                    long.cancel()
+                    with pytest.raises(asyncio.CancelledError):
+                        await long
+                    echo = await s.call_tool("mcp__everything__echo", {"message": "after"})
+                    assert _texts(echo) == "Echo: after"
+                    assert wait_until(lambda: _cancelled_upstream(wire), 5, 0.05), "cancelled upstream"
+
+    _run(body())
