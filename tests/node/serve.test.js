@@ -1,0 +1,127 @@
+'use strict';
+// `mcplug serve` from the other side: the TypeScript SDK's own client (`Client` over
+// `StdioClientTransport`) talks to `mcplug serve`, which fronts server-everything over stdio.
+// What the client sees must be what the upstream serves: tools as listed, results as sent,
+// progress under its own token, sampling and elicitation asked of it.
+
+const { ROOT, EVERYTHING, within } = require('./helpers');
+const { test } = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+const SDK = path.join(ROOT, '.deps', 'npm', 'node_modules', '@modelcontextprotocol', 'sdk', 'dist', 'cjs');
+const MCPLUG_BIN = path.join(ROOT, 'target', 'release', 'mcplug');
+
+function sdk(rel) {
+  const file = path.join(SDK, rel);
+  if (!fs.existsSync(file)) {
+    throw new Error(`the TypeScript SDK is missing (${file}); install the test peers with tests/install-deps.sh`);
+  }
+  return require(file);
+}
+
+const { Client } = sdk('client/index.js');
+const { StdioClientTransport } = sdk('client/stdio.js');
+const { CreateMessageRequestSchema, ElicitRequestSchema } = sdk('types.js');
+
+/** A client of the TypeScript SDK connected to `mcplug serve` over the given servers. */
+async function connect(servers, extra = [], capabilities = {}) {
+  if (!fs.existsSync(MCPLUG_BIN)) throw new Error(`${MCPLUG_BIN} is missing: cargo build --release`);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcplug-serve-'));
+  fs.mkdirSync(path.join(dir, 'home'));
+  const config = path.join(dir, 'servers.json');
+  fs.writeFileSync(config, JSON.stringify({ mcpServers: servers }));
+  const transport = new StdioClientTransport({
+    command: MCPLUG_BIN,
+    args: ['serve', '--strict-mcp-config', '--mcp-config', config, ...extra],
+    env: { HOME: path.join(dir, 'home'), PATH: process.env.PATH, MCPLUG_LOG: 'warn' },
+    cwd: dir,
+    stderr: 'ignore',
+  });
+  const client = new Client({ name: 'ts-sdk-test', version: '1.0.0' }, { capabilities });
+  await client.connect(transport);
+  return client;
+}
+
+const everything = () => ({ command: process.execPath, args: [EVERYTHING] });
+const text = (result) => result.content.filter((c) => c.type === 'text').map((c) => c.text).join('');
+
+test('the TypeScript SDK client: tools, resources, prompts and completion through mcplug serve', async () => {
+  const client = await connect({ everything: everything() });
+  try {
+    await within(30000, (async () => {
+      assert.strictEqual(client.getServerVersion().name, 'mcplug');
+      const { tools } = await client.listTools();
+      const byName = new Map(tools.map((t) => [t.name, t]));
+      assert.ok(byName.has('mcp__everything__echo'), [...byName.keys()].join(', '));
+      assert.ok(byName.get('mcp__everything__get-structured-content').outputSchema, 'outputSchema passed on');
+      assert.strictEqual(text(await client.callTool({ name: 'mcp__everything__echo', arguments: { message: 'ts' } })), 'Echo: ts');
+      // The SDK checks structured content against the outputSchema it listed.
+      const structured = await client.callTool({ name: 'mcp__everything__get-structured-content', arguments: { location: 'Chicago' } });
+      assert.ok(structured.structuredContent, 'structured content passed on');
+      const { resources } = await client.listResources();
+      assert.ok(resources.length > 0);
+      const read = await client.readResource({ uri: resources[0].uri });
+      assert.strictEqual(read.contents[0].uri, resources[0].uri);
+      const { prompts } = await client.listPrompts();
+      assert.ok(prompts.some((p) => p.name === 'mcp__everything__args-prompt'));
+      const got = await client.getPrompt({ name: 'mcp__everything__args-prompt', arguments: { city: 'Lyon' } });
+      assert.match(JSON.stringify(got.messages), /Lyon/);
+      const done = await client.complete({
+        ref: { type: 'ref/prompt', name: 'mcp__everything__completable-prompt' },
+        argument: { name: 'department', value: 'E' },
+      });
+      assert.ok(done.completion.values.includes('Engineering'), JSON.stringify(done));
+    })(), 'the calls through mcplug serve');
+  } finally {
+    await client.close();
+  }
+});
+
+test('the TypeScript SDK client: progress, sampling and elicitation answered by the client', async () => {
+  const client = await connect({ everything: everything() }, [], { sampling: {}, elicitation: {} });
+  client.setRequestHandler(CreateMessageRequestSchema, async (request) => ({
+    role: 'assistant', model: 'ts-model', content: { type: 'text', text: `ts sampled ${request.params.messages.length}` },
+  }));
+  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Grace' } }));
+  try {
+    await within(30000, (async () => {
+      const seen = [];
+      const long = await client.callTool(
+        { name: 'mcp__everything__trigger-long-running-operation', arguments: { duration: 1, steps: 3 } },
+        undefined,
+        { onprogress: (p) => seen.push(p.progress) },
+      );
+      assert.match(text(long), /completed/);
+      assert.deepStrictEqual(seen, [1, 2, 3]);
+      const sampled = await client.callTool({ name: 'mcp__everything__trigger-sampling-request', arguments: { prompt: 'hey' } });
+      assert.match(text(sampled), /ts sampled 1/);
+      assert.match(text(sampled), /ts-model/);
+      const elicited = await client.callTool({ name: 'mcp__everything__trigger-elicitation-request', arguments: {} });
+      assert.match(text(elicited), /Grace/);
+    })(), 'the calls through mcplug serve');
+  } finally {
+    await client.close();
+  }
+});
+
+test('the TypeScript SDK client: a cancelled call does not stop the next one', async () => {
+  const client = await connect({ everything: everything() });
+  try {
+    await within(30000, (async () => {
+      const ac = new AbortController();
+      const long = client.callTool(
+        { name: 'mcp__everything__trigger-long-running-operation', arguments: { duration: 30, steps: 3 } },
+        undefined,
+        { signal: ac.signal },
+      );
+      setTimeout(() => ac.abort('enough'), 300);
+      await assert.rejects(long);
+      assert.strictEqual(text(await client.callTool({ name: 'mcp__everything__echo', arguments: { message: 'next' } })), 'Echo: next');
+    })(), 'the calls through mcplug serve');
+  } finally {
+    await client.close();
+  }
+});
