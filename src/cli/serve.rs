@@ -25,6 +25,10 @@ pub struct ServeArgs {
     /// Only the servers of the `--mcp-config` files, none of the configured ones.
     #[arg(long = "strict-mcp-config")]
     pub strict_mcp_config: bool,
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (ADDR like 127.0.0.1:8808;
+    /// port 0 picks one). The URL is printed on a line of its own.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -97,8 +101,20 @@ pub fn serve(ctx: &Ctx, args: &ServeArgs) -> Result<Exit, Error> {
                     );
                 }
             }
-            let server = mcplug::server::serve(&m, &json!({"transport": "stdio", "names": names}))?;
-            server.done().await;
+            let options = match &args.http {
+                Some(addr) => json!({"transport": "http", "listen": addr, "names": names}),
+                None => json!({"transport": "stdio", "names": names}),
+            };
+            let server = mcplug::server::serve(&m, &options)?;
+            if let Some(url) = server.url() {
+                sayln!("{url}");
+                use std::io::Write;
+                let _ = std::io::stdout().flush();
+            }
+            tokio::select! {
+                _ = server.done() => {}
+                _ = stopped() => {}
+            }
             server.close().await;
             Ok(())
         };
@@ -107,6 +123,23 @@ pub fn serve(ctx: &Ctx, args: &ServeArgs) -> Result<Exit, Error> {
         outcome
     })?;
     Ok(Exit::Ok)
+}
+
+/// Resolves at SIGINT or SIGTERM (the servers are stopped before exiting).
+async fn stopped() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(mut int), Ok(mut term)) => {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        }
+        _ => std::future::pending().await,
+    }
 }
 
 /// The servers of the `--mcp-config` files, later files over earlier ones.

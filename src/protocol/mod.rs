@@ -483,6 +483,7 @@ pub fn encode_raw_response(id: &Value, result: &str) -> Vec<u8> {
 
 /// JSON-RPC error codes this client sends or reads.
 pub mod codes {
+    pub(crate) const PARSE_ERROR: i64 = -32700;
     pub(crate) const INVALID_REQUEST: i64 = -32600;
     pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
     pub(crate) const INVALID_PARAMS: i64 = -32602;

@@ -3,6 +3,7 @@
 //! ([`pool`]). Served over two descriptors (stdio, or a pair a host hands over); Streamable
 //! HTTP and HTTP+SSE come next.
 
+pub(crate) mod http;
 pub(crate) mod pool;
 pub(crate) mod session;
 
@@ -28,18 +29,22 @@ const ASK_TIMEOUT: Duration = Duration::from_secs(600);
 /// The keys of `serve`'s options.
 const SERVE_KEYS: &[&str] = &["transport", "read_fd", "write_fd", "listen", "names"];
 
+/// Where `transport: "http"` listens unless told.
+const DEFAULT_LISTEN: &str = "127.0.0.1:0";
+
 /// A manager's pool being served (see [`serve`]).
 pub struct Server {
     pool: PoolServer,
-    /// The clients' sessions, held here (the pool's state knows them weakly: each session
-    /// holds the state through its handler).
+    /// The client's session over descriptors, held here (the pool's state knows sessions
+    /// weakly: each session holds the state through its handler).
     sessions: parking_lot::Mutex<Vec<Arc<ServerSession>>>,
-    url: Option<String>,
+    http: Option<http::HttpServing>,
 }
 
 /// Serves `manager`'s pool as one MCP server. `options`: `transport` — `"stdio"` (this
 /// process's stdin and stdout), `"fds"` (`read_fd` and `write_fd`, the host's descriptors,
-/// duplicated: they stay the host's); `names` — `"prefixed"` (default: the pool's
+/// duplicated: they stay the host's) or `"http"` (Streamable HTTP at `/mcp` on `listen`,
+/// default `127.0.0.1:0`: a port of its own); `names` — `"prefixed"` (default: the pool's
 /// `mcp__<server>__<tool>`) or `"unprefixed"` (the servers' own names, the first server in
 /// configuration order winning a collision). While it serves, the manager's events are the
 /// server's: it routes them to its clients.
@@ -64,70 +69,113 @@ pub fn serve(manager: &Manager, options: &Value) -> Result<Server> {
             )))
         }
     };
-    let fd = |key: &str| -> Result<OwnedFd> {
-        let n = o
-            .get(key)
-            .and_then(Value::as_i64)
-            .and_then(|n| i32::try_from(n).ok())
-            .ok_or_else(|| {
-                Error::invalid(format!(
-                    "serve option `{key}` must be a descriptor number (got {})",
-                    o.get(key).unwrap_or(&Value::Null)
-                ))
-            })?;
-        crate::sys::fd::dup_number(n).map_err(|e| {
-            Error::invalid(format!(
-                "serve option `{key}`: descriptor {n} cannot be used: {e}"
-            ))
-        })
+    let transport = o.get("transport").and_then(Value::as_str);
+    let only_for = |key: &str, transport: &str| -> Result<()> {
+        match o.get(key) {
+            Some(_) => Err(Error::invalid(format!(
+                "serve option `{key}` is for `transport: \"{transport}\"` only"
+            ))),
+            None => Ok(()),
+        }
     };
-    let (read, write) =
-        match o.get("transport").and_then(Value::as_str) {
-            Some("stdio") => (
-                crate::sys::fd::dup_cloexec(std::io::stdin().as_fd()),
-                crate::sys::fd::dup_cloexec(std::io::stdout().as_fd()),
-            ),
-            Some("fds") => (Ok(fd("read_fd")?), Ok(fd("write_fd")?)),
-            Some("http") => return Err(Error::not_implemented(
-                "serving over Streamable HTTP is not built yet; serve over \"stdio\" or \"fds\"",
-            )),
-            _ => {
-                return Err(Error::invalid(format!(
-                    "serve option `transport` must be \"stdio\" or \"fds\" (got {})",
-                    o.get("transport").unwrap_or(&Value::Null)
-                )))
-            }
-        };
-    let read = read.map_err(|e| Error::invalid(format!("stdin cannot be served: {e}")))?;
-    let write = write.map_err(|e| Error::invalid(format!("stdout cannot be served: {e}")))?;
-    let pool = PoolServer::new(manager, names);
-    let session = serve_fds(Arc::new(pool.handler()), &read, &write, ASK_TIMEOUT)?;
-    pool.opened(&session);
-    Ok(Server {
-        pool,
-        sessions: parking_lot::Mutex::new(vec![session]),
-        url: None,
+    match transport {
+        Some("http") => {
+            only_for("read_fd", "fds")?;
+            only_for("write_fd", "fds")?;
+            let listen = match o.get("listen") {
+                None | Some(Value::Null) => DEFAULT_LISTEN,
+                Some(Value::String(s)) => s.as_str(),
+                Some(v) => {
+                    return Err(Error::invalid(format!(
+                        "serve option `listen` must be a \"host:port\" string (got {v})"
+                    )))
+                }
+            };
+            let pool = PoolServer::new(manager, names);
+            let served =
+                http::listen(listen, Arc::new(pool.handler()), pool.opener(), ASK_TIMEOUT)?;
+            Ok(Server {
+                pool,
+                sessions: parking_lot::Mutex::new(Vec::new()),
+                http: Some(served),
+            })
+        }
+        Some("stdio") | Some("fds") => {
+            only_for("listen", "http")?;
+            let (read, write) = if transport == Some("stdio") {
+                only_for("read_fd", "fds")?;
+                only_for("write_fd", "fds")?;
+                let dup = |fd: std::os::fd::BorrowedFd<'_>, which: &str| {
+                    crate::sys::fd::dup_cloexec(fd)
+                        .map_err(|e| Error::invalid(format!("{which} cannot be served: {e}")))
+                };
+                (
+                    dup(std::io::stdin().as_fd(), "stdin")?,
+                    dup(std::io::stdout().as_fd(), "stdout")?,
+                )
+            } else {
+                (descriptor(o, "read_fd")?, descriptor(o, "write_fd")?)
+            };
+            let pool = PoolServer::new(manager, names);
+            let session = serve_fds(Arc::new(pool.handler()), &read, &write, ASK_TIMEOUT)?;
+            pool.opened(&session);
+            Ok(Server {
+                pool,
+                sessions: parking_lot::Mutex::new(vec![session]),
+                http: None,
+            })
+        }
+        _ => Err(Error::invalid(format!(
+            "serve option `transport` must be \"stdio\", \"fds\" or \"http\" (got {})",
+            o.get("transport").unwrap_or(&Value::Null)
+        ))),
+    }
+}
+
+/// The host's descriptor `key` names, duplicated.
+fn descriptor(o: &serde_json::Map<String, Value>, key: &str) -> Result<OwnedFd> {
+    let given = o.get(key).unwrap_or(&Value::Null);
+    let n = given
+        .as_i64()
+        .and_then(|n| i32::try_from(n).ok())
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "serve option `{key}` must be a descriptor number (got {given})"
+            ))
+        })?;
+    crate::sys::fd::dup_number(n).map_err(|e| {
+        Error::invalid(format!(
+            "serve option `{key}`: descriptor {n} cannot be used: {e}"
+        ))
     })
 }
 
 impl Server {
-    /// Where clients reach it (Streamable HTTP); `None` over descriptors.
+    /// Where clients reach it (`http://HOST:PORT/mcp`, Streamable HTTP); `None` over
+    /// descriptors.
     pub fn url(&self) -> Option<&str> {
-        self.url.as_deref()
+        self.http.as_ref().map(http::HttpServing::url)
     }
 
-    /// Resolves once no client is connected any more (over descriptors: the client closed its
-    /// end, or [`Server::close`]).
+    /// Resolves once it serves no more: over descriptors, when the client closed its end (or
+    /// [`Server::close`]); over HTTP, at [`Server::close`].
     pub async fn done(&self) {
+        if let Some(h) = &self.http {
+            return h.done().await;
+        }
         let sessions = self.sessions.lock().clone();
         for s in sessions {
             s.closed().await;
         }
     }
 
-    /// Ends every client's session (their requests in flight are cancelled upstream) and stops
-    /// taking the manager's events. The manager stays open: it is the host's.
+    /// Ends every client's session (their requests in flight are cancelled upstream), stops
+    /// listening and stops taking the manager's events. The manager stays open: it is the
+    /// host's.
     pub async fn close(&self) {
+        if let Some(h) = &self.http {
+            h.close().await;
+        }
         let sessions = std::mem::take(&mut *self.sessions.lock());
         for s in sessions {
             s.close().await;

@@ -92,9 +92,13 @@ impl PoolServer {
 
     /// A client's session joins (for notifications to every client).
     pub(crate) fn opened(&self, session: &Arc<ServerSession>) {
-        let mut sessions = self.state.sessions.lock();
-        sessions.retain(|s| s.strong_count() > 0);
-        sessions.push(Arc::downgrade(session));
+        self.state.opened(session)
+    }
+
+    /// What registers the sessions a transport opens itself (Streamable HTTP's).
+    pub(crate) fn opener(&self) -> super::http::Opened {
+        let state = self.state.clone();
+        Box::new(move |session| state.opened(session))
     }
 
     /// Stops routing the manager's events.
@@ -167,6 +171,12 @@ impl Handler for Relay {
 }
 
 impl State {
+    fn opened(&self, session: &Arc<ServerSession>) {
+        let mut sessions = self.sessions.lock();
+        sessions.retain(|s| s.strong_count() > 0);
+        sessions.push(Arc::downgrade(session));
+    }
+
     async fn serve(self: &Arc<Self>, call: Call) -> crate::error::Result<RawJson> {
         let params = call.params.clone().unwrap_or_else(|| json!({}));
         match call.method.as_str() {
