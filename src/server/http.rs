@@ -346,7 +346,7 @@ impl Http {
         }
         let legacy = match self.session_of(&headers, message.id.as_deref()) {
             Ok(l) => l,
-            Err(refused) => return refused,
+            Err(refused) => return *refused,
         };
         relay(&legacy.session, &legacy.wire, &message, body, None).await
     }
@@ -437,24 +437,24 @@ impl Http {
         &self,
         headers: &HeaderMap,
         id: Option<&str>,
-    ) -> std::result::Result<Legacy, Response<Body>> {
+    ) -> std::result::Result<Legacy, Box<Response<Body>>> {
         let Some(name) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else {
-            return Err(error_status(
+            return Err(Box::new(error_status(
                 StatusCode::BAD_REQUEST,
                 id,
                 -32000,
                 "Bad Request: Mcp-Session-Id header is required",
-            ));
+            )));
         };
         let found = self.sessions.lock().get(name).cloned();
         match found {
             Some(l) if !l.session.is_closed() => Ok(l),
-            _ => Err(error_status(
+            _ => Err(Box::new(error_status(
                 StatusCode::NOT_FOUND,
                 id,
                 -32001,
                 "Session not found",
-            )),
+            ))),
         }
     }
 
@@ -477,7 +477,7 @@ impl Http {
         }
         let legacy = match self.session_of(headers, None) {
             Ok(l) => l,
-            Err(refused) => return refused,
+            Err(refused) => return *refused,
         };
         let (tx, rx) = mpsc::unbounded_channel();
         {
@@ -498,7 +498,7 @@ impl Http {
     async fn delete(&self, headers: &HeaderMap) -> Response<Body> {
         let legacy = match self.session_of(headers, None) {
             Ok(l) => l,
-            Err(refused) => return refused,
+            Err(refused) => return *refused,
         };
         if let Some(name) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
             self.sessions.lock().remove(name);

@@ -13,7 +13,7 @@ use super::session::{Call, Downstream, Handler, Offer, ServerSession};
 use crate::client::options::{CallOptions, OwnCancel};
 use crate::error::{Error, ErrorKind};
 use crate::manager::{pool, Manager};
-use crate::protocol::{codes, RawJson};
+use crate::protocol::{self, codes, era, RawJson};
 use crate::queue::Pulled;
 use crate::session::cancel::{CancelSignal, Cancels};
 use crate::transport::BoxFuture;
@@ -24,6 +24,7 @@ use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
+use tokio::sync::{mpsc, oneshot};
 
 /// How the pool's tools and prompts are named to a client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,9 +57,12 @@ struct State {
     names: Names,
     /// Every client's session, for what goes to all of them.
     sessions: Mutex<Vec<Weak<ServerSession>>>,
-    /// Tool calls being relayed: the upstream server of each, and the client it serves (most
-    /// recent last) — where that upstream's requests go.
-    calls: Mutex<Vec<(u64, String, Downstream)>>,
+    /// Requests being relayed: the upstream server of each, and how to reach the client it
+    /// serves (most recent last) — where that upstream's requests go.
+    calls: Mutex<Vec<(u64, String, Route)>>,
+    /// 2026-07-28 requests waiting for the client's answers (an `InputRequiredResult` went
+    /// out), by their `requestState`.
+    parked: Mutex<HashMap<String, Waiting>>,
     /// Relayed calls whose client asked for progress, by the tag of the upstream call.
     progress: Mutex<HashMap<String, Downstream>>,
     /// Upstream requests being asked of a client, by the manager's event id: their cancel.
@@ -80,6 +84,7 @@ impl PoolServer {
             names,
             sessions: Mutex::new(Vec::new()),
             calls: Mutex::new(Vec::new()),
+            parked: Mutex::new(HashMap::new()),
             progress: Mutex::new(HashMap::new()),
             asking: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
@@ -285,6 +290,9 @@ impl State {
         call: Call,
         params: Value,
     ) -> crate::error::Result<RawJson> {
+        if params.get("requestState").is_some() && call.downstream.is_modern() {
+            return self.resume(&call, &params).await;
+        }
         let name = text_param(&params, "name", "tools/call")?;
         let Some((_, tool)) = self.served_tools().into_iter().find(|(n, _)| *n == name) else {
             return Err(
@@ -298,24 +306,29 @@ impl State {
             })?),
         };
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut options = CallOptions {
-            own_cancel: Some(OwnCancel(call.cancel.clone())),
-            ..CallOptions::default()
-        };
+        let mut options = CallOptions::default();
+        // Kept until the answer is given: progress the upstream sent before it goes first.
         let _progress = call.downstream.wants_progress().then(|| {
             let tag = format!("mcplug-serve:{n}");
             options.progress = true;
             options.tag = Some(tag.clone());
-            Tracked::new(&self.progress, tag, call.downstream.clone())
+            Tracked::new(self.clone(), tag, call.downstream.clone())
         });
-        let _call = Calling::new(self, n, &tool.server, call.downstream.clone());
-        let outcome = self
-            .manager
-            .call_tool_as_sent(&tool.name, arguments.as_deref(), &options)
-            .await;
-        // What the upstream sent before its answer (progress, logs) goes out before it.
-        self.deliver().await;
-        outcome
+        let manager = self.manager.share();
+        let server = tool.server.clone();
+        self.upstream(
+            &call,
+            &params,
+            n,
+            &server,
+            options,
+            move |options| async move {
+                manager
+                    .call_tool_as_sent(&tool.name, arguments.as_deref(), &options)
+                    .await
+            },
+        )
+        .await
     }
 
     /// Any other request, to one upstream server, its result as that server wrote it.
@@ -325,15 +338,189 @@ impl State {
         call: &Call,
         params: Value,
     ) -> crate::error::Result<RawJson> {
-        let options = CallOptions {
-            own_cancel: Some(OwnCancel(call.cancel.clone())),
-            ..CallOptions::default()
-        };
+        if params.get("requestState").is_some() && call.downstream.is_modern() {
+            return self.resume(call, &params).await;
+        }
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let _call = Calling::new(self, n, server, call.downstream.clone());
-        self.manager
-            .request(server, &call.method, Some(params), &options)
-            .await
+        let manager = self.manager.share();
+        let (server_name, method) = (server.to_string(), call.method.clone());
+        let upstream_params = for_upstream(&params);
+        self.upstream(
+            call,
+            &params,
+            n,
+            server,
+            CallOptions::default(),
+            move |options| async move {
+                manager
+                    .request(&server_name, &method, Some(upstream_params), &options)
+                    .await
+            },
+        )
+        .await
+    }
+
+    /// Runs a request on `server` for the client's `call`. What the upstream asks meanwhile
+    /// goes to the client: a legacy one is asked on its session; a 2026-07-28 one gets an
+    /// `InputRequiredResult` (the upstream request runs on, parked under the `requestState`
+    /// until the client's retry brings the answers).
+    async fn upstream<F, Fut>(
+        self: &Arc<Self>,
+        call: &Call,
+        params: &Value,
+        n: u64,
+        server: &str,
+        mut options: CallOptions,
+        go: F,
+    ) -> crate::error::Result<RawJson>
+    where
+        F: FnOnce(CallOptions) -> Fut,
+        Fut: std::future::Future<Output = crate::error::Result<RawJson>> + Send + 'static,
+    {
+        if !call.downstream.is_modern() {
+            options.own_cancel = Some(OwnCancel(call.cancel.clone()));
+            let _call = Calling::new(self, n, server, Route::Ask(call.downstream.clone()));
+            let outcome = go(options).await;
+            // What the upstream sent before its answer (progress, logs) goes out before it.
+            self.deliver().await;
+            return outcome;
+        }
+        // The upstream request outlives this client request when it asks for input: it has a
+        // cancel of its own, fired by this request's cancel while it waits, or at expiry.
+        let cancel = CancelSignal::new();
+        options.own_cancel = Some(OwnCancel(cancel.clone()));
+        let (questions_tx, questions) = mpsc::unbounded_channel();
+        let route = Route::Input {
+            questions: questions_tx,
+            capabilities: params
+                .get("_meta")
+                .and_then(|m| m.get(era::META_CLIENT_CAPABILITIES))
+                .cloned()
+                .unwrap_or_else(|| json!({})),
+            may_ask: matches!(
+                call.method.as_str(),
+                "tools/call" | "prompts/get" | "resources/read"
+            ),
+        };
+        let calling = Calling::new(self, n, server, route);
+        let (done, outcome) = oneshot::channel();
+        let running = go(options);
+        crate::runtime::spawn(async move {
+            let out = running.await;
+            drop(calling);
+            let _ = done.send(out);
+        });
+        let waiting = Waiting {
+            method: call.method.clone(),
+            name: routed_name(params),
+            outcome,
+            questions,
+            pending: Vec::new(),
+            asked: 0,
+            cancel,
+        };
+        self.round(call, waiting).await
+    }
+
+    /// Waits for the upstream's outcome, or for its first questions: then parks the request
+    /// and answers the client with an `InputRequiredResult`.
+    async fn round(self: &Arc<Self>, call: &Call, mut w: Waiting) -> crate::error::Result<RawJson> {
+        tokio::select! {
+            out = &mut w.outcome => {
+                self.deliver().await;
+                out.unwrap_or_else(|_| Err(Error::closed("the upstream request ended without an answer")))
+            }
+            Some(q) = w.questions.recv() => {
+                let mut asked = vec![q];
+                while let Ok(q) = w.questions.try_recv() {
+                    asked.push(q);
+                }
+                for q in asked {
+                    w.asked += 1;
+                    w.pending.push((format!("q{}", w.asked), q));
+                }
+                Ok(self.park(w))
+            }
+            _ = call.cancel.fired() => {
+                w.cancel.fire();
+                Err(Error::new(ErrorKind::Cancelled, "the client cancelled the request"))
+            }
+        }
+    }
+
+    /// Keeps `w` under a new `requestState` (until the retry, or expiry) and gives the
+    /// `InputRequiredResult` that asks its pending questions.
+    fn park(self: &Arc<Self>, w: Waiting) -> RawJson {
+        let token = crate::auth::jws::random_b64url(24);
+        let mut requests = Map::new();
+        for (key, q) in &w.pending {
+            requests.insert(
+                key.clone(),
+                json!({"method": q.method, "params": q.params.clone().unwrap_or_else(|| json!({}))}),
+            );
+        }
+        let result = json!({
+            "resultType": "input_required",
+            "inputRequests": requests,
+            "requestState": token,
+        });
+        self.parked.lock().insert(token.clone(), w);
+        let state = Arc::downgrade(self);
+        crate::runtime::spawn(async move {
+            tokio::time::sleep(super::ASK_TIMEOUT).await;
+            let expired = state.upgrade().and_then(|s| s.parked.lock().remove(&token));
+            if let Some(w) = expired {
+                w.cancel.fire();
+            }
+        });
+        RawJson::from_value(&result)
+    }
+
+    /// A 2026-07-28 client's retry: its `inputResponses` answer the parked upstream's
+    /// questions; a question left unanswered is asked again.
+    async fn resume(
+        self: &Arc<Self>,
+        call: &Call,
+        params: &Value,
+    ) -> crate::error::Result<RawJson> {
+        let token = params["requestState"].as_str().unwrap_or_default();
+        let parked = self.parked.lock().remove(token);
+        let Some(mut w) = parked else {
+            return Err(Error::invalid(
+                "`requestState` names no request waiting for input (unknown, answered or expired)",
+            )
+            .with_code(codes::INVALID_PARAMS));
+        };
+        if w.method != call.method || w.name != routed_name(params) {
+            w.cancel.fire();
+            return Err(Error::invalid(format!(
+                "`requestState` belongs to another request ({} {})",
+                w.method,
+                w.name.as_deref().unwrap_or("")
+            ))
+            .with_code(codes::INVALID_PARAMS));
+        }
+        let responses = params
+            .get("inputResponses")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let mut unanswered = Vec::new();
+        for (key, q) in std::mem::take(&mut w.pending) {
+            match responses.get(&key) {
+                Some(answer) => {
+                    let response = json!({"id": q.id, "result": answer});
+                    if let Err(e) = self.manager.respond(&response).await {
+                        tracing::debug!(target: "mcplug::server", "answering {} upstream: {}", q.method, e.message);
+                    }
+                }
+                None => unanswered.push((key, q)),
+            }
+        }
+        if !unanswered.is_empty() {
+            w.pending = unanswered;
+            return Ok(self.park(w));
+        }
+        self.round(call, w).await
     }
 
     /// Every page of `method` of every server that has resources, merged; `key` names an item
@@ -549,7 +736,7 @@ impl State {
         }
     }
 
-    /// An upstream's request (sampling, elicitation, roots) to the client whose call runs on
+    /// An upstream's request (sampling, elicitation, roots) to the client whose request runs on
     /// that upstream (the latest), else to the latest client; answered with what the client
     /// said, or with an error — never left waiting.
     fn ask_downstream(self: &Arc<Self>, server: String, event: Value) {
@@ -558,29 +745,82 @@ impl State {
         };
         let method = event["method"].as_str().unwrap_or_default().to_string();
         let params = event.get("params").cloned();
-        let downstream = {
+        let route = {
             let calls = self.calls.lock();
             calls
                 .iter()
                 .rev()
                 .find(|(_, s, _)| *s == server)
-                .map(|(_, _, d)| d.clone())
+                .map(|(_, _, r)| r.clone())
         }
-        .or_else(|| self.live_sessions().last().map(|s| s.downstream()));
+        .or_else(|| {
+            self.live_sessions()
+                .into_iter()
+                .rev()
+                .find(|s| !s.downstream().is_modern())
+                .map(|s| Route::Ask(s.downstream()))
+        });
+        let state = self.clone();
+        let refused = id.clone();
+        let refuse = move |why: Error| {
+            let state = state.clone();
+            let id = refused.clone();
+            crate::runtime::spawn(async move {
+                let _ = state
+                    .manager
+                    .respond(&json!({"id": id, "error": rpc_of(&why)}))
+                    .await;
+            });
+        };
+        match route {
+            None => refuse(Error::closed("no client is connected to ask")),
+            Some(Route::Input {
+                questions,
+                capabilities,
+                may_ask,
+            }) => {
+                let needs = super::session::needs(&method, params.as_ref());
+                if !may_ask {
+                    refuse(Error::not_implemented(format!(
+                        "a 2026-07-28 client can be asked for input only during tools/call, prompts/get or resources/read, not for this request's {method}"
+                    )));
+                } else if !needs.is_some_and(|path| protocol::declares(&capabilities, path)) {
+                    refuse(Error::new(
+                        ErrorKind::Denied,
+                        format!("the client did not declare the capability to be asked {method}"),
+                    ));
+                } else if questions
+                    .send(Question {
+                        id: id.clone(),
+                        method,
+                        params,
+                    })
+                    .is_err()
+                {
+                    refuse(Error::closed("the client's request has ended"));
+                }
+            }
+            Some(Route::Ask(downstream)) => self.ask_on_session(downstream, id, method, params),
+        }
+    }
+
+    /// Asks a legacy client on its session, and answers the upstream with what it said.
+    fn ask_on_session(
+        self: &Arc<Self>,
+        downstream: Downstream,
+        id: String,
+        method: String,
+        params: Option<Value>,
+    ) {
         let cancel = CancelSignal::new();
         self.asking.lock().insert(id.clone(), cancel.clone());
         let state = self.clone();
         crate::runtime::spawn(async move {
-            let answer = match downstream {
-                Some(d) => {
-                    let cancels = Cancels {
-                        tag: None,
-                        own: Some(cancel),
-                    };
-                    d.ask(&method, params.as_ref(), &cancels).await
-                }
-                None => Err(Error::closed("no client is connected to ask")),
+            let cancels = Cancels {
+                tag: None,
+                own: Some(cancel),
             };
+            let answer = downstream.ask(&method, params.as_ref(), &cancels).await;
             if state.asking.lock().remove(&id).is_none() {
                 return; // withdrawn by the upstream
             }
@@ -589,7 +829,7 @@ impl State {
                 Err(e) => json!({ "id": id, "error": rpc_of(&e) }),
             };
             if let Err(e) = state.manager.respond(&response).await {
-                tracing::debug!(target: "mcplug::server", "answering {method} of {server:?}: {}", e.message);
+                tracing::debug!(target: "mcplug::server", "answering {method}: {}", e.message);
             }
         });
     }
@@ -611,42 +851,106 @@ async fn route(state: Weak<State>, stop: Arc<CancelSignal>) {
     }
 }
 
-/// A relayed call, known to the router while it runs (where its upstream's requests go).
-struct Calling<'a> {
-    state: &'a State,
+/// How an upstream's request reaches the client a relayed request serves.
+#[derive(Clone)]
+enum Route {
+    /// A legacy client: asked on its session.
+    Ask(Downstream),
+    /// A 2026-07-28 client: the question goes back in an `InputRequiredResult` (if the
+    /// request may carry one, and the client declared the capability in its `_meta`).
+    Input {
+        questions: mpsc::UnboundedSender<Question>,
+        capabilities: Value,
+        may_ask: bool,
+    },
+}
+
+/// An upstream's request, as the manager's event gave it.
+struct Question {
+    /// The manager's event id (what `respond` answers).
+    id: String,
+    method: String,
+    params: Option<Value>,
+}
+
+/// A 2026-07-28 request whose upstream request runs on between the client's rounds.
+struct Waiting {
+    method: String,
+    /// What the request names (its tool, prompt or URI): a retry must name the same.
+    name: Option<String>,
+    outcome: oneshot::Receiver<crate::error::Result<RawJson>>,
+    questions: mpsc::UnboundedReceiver<Question>,
+    /// The questions put to the client, by their key in `inputRequests`.
+    pending: Vec<(String, Question)>,
+    asked: u64,
+    cancel: Arc<CancelSignal>,
+}
+
+/// A relayed request, known to the router while it runs (where its upstream's requests go).
+struct Calling {
+    state: Arc<State>,
     n: u64,
 }
 
-impl<'a> Calling<'a> {
-    fn new(state: &'a State, n: u64, server: &str, downstream: Downstream) -> Calling<'a> {
-        state.calls.lock().push((n, server.to_string(), downstream));
-        Calling { state, n }
+impl Calling {
+    fn new(state: &Arc<State>, n: u64, server: &str, route: Route) -> Calling {
+        state.calls.lock().push((n, server.to_string(), route));
+        Calling {
+            state: state.clone(),
+            n,
+        }
     }
 }
 
-impl Drop for Calling<'_> {
+impl Drop for Calling {
     fn drop(&mut self) {
         self.state.calls.lock().retain(|(n, _, _)| *n != self.n);
     }
 }
 
 /// A relayed call's progress route, removed with it.
-struct Tracked<'a> {
-    map: &'a Mutex<HashMap<String, Downstream>>,
+struct Tracked {
+    state: Arc<State>,
     tag: String,
 }
 
-impl<'a> Tracked<'a> {
-    fn new(map: &'a Mutex<HashMap<String, Downstream>>, tag: String, d: Downstream) -> Self {
-        map.lock().insert(tag.clone(), d);
-        Tracked { map, tag }
+impl Tracked {
+    fn new(state: Arc<State>, tag: String, d: Downstream) -> Self {
+        state.progress.lock().insert(tag.clone(), d);
+        Tracked { state, tag }
     }
 }
 
-impl Drop for Tracked<'_> {
+impl Drop for Tracked {
     fn drop(&mut self) {
-        self.map.lock().remove(&self.tag);
+        self.state.progress.lock().remove(&self.tag);
     }
+}
+
+/// What a request names that its retry must name too.
+fn routed_name(params: &Value) -> Option<String> {
+    params
+        .get("name")
+        .or_else(|| params.get("uri"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// A client's params as an upstream gets them: without what belongs to the client's own
+/// exchange with us (its era's `_meta` keys, its progress token, its input rounds).
+fn for_upstream(params: &Value) -> Value {
+    let mut p = params.clone();
+    if let Some(o) = p.as_object_mut() {
+        o.remove("inputResponses");
+        o.remove("requestState");
+        if let Some(meta) = o.get_mut("_meta").and_then(Value::as_object_mut) {
+            meta.retain(|k, _| !k.starts_with("io.modelcontextprotocol/") && k != "progressToken");
+            if meta.is_empty() {
+                o.remove("_meta");
+            }
+        }
+    }
+    p
 }
 
 /// A string member of a request's params, or an error naming it.

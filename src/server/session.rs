@@ -233,6 +233,9 @@ impl ServerSession {
         let mut result = Map::new();
         result.insert("resultType".into(), json!("complete"));
         result.insert("supportedVersions".into(), json!(MODERN_VERSIONS));
+        // Not cached: what the server offers follows its upstreams.
+        result.insert("ttlMs".into(), json!(0));
+        result.insert("cacheScope".into(), json!("public"));
         result.insert("capabilities".into(), offer.capabilities);
         result.insert(
             "_meta".into(),
@@ -295,6 +298,7 @@ impl ServerSession {
                 progress_token,
             },
         };
+        let method = call.method.clone();
         let served = self.handler.handle(call);
         let this = self.clone();
         crate::runtime::spawn(async move {
@@ -303,15 +307,22 @@ impl ServerSession {
             let outcome = served.await;
             // Whoever takes the request out answers it (a cancelled one was taken already).
             if this.in_flight.lock().remove(&key).is_some() {
-                this.send_answer(id, outcome);
+                this.send_answer(id, &method, outcome);
             }
         });
     }
 
-    /// Answers a client's request with a result the handler gave as text.
-    fn send_answer(&self, id: Value, outcome: std::result::Result<RawJson, Value>) {
+    /// Answers a client's request with a result the handler gave as text — for a 2026-07-28
+    /// client, with what that era asks of every result that a legacy upstream did not write.
+    fn send_answer(&self, id: Value, method: &str, outcome: std::result::Result<RawJson, Value>) {
         match outcome {
-            Ok(result) => self.session.reply_raw(&id, result.as_str()),
+            Ok(result) => {
+                let modern = matches!(*self.era.lock(), ClientEra::Modern { .. });
+                match modern.then(|| completed(method, result.as_str())).flatten() {
+                    Some(text) => self.session.reply_raw(&id, &text),
+                    None => self.session.reply_raw(&id, result.as_str()),
+                }
+            }
             Err(error) => self.session.reply(id, Err(error)),
         }
     }
@@ -326,7 +337,28 @@ impl ServerSession {
     }
 }
 
+/// The capability a client must have declared to be asked `method` (`None`: a server does
+/// not ask a client that).
+pub(crate) fn needs(method: &str, params: Option<&Value>) -> Option<&'static [&'static str]> {
+    Some(match method {
+        "sampling/createMessage" => &["sampling"],
+        "roots/list" => &["roots"],
+        "elicitation/create" => match params.and_then(|p| p.get("mode")).and_then(Value::as_str) {
+            Some("url") => &["elicitation", "url"],
+            _ => &["elicitation"],
+        },
+        _ => return None,
+    })
+}
+
 impl Downstream {
+    /// Whether the client speaks the 2026-07-28 era (it is never sent requests).
+    pub(crate) fn is_modern(&self) -> bool {
+        self.session
+            .upgrade()
+            .is_some_and(|s| matches!(s.era(), ClientEra::Modern { .. }))
+    }
+
     /// Whether the client asked for progress of the request being served.
     pub(crate) fn wants_progress(&self) -> bool {
         self.progress_token.is_some()
@@ -395,21 +427,11 @@ impl Downstream {
         cancels: &Cancels,
     ) -> Result<RawJson> {
         let session = self.session()?;
-        let needs: &[&str] = match method {
-            "sampling/createMessage" => &["sampling"],
-            "roots/list" => &["roots"],
-            "elicitation/create" => {
-                match params.and_then(|p| p.get("mode")).and_then(Value::as_str) {
-                    Some("url") => &["elicitation", "url"],
-                    _ => &["elicitation"],
-                }
-            }
-            other => {
-                return Err(Error::invalid(format!(
-                    "a server asks a client only for sampling/createMessage, elicitation/create or roots/list, not {other:?}"
-                )))
-            }
-        };
+        let needs = needs(method, params).ok_or_else(|| {
+            Error::invalid(format!(
+                "a server asks a client only for sampling/createMessage, elicitation/create or roots/list, not {method:?}"
+            ))
+        })?;
         if matches!(session.era(), ClientEra::Modern { .. }) {
             return Err(Error::not_implemented(format!(
                 "a 2026-07-28 client is not sent requests: the server's {method} goes back to it in an InputRequiredResult"
@@ -503,6 +525,47 @@ impl Inbound for ServerSession {
     fn closed(self: Arc<Self>, error: Error) {
         self.end(error);
     }
+}
+
+/// The results a 2026-07-28 client may cache, which must say for how long (`ttlMs`) and for
+/// whom (`cacheScope`).
+const CACHEABLE: &[&str] = &[
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+];
+
+/// A result as the 2026-07-28 era writes it: `resultType` (`complete` unless said), and on a
+/// cacheable complete result `ttlMs` and `cacheScope` (0 and `private` — not cached — unless
+/// the upstream said); `None` when it needs nothing added (or is no object).
+fn completed(method: &str, text: &str) -> Option<String> {
+    let members: HashMap<String, &RawValue> = serde_json::from_str(text).ok()?;
+    let mut add = String::new();
+    let complete = match members.get("resultType") {
+        None => {
+            add.push_str(r#""resultType":"complete","#);
+            true
+        }
+        Some(t) => t.get() == r#""complete""#,
+    };
+    if complete && CACHEABLE.contains(&method) {
+        if !members.contains_key("ttlMs") {
+            add.push_str(r#""ttlMs":0,"#);
+        }
+        if !members.contains_key("cacheScope") {
+            add.push_str(r#""cacheScope":"private","#);
+        }
+    }
+    if add.is_empty() {
+        return None;
+    }
+    let rest = text.trim_start().strip_prefix('{')?;
+    if members.is_empty() {
+        add.pop();
+    }
+    Some(format!("{{{add}{rest}"))
 }
 
 fn rpc_error(code: i64, message: impl Into<String>) -> Value {

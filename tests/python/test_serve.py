@@ -313,3 +313,157 @@ def test_a_cancelled_call_is_cancelled_upstream_and_the_next_one_answered(tmp_pa
                     assert wait_until(lambda: _cancelled_upstream(wire), 5, 0.05), "cancelled upstream"
 
     _run(body())
+
+
+# --- Streamable HTTP (`mcplug serve --http`) ------------------------------------------------
+
+import contextlib  # noqa: E402
+import urllib.error  # noqa: E402
+import urllib.request  # noqa: E402
+from typing import Iterator, Tuple  # noqa: E402
+
+
+@contextlib.contextmanager
+def _served_http(tmp_path: Path, servers: Dict[str, Any], *extra: str) -> Iterator[str]:
+    """`mcplug serve --http 127.0.0.1:0`; yields the URL it prints; stops it with SIGTERM and
+    checks that it exits cleanly, its upstreams stopped."""
+    params = _params(tmp_path, servers, "--http", "127.0.0.1:0", *extra)
+    child = subprocess.Popen(
+        [params.command, *params.args], env=params.env, cwd=params.cwd,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert child.stdout is not None
+        url = child.stdout.readline().decode().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), url
+        upstream = _children(child.pid)
+        yield url
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(15) == 0, "mcplug serve --http exits on SIGTERM"
+        assert wait_until(lambda: not any(_alive(p) for p in upstream), 10, 0.05), "no upstream is left"
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def _post(url: str, body: Any, headers: Optional[Dict[str, str]] = None) -> Tuple[int, Dict[str, str], str]:
+    h = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    h.update(headers or {})
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=h, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=15) as r:
+            return r.status, dict(r.headers), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode()
+
+
+_INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+
+
+def test_the_python_sdk_client_over_streamable_http(tmp_path: Path) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def body(url: str) -> None:
+        async with streamable_http_client(url) as streams:
+            async with ClientSession(streams[0], streams[1], sampling_callback=_sampled, elicitation_callback=_elicited) as s:
+                init = await s.initialize()
+                assert init.server_info.name == "mcplug"
+                names = {t.name for t in (await s.list_tools()).tools}
+                assert "mcp__everything__echo" in names
+                assert _texts(await s.call_tool("mcp__everything__echo", {"message": "over http"})) == "Echo: over http"
+                seen: List[float] = []
+
+                async def progress(value: float, total: Optional[float], message: Optional[str]) -> None:
+                    seen.append(value)
+
+                long = await s.call_tool(
+                    "mcp__everything__trigger-long-running-operation", {"duration": 1, "steps": 3},
+                    progress_callback=progress,
+                )
+                assert "completed" in _texts(long) and seen == [1, 2, 3]
+                sampled = await s.call_tool("mcp__everything__trigger-sampling-request", {"prompt": "web"})
+                assert "sampled: " in _texts(sampled)
+                elicited = await s.call_tool("mcp__everything__trigger-elicitation-request", {})
+                assert "Ada" in _texts(elicited)
+                resources = (await s.list_resources()).resources
+                assert resources and (await s.read_resource(resources[0].uri)).contents
+
+    with _served_http(tmp_path, {"everything": _everything()}) as url:
+        _run(body(url))
+
+
+def test_a_2026_client_reaches_a_legacy_server_sampling_and_elicitation_included(tmp_path: Path) -> None:
+    """The era bridge the other way: mcplug's own client speaks 2026-07-28 to the gateway, whose
+    upstream (server-everything) speaks only the legacy era; what the upstream asks through its
+    session comes back to the client as InputRequiredResult rounds."""
+    import mcplug
+
+    asked: List[str] = []
+
+    def sample(params: Dict[str, Any]) -> Dict[str, Any]:
+        asked.append("sampling")
+        return {"role": "assistant", "model": "own-model", "content": {"type": "text", "text": "own sampled"}}
+
+    def elicit(params: Dict[str, Any]) -> Dict[str, Any]:
+        asked.append("elicitation")
+        return {"action": "accept", "content": {"name": "Lin"}}
+
+    handlers = {"sampling/createMessage": sample, "elicitation/create": elicit}
+    with _served_http(tmp_path, {"everything": _everything()}) as url:
+        with mcplug.Client.connect({"type": "http", "url": url}, connect_timeout=30, handlers=handlers) as c:
+            assert c.era == "modern" and c.protocol_version == "2026-07-28"
+            assert c.server_info["name"] == "mcplug"
+            names = [t["name"] for t in c.list_tools()]
+            assert "mcp__everything__get-sum" in names
+            total = c.call_tool("mcp__everything__get-sum", {"a": 20, "b": 22})
+            assert total["resultType"] == "complete" and "42" in json.dumps(total)
+            sampled = c.call_tool("mcp__everything__trigger-sampling-request", {"prompt": "x"})
+            assert "own sampled" in json.dumps(sampled)
+            elicited = c.call_tool("mcp__everything__trigger-elicitation-request", {})
+            assert "Lin" in json.dumps(elicited)
+    assert asked == ["sampling", "elicitation"]
+
+
+def test_the_http_endpoint_answers_as_the_spec_asks(tmp_path: Path) -> None:
+    with _served_http(tmp_path, {"everything": _everything()}) as url:
+        # DNS rebinding: a foreign Origin or Host is refused.
+        status, _, _ = _post(url, _INIT, {"origin": "http://evil.example"})
+        assert status == 403
+        status, _, _ = _post(url, _INIT, {"host": "evil.example:80"})
+        assert status == 403
+        # What is not MCP over HTTP.
+        status, _, _ = _post(url, _INIT, {"accept": "application/json"})
+        assert status == 406
+        status, _, _ = _post(url, _INIT, {"content-type": "text/plain"})
+        assert status == 415
+        req = urllib.request.Request(url, data=b"{not json", headers={
+            "content-type": "application/json", "accept": "application/json, text/event-stream"}, method="POST")
+        with pytest.raises(urllib.error.HTTPError) as bad:
+            urllib.request.urlopen(req, timeout=10)
+        assert bad.value.code == 400 and json.loads(bad.value.read())["error"]["code"] == -32700
+        # A session: opened by initialize, required after, ended by DELETE.
+        status, headers, text = _post(url, _INIT)
+        assert status == 200 and json.loads(text)["result"]["protocolVersion"] == "2025-11-25"
+        session = {k.lower(): v for k, v in headers.items()}["mcp-session-id"]
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        assert _post(url, ping)[0] == 400
+        assert _post(url, ping, {"mcp-session-id": "no-such-session"})[0] == 404
+        status, _, text = _post(url, ping, {"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"})
+        assert status == 200 and json.loads(text)["result"] == {}
+        delete = urllib.request.Request(url, headers={"mcp-session-id": session}, method="DELETE")
+        with urllib.request.urlopen(delete, timeout=10) as r:
+            assert r.status == 200
+        assert _post(url, ping, {"mcp-session-id": session})[0] == 404
+        # The 2026-07-28 era: the headers must agree with the body.
+        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+        call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "mcp__everything__echo", "arguments": {"message": "m"}, "_meta": meta}}
+        modern = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "mcp__everything__echo"}
+        status, _, text = _post(url, call, modern)
+        assert status == 200 and json.loads(text)["result"]["content"][0]["text"] == "Echo: m"
+        status, _, text = _post(url, call, {**modern, "mcp-name": "mcp__everything__get-sum"})
+        assert status == 400 and json.loads(text)["error"]["code"] == -32020
+        status, _, text = _post(url, call, {**modern, "mcp-method": "tools/list"})
+        assert status == 400 and json.loads(text)["error"]["code"] == -32020

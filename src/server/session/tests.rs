@@ -338,3 +338,29 @@ async fn closing_the_session_cancels_what_it_serves_and_answers_nothing_more() {
         .await
         .is_none());
 }
+
+#[test]
+fn a_modern_result_gets_what_the_era_asks_and_keeps_the_rest() {
+    assert_eq!(
+        super::completed("tools/call", r#"{"content":[]}"#).as_deref(),
+        Some(r#"{"resultType":"complete","content":[]}"#)
+    );
+    assert_eq!(
+        super::completed("tools/list", "{}").as_deref(),
+        Some(r#"{"resultType":"complete","ttlMs":0,"cacheScope":"private"}"#)
+    );
+    assert_eq!(
+        super::completed(
+            "resources/read",
+            r#"{"resultType":"complete","ttlMs":5,"cacheScope":"public","contents":[]}"#
+        ),
+        None
+    );
+    assert_eq!(
+        super::completed(
+            "tools/call",
+            r#"{"resultType":"input_required","requestState":"s"}"#
+        ),
+        None
+    );
+}
