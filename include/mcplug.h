@@ -103,6 +103,12 @@ typedef struct mcplug_client mcplug_client;
  */
 typedef struct mcplug_manager mcplug_manager;
 
+/**
+ * A manager's pool being served (see `mcplug_manager_serve`). Opaque; its functions may be
+ * called from any thread. Freed with `mcplug_server_free`.
+ */
+typedef struct mcplug_server mcplug_server;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -1123,6 +1129,41 @@ enum mcplug_status mcplug_manager_close(struct mcplug_manager *manager, char **o
  * on the handle to return. NULL is a no-op.
  */
 void mcplug_manager_free(struct mcplug_manager *manager);
+
+/**
+ * Serves the manager's pool as one MCP server. `options_json`: `{"transport": "http",
+ * "listen": "127.0.0.1:0", "names": "prefixed"}` (Streamable HTTP at `/mcp`, both protocol
+ * eras; `listen` defaults to `127.0.0.1:0`, a port of its own; requests whose `Host` or
+ * `Origin` is not this machine's are refused) or `{"transport": "fds", "read_fd": n,
+ * "write_fd": m}` (one client at the other end of two descriptors, newline-delimited as
+ * stdio; they are duplicated and stay the host's) or `{"transport": "stdio"}` (this process's
+ * stdin and stdout). `names`: `"prefixed"` (default: `mcp__<server>__<tool>`) or
+ * `"unprefixed"` (the servers' own names; the first server in configuration order wins a
+ * collision). Results pass as the servers sent them; what a server asks during a client's call
+ * (sampling, elicitation, roots) is asked of that client.
+ *
+ * While it serves, the manager's events are the server's: it takes them to route progress,
+ * log messages, `list_changed` and the servers' requests to its clients (do not pull them as
+ * well). On `MCPLUG_OK`, `*server` is the new handle and `out` is `{"url": "http://…/mcp"}`
+ * (`url` null over descriptors). Errors: `invalid_argument` (options, a descriptor that is not
+ * open), `transport` (the address cannot be listened on), `closed`.
+ */
+enum mcplug_status mcplug_manager_serve(struct mcplug_manager *manager,
+                                        const char *options_json,
+                                        struct mcplug_server **server,
+                                        char **out);
+
+/**
+ * Stops serving: every client's session ends (their requests in flight are cancelled at the
+ * servers), the listener closes, and the manager's events are the host's again. The manager
+ * stays open. `out` is `{}`.
+ */
+enum mcplug_status mcplug_server_close(struct mcplug_server *server, char **out);
+
+/**
+ * Closes (as `mcplug_server_close`) and frees the server. NULL is a no-op.
+ */
+void mcplug_server_free(struct mcplug_server *server);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -509,6 +509,11 @@ fn c_manager() {
     );
 }
 
+#[test]
+fn c_serve() {
+    run("serve");
+}
+
 /// Issue 32's regressions of the configuration and the credential store: an unusable token
 /// record (the connect names logout, logout removes it), a HOME that is not absolute, unknown
 /// listing keys, `${VAR}` expansion bounded per merge.
@@ -565,6 +570,7 @@ fn every_c_test_is_run() {
         "schemas",
         "remote",
         "manager",
+        "serve",
         "oauth",
         "logs",
         "regress_auth",

@@ -22,6 +22,12 @@ pub struct mcplug_manager {
     active: Entries,
 }
 
+impl mcplug_manager {
+    pub(super) fn manager(&self) -> &Manager {
+        &self.manager
+    }
+}
+
 impl Handle for mcplug_manager {
     const NAME: &'static str = "manager";
     fn entries(&self) -> &Entries {

@@ -26,6 +26,7 @@ pub mod config;
 pub(crate) mod handle;
 pub mod log;
 pub mod manager;
+pub mod server;
 
 use crate::client::cancel;
 use boundary::{ffi_boundary, str_arg};

@@ -772,6 +772,13 @@ impl State {
                     .await;
             });
         };
+        if method == "tools/call" {
+            // A call of a host's in-process (sdk) tool: the host answers those, and while the
+            // pool is served its events are the server's.
+            return refuse(Error::not_implemented(
+                "the host's own (sdk) tools are not served yet: the server takes the manager's events",
+            ));
+        }
         match route {
             None => refuse(Error::closed("no client is connected to ask")),
             Some(Route::Input {
