@@ -114,6 +114,7 @@ pub fn serve(ctx: &Ctx, args: &ServeArgs) -> Result<Exit, Error> {
             tokio::select! {
                 _ = server.done() => {}
                 _ = stopped() => {}
+                _ = refuse_the_rest(&m) => {}
             }
             server.close().await;
             Ok(())
@@ -123,6 +124,28 @@ pub fn serve(ctx: &Ctx, args: &ServeArgs) -> Result<Exit, Error> {
         outcome
     })?;
     Ok(Exit::Ok)
+}
+
+/// The host's part of the manager's events, which the served clients do not take: a server's
+/// request made outside any client's call (roots at start, say) is answered with an error at
+/// once — there is no person here to ask.
+async fn refuse_the_rest(m: &Manager) {
+    loop {
+        match m.next_events(64, Some(std::time::Duration::ZERO)) {
+            mcplug::queue::Pulled::Event(text) => {
+                let events: Vec<Value> = serde_json::from_str(&text).unwrap_or_default();
+                for e in events.iter().filter(|e| e["type"] == "request") {
+                    let refusal = json!({"id": e["id"], "error": {"code": -32603, "message":
+                        "mcplug serve asks its clients only during their own calls on this server"}});
+                    let _ = m.respond(&refusal).await;
+                }
+            }
+            mcplug::queue::Pulled::TimedOut => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await
+            }
+            mcplug::queue::Pulled::Closed => std::future::pending::<()>().await,
+        }
+    }
 }
 
 /// Resolves at SIGINT or SIGTERM (the servers are stopped before exiting).

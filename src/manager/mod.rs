@@ -94,7 +94,14 @@ struct Inner {
     /// Started calls in flight: their number and their own cancel.
     started: Mutex<HashMap<u64, Arc<cancel::CancelSignal>>>,
     next_call: AtomicU64,
+    /// What looks at each event before the host (a server serving this manager): by its id.
+    taps: RwLock<Vec<(u64, Tap)>>,
 }
+
+/// Sees an event before it is queued for the host; `true`: it took it (the host never sees it).
+pub(crate) type Tap = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
+
+static NEXT_TAP: AtomicU64 = AtomicU64::new(1);
 
 /// A host tool call in flight: its server, and where the host's answer goes.
 struct HostCall {
@@ -208,6 +215,7 @@ impl Manager {
                 host_calls: Mutex::new(HashMap::new()),
                 started: Mutex::new(HashMap::new()),
                 next_call: AtomicU64::new(1),
+                taps: RwLock::new(Vec::new()),
             }),
         }
     }
@@ -257,10 +265,16 @@ impl Manager {
             .collect()
     }
 
-    /// Resolves once an event was queued since the last time it resolved (one async consumer:
-    /// see `EventQueue::changed`).
-    pub(crate) async fn events_changed(&self) {
-        self.inner.events.changed().await
+    /// Lets `tap` see every event (a connection's, or the manager's own) before the host does,
+    /// and take the ones it answers for; until `untap` with the id this returns.
+    pub(crate) fn tap(&self, tap: Tap) -> u64 {
+        let id = NEXT_TAP.fetch_add(1, Ordering::Relaxed);
+        self.inner.taps.write().push((id, tap));
+        id
+    }
+
+    pub(crate) fn untap(&self, id: u64) {
+        self.inner.taps.write().retain(|(t, _)| *t != id);
     }
 
     /// Takes a configuration (see `options::entries`) and starts every server in it; returns at
@@ -965,11 +979,26 @@ impl Inner {
 
     /// A connection's event, made a value with the server's name (see `lifecycle::forward`).
     fn push(&self, event: Value, droppable: bool) {
-        self.events.push(&event, droppable);
+        if !self.tapped(&event) {
+            self.events.push(&event, droppable);
+        }
+    }
+
+    /// Whether a tap took `event` (each sees it until one takes it).
+    fn tapped(&self, event: &Value) -> bool {
+        let taps = self.taps.read();
+        taps.iter().any(|(_, tap)| tap(event))
     }
 
     /// An event of the manager's own.
     fn emit(&self, event: ManagerEvent) {
+        if !self.taps.read().is_empty() {
+            if let Ok(value) = serde_json::to_value(&event) {
+                if self.tapped(&value) {
+                    return;
+                }
+            }
+        }
         match event.latest_key() {
             Some(key) => self
                 .events

@@ -14,7 +14,6 @@ use crate::client::options::{CallOptions, OwnCancel};
 use crate::error::{Error, ErrorKind};
 use crate::manager::{pool, Manager};
 use crate::protocol::{self, codes, era, RawJson};
-use crate::queue::Pulled;
 use crate::session::cancel::{CancelSignal, Cancels};
 use crate::transport::BoxFuture;
 use parking_lot::Mutex;
@@ -50,6 +49,8 @@ impl Names {
 /// The pool, served.
 pub(crate) struct PoolServer {
     state: Arc<State>,
+    /// The tap through which the manager's events reach the router.
+    tap: u64,
 }
 
 struct State {
@@ -68,16 +69,18 @@ struct State {
     /// Upstream requests being asked of a client, by the manager's event id: their cancel.
     asking: Mutex<HashMap<String, Arc<CancelSignal>>>,
     next: AtomicU64,
-    /// Held while events are taken from the manager and delivered, so that a relayed call
-    /// delivers its upstream's progress before its answer, in order with the router.
-    delivering: tokio::sync::Mutex<()>,
+    /// Events the tap passed to the router, and those the router delivered: a relayed call
+    /// waits for the second to reach the first before it answers (its upstream's progress goes
+    /// out before the answer).
+    pushed: AtomicU64,
+    routed: tokio::sync::watch::Sender<u64>,
     /// Ends the router.
     stop: Arc<CancelSignal>,
 }
 
 impl PoolServer {
-    /// Serves `manager`'s pool; its events are routed to the clients from now on (the server
-    /// is the manager's host while it serves).
+    /// Serves `manager`'s pool: from now on the events that concern its clients reach them
+    /// (the manager's tap), and the host keeps the rest.
     pub(crate) fn new(manager: &Manager, names: Names) -> PoolServer {
         let state = Arc::new(State {
             manager: manager.share(),
@@ -88,11 +91,27 @@ impl PoolServer {
             progress: Mutex::new(HashMap::new()),
             asking: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
-            delivering: tokio::sync::Mutex::new(()),
+            pushed: AtomicU64::new(0),
+            routed: tokio::sync::watch::channel(0).0,
             stop: CancelSignal::new(),
         });
-        crate::runtime::spawn(route(Arc::downgrade(&state), state.stop.clone()));
-        PoolServer { state }
+        let (events, queued) = mpsc::unbounded_channel();
+        let weak = Arc::downgrade(&state);
+        let tap = manager.tap(Arc::new(move |event: &Value| {
+            let Some(state) = weak.upgrade() else {
+                return false;
+            };
+            match state.concerns(event) {
+                None => false,
+                Some(take) => {
+                    state.pushed.fetch_add(1, Ordering::SeqCst);
+                    let _ = events.send(event.clone());
+                    take
+                }
+            }
+        }));
+        crate::runtime::spawn(route(Arc::downgrade(&state), queued, state.stop.clone()));
+        PoolServer { state, tap }
     }
 
     /// A client's session joins (for notifications to every client).
@@ -106,8 +125,9 @@ impl PoolServer {
         Box::new(move |session| state.opened(session))
     }
 
-    /// Stops routing the manager's events.
+    /// Stops routing the manager's events: they are all the host's again.
     pub(crate) fn stop(&self) {
+        self.state.manager.untap(self.tap);
         self.state.stop.fire();
     }
 
@@ -648,25 +668,51 @@ impl State {
             .collect()
     }
 
-    /// Delivers the events waiting in the manager's queue; false once it is closed.
-    async fn deliver(self: &Arc<Self>) -> bool {
-        let _turn = self.delivering.lock().await;
-        loop {
-            match self
-                .manager
-                .next_events(64, Some(std::time::Duration::ZERO))
-            {
-                Pulled::Event(text) => {
-                    if let Ok(Value::Array(events)) = serde_json::from_str::<Value>(&text) {
-                        for event in events {
-                            self.route(event).await;
-                        }
-                    }
+    /// Whether `event` concerns the clients: `None` not at all; `Some(true)` it is theirs alone
+    /// (the host never sees it); `Some(false)` the host sees it too. Called by the manager's tap,
+    /// as the event is queued: it only looks.
+    fn concerns(&self, event: &Value) -> Option<bool> {
+        match event["type"].as_str()? {
+            "notification" => match event["method"].as_str()? {
+                // A relayed call's progress (tagged by `call_tool`).
+                "notifications/progress" => {
+                    let tag = event["tag"].as_str()?;
+                    self.progress.lock().contains_key(tag).then_some(true)
                 }
-                Pulled::TimedOut => return true,
-                Pulled::Closed => return false,
+                "notifications/message" | "notifications/resources/updated" => Some(false),
+                _ => None,
+            },
+            // An upstream asks while a client's request runs on it (a host's own sdk tool
+            // calls, `tools/call`, are the host's).
+            "request" if event["method"] != "tools/call" => {
+                let server = event["server"].as_str()?;
+                self.calls
+                    .lock()
+                    .iter()
+                    .any(|(_, s, _)| s == server)
+                    .then_some(true)
             }
+            "request_cancelled" | "request_expired" => {
+                let id = event["id"].as_str()?;
+                self.asking.lock().contains_key(id).then_some(true)
+            }
+            "tools_changed" | "state" | "removed" | "resources_changed" | "prompts_changed" => {
+                Some(false)
+            }
+            _ => None,
         }
+    }
+
+    /// Waits (a moment at most) until the router has delivered every event the tap passed it
+    /// so far.
+    async fn deliver(&self) {
+        let target = self.pushed.load(Ordering::SeqCst);
+        let mut routed = self.routed.subscribe();
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_secs(1),
+            routed.wait_for(|n| *n >= target),
+        )
+        .await;
     }
 
     /// One event of the manager, to the clients it concerns.
@@ -752,14 +798,7 @@ impl State {
                 .rev()
                 .find(|(_, s, _)| *s == server)
                 .map(|(_, _, r)| r.clone())
-        }
-        .or_else(|| {
-            self.live_sessions()
-                .into_iter()
-                .rev()
-                .find(|s| !s.downstream().is_modern())
-                .map(|s| Route::Ask(s.downstream()))
-        });
+        };
         let state = self.clone();
         let refused = id.clone();
         let refuse = move |why: Error| {
@@ -772,13 +811,6 @@ impl State {
                     .await;
             });
         };
-        if method == "tools/call" {
-            // A call of a host's in-process (sdk) tool: the host answers those, and while the
-            // pool is served its events are the server's.
-            return refuse(Error::not_implemented(
-                "the host's own (sdk) tools are not served yet: the server takes the manager's events",
-            ));
-        }
         match route {
             None => refuse(Error::closed("no client is connected to ask")),
             Some(Route::Input {
@@ -842,19 +874,22 @@ impl State {
     }
 }
 
-/// Delivers the manager's events to the clients as they come, until `stop`.
-async fn route(state: Weak<State>, stop: Arc<CancelSignal>) {
+/// Delivers the events the tap passed, in order, until `stop`.
+async fn route(
+    state: Weak<State>,
+    mut queued: mpsc::UnboundedReceiver<Value>,
+    stop: Arc<CancelSignal>,
+) {
     loop {
-        let Some(s) = state.upgrade() else { return };
-        if !s.deliver().await || stop.is_fired() {
-            return;
-        }
-        let manager = s.manager.share();
-        drop(s);
-        tokio::select! {
-            _ = manager.events_changed() => {}
+        let event = tokio::select! {
+            e = queued.recv() => e,
             _ = stop.fired() => return,
-        }
+        };
+        let (Some(event), Some(s)) = (event, state.upgrade()) else {
+            return;
+        };
+        s.route(event).await;
+        s.routed.send_modify(|n| *n += 1);
     }
 }
 

@@ -1,14 +1,32 @@
 /* A host serving its own manager through the C ABI (mcplug_manager_serve): the manager over
  * server-everything (stdio) is served over Streamable HTTP and over a pair of pipes. Shown: the
  * URL in `out`; mcplug's own client connects to that URL (the 2026-07-28 era) and lists and calls
- * the pool's tools through it; a client over the pipes opens with initialize and gets its
+ * the pool's tools through it, the host's own (sdk) tool included — its call comes to the host
+ * as an event and the host's answer goes back to the client; a client over the pipes opens with initialize and gets its
  * answer; bad options name what was wrong; close ends the sessions and the listener (a new
  * connection is refused), the manager stays usable; free leaves nothing behind. */
 #include "check.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 static mcplug_manager *M;
+
+/* A call through the served URL, made on a thread of its own (the host answers its own tool's
+ * call meanwhile). */
+struct through {
+    mcplug_client *client;
+    const char *tool;
+    const char *args;
+    mcplug_status status;
+    char *out;
+};
+
+static void *call_through(void *arg) {
+    struct through *t = arg;
+    t->status = mcplug_client_call_tool(t->client, t->tool, t->args, NULL, &t->out);
+    return NULL;
+}
 
 /* Reads from `fd` until a line holding `needle` (or 10 s); returns it (malloc'd) or NULL. */
 static char *read_line_with(int fd, const char *needle) {
@@ -43,7 +61,10 @@ int main(void) {
 
     server_json(e_everything, sizeof e_everything, NULL, peer("MCPLUG_NODE"), peer("MCPLUG_EVERYTHING"), "stdio",
                 (const char *)NULL);
-    snprintf(config, sizeof config, "{\"mcpServers\":{\"everything\":%s}}", e_everything);
+    snprintf(config, sizeof config,
+             "{\"mcpServers\":{\"everything\":%s,\"host\":{\"type\":\"sdk\",\"tools\":[{\"name\":\"shout\","
+             "\"description\":\"The host's own tool\",\"inputSchema\":{\"type\":\"object\"}}]}}}",
+             e_everything);
     M = manager_or_die(NULL);
     manager_connect_or_die(M, config, "server-everything");
 
@@ -78,6 +99,33 @@ int main(void) {
         st = mcplug_client_call_tool(c, "mcp__everything__echo", "{\"message\":\"from C\"}", NULL, &out);
         CHECK_OUT(st == MCPLUG_OK && contains(out, "Echo: from C"), out, "a call through the gateway");
         drop(&out);
+        /* The host's own tool, served: its call comes to the host as the manager's event (the
+         * server takes only what concerns its clients), and the host's answer goes back. */
+        {
+            struct through t = {c, "mcp__host__shout", "{\"text\":\"hi\"}", MCPLUG_OK, NULL};
+            pthread_t th;
+            char *ev = NULL, *id = NULL, answer[512];
+            double until = now_s() + bound_s(10);
+            CHECK(pthread_create(&th, NULL, call_through, &t) == 0, "a thread for the call");
+            while (id == NULL && now_s() < until) {
+                st = mcplug_manager_next_event(M, 200, &ev);
+                if (st == MCPLUG_OK && contains(ev, "\"type\":\"request\"") && contains(ev, "\"server\":\"host\"")) {
+                    CHECK_OUT(contains(ev, "\"text\":\"hi\""), ev, "the host gets the client's arguments");
+                    id = string_after(ev, "id");
+                }
+                drop(&ev);
+            }
+            CHECK(id != NULL, "the host tool's call reached the host");
+            snprintf(answer, sizeof answer, "{\"id\":\"%s\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"HI\"}]}}",
+                     id ? id : "");
+            st = mcplug_manager_respond(M, answer, &out);
+            CHECK_STATUS(st, MCPLUG_OK, out, "the host answers its tool's call");
+            drop(&out);
+            pthread_join(th, NULL);
+            CHECK_OUT(t.status == MCPLUG_OK && contains(t.out, "\"HI\""), t.out, "the client gets the host tool's result");
+            mcplug_string_free(t.out);
+            free(id);
+        }
         mcplug_client_free(c);
     }
     st = mcplug_server_close(served, &out);
