@@ -882,6 +882,27 @@ export interface ManagerEvents {
  * (`workLimit` at once, more wait in JS); events arrive through a descriptor the event loop
  * watches. An open manager keeps the process alive.
  */
+/** `manager.serve(options)`. */
+export interface ServeOptions {
+  /** Where to listen for Streamable HTTP (at /mcp), like '127.0.0.1:8808'; port 0 picks one. */
+  http?: string;
+  /** One client over two descriptors (newline-delimited, as stdio): `[readFd, writeFd]`. */
+  fds?: [number, number];
+  /** 'prefixed' (mcp__<server>__<tool>, the default) or 'unprefixed' (the servers' own names). */
+  names?: 'prefixed' | 'unprefixed';
+}
+
+/** A manager's pool served as one MCP server (`manager.serve(...)`). */
+export declare class Server {
+  private constructor();
+  /** `http://HOST:PORT/mcp` (Streamable HTTP); null over descriptors. */
+  readonly url: string | null;
+  /** Whether `close()` was called. */
+  readonly closed: boolean;
+  /** Ends every client's session and stops listening; the manager stays open. */
+  close(): Promise<void>;
+}
+
 export declare class Manager extends EventEmitter {
   constructor(options?: ManagerOptions | null, opts?: { handlers?: ManagerHandlers });
   static create(options?: ManagerOptions | null, opts?: { handlers?: ManagerHandlers }): Promise<Manager>;
@@ -917,6 +938,12 @@ export declare class Manager extends EventEmitter {
   request<T = JsonObject>(server: string, method: string, params?: JsonObject | null, options?: CallOptions): Promise<T>;
   /** Closes the server's connection and connects it again (awaited); resolves with its status. */
   reconnect(server: string): Promise<ServerStatus>;
+  /**
+   * Serves the pool as one MCP server for other agents: Streamable HTTP at `http` (default
+   * '127.0.0.1:0'), or one client over `fds`. Host servers are served too; results pass as the
+   * servers sent them; what a server asks during a client's call is asked of that client.
+   */
+  serve(options?: ServeOptions): Promise<Server>;
   /** false: its connection closes and its tools leave the pool; true: it connects again (not awaited). */
   setEnabled(server: string, enabled: boolean): Promise<ServerStatus>;
   /** Authorizes a remote server (OAuth): resolves once the URL for the user is known (status with

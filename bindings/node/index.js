@@ -86,7 +86,7 @@ const { ABI_VERSION, native, libraryPath, threadpoolSize, workLimit } = require(
 const { LOG_LEVELS } = require('./lib/values');
 const { cancel } = require('./lib/calls');
 const { Client } = require('./lib/client');
-const { Manager } = require('./lib/manager');
+const { Manager, Server } = require('./lib/manager');
 const { mergeConfig, discoverConfig, addConfigServer, removeConfigServer, authLogout } = require('./lib/config');
 const { captureLogs, LogCapture } = require('./lib/logs');
 
@@ -103,6 +103,7 @@ function abiVersion() {
 module.exports = {
   Client,
   Manager,
+  Server,
   McpError,
   ERROR_KINDS,
   LOG_LEVELS,

@@ -125,3 +125,56 @@ test('the TypeScript SDK client: a cancelled call does not stop the next one', a
     await client.close();
   }
 });
+
+test('a Node host serves its manager: the TypeScript SDK client over Streamable HTTP, host tools included', async () => {
+  const { mcplug } = require('./helpers');
+  const { StreamableHTTPClientTransport } = sdk('client/streamableHttp.js');
+  // Declares sampling to its servers: what they ask during a served call goes to the client.
+  const m = new mcplug.Manager({ connection: { capabilities: { sampling: {} } } });
+  m.addHostServer('host', [{
+    name: 'shout', description: 'Shouts', inputSchema: { type: 'object' },
+    handler: (args) => String(args.text).toUpperCase(),
+  }]);
+  let served = null;
+  try {
+    await m.connect({ mcpServers: { everything: everything() } });
+    await m.wait(30000);
+    await assert.rejects(m.serve({ names: 'loud' }), /names/);
+    await assert.rejects(m.serve({ port: 1 }), /unknown option `port`/);
+    served = await m.serve({ names: 'unprefixed' });
+    assert.match(served.url, /^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+    const client = new Client({ name: 'ts-sdk-http', version: '1.0.0' }, { capabilities: { sampling: {} } });
+    client.setRequestHandler(CreateMessageRequestSchema, async () => ({
+      role: 'assistant', model: 'http-model', content: { type: 'text', text: 'sampled over http' },
+    }));
+    await client.connect(new StreamableHTTPClientTransport(new URL(served.url)));
+    try {
+      await within(30000, (async () => {
+        const { tools } = await client.listTools();
+        const names = tools.map((t) => t.name);
+        assert.ok(names.includes('shout') && names.includes('echo'), names.join(', '));
+        assert.strictEqual(text(await client.callTool({ name: 'shout', arguments: { text: 'served' } })), 'SERVED');
+        const seen = [];
+        const long = await client.callTool(
+          { name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 2 } },
+          undefined,
+          { onprogress: (p) => seen.push(p.progress) },
+        );
+        assert.match(text(long), /completed/);
+        assert.deepStrictEqual(seen, [1, 2]);
+        const sampled = await client.callTool({ name: 'trigger-sampling-request', arguments: { prompt: 'p' } });
+        assert.match(text(sampled), /sampled over http/);
+      })(), 'the calls through the served manager');
+    } finally {
+      await client.close();
+    }
+    await served.close();
+    assert.ok(served.closed);
+    // The manager is the host's again.
+    const after = await m.callTool('mcp__everything__echo', { message: 'after' });
+    assert.strictEqual(text(after), 'Echo: after');
+  } finally {
+    if (served) await served.close();
+    await m.close();
+  }
+});

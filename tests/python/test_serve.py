@@ -467,3 +467,56 @@ def test_the_http_endpoint_answers_as_the_spec_asks(tmp_path: Path) -> None:
         assert status == 400 and json.loads(text)["error"]["code"] == -32020
         status, _, text = _post(url, call, {**modern, "mcp-method": "tools/list"})
         assert status == 400 and json.loads(text)["error"]["code"] == -32020
+
+
+# --- A host serving its own manager (Manager.serve) -----------------------------------------
+
+
+def test_a_python_host_serves_its_manager_its_own_tools_included(everything_server: Dict[str, Any]) -> None:
+    import mcplug
+
+    def shout(arguments: Dict[str, Any]) -> str:
+        return str(arguments.get("text", "")).upper()
+
+    with mcplug.Manager() as m:
+        m.add_host_server("host", [{"name": "shout", "description": "Shouts", "inputSchema": {"type": "object"}, "handler": shout}])
+        m.connect({"mcpServers": {"everything": {"command": everything_server["command"], "args": everything_server["args"]}}})
+        m.wait(30)
+        with pytest.raises(mcplug.InvalidArgumentError, match="names"):
+            m.serve(names="loud")
+        with m.serve(names="unprefixed") as served:
+            assert served.url is not None and served.url.startswith("http://127.0.0.1:")
+
+            async def body(url: str) -> None:
+                from mcp.client.streamable_http import streamable_http_client
+
+                async with streamable_http_client(url) as streams:
+                    async with ClientSession(streams[0], streams[1]) as s:
+                        await s.initialize()
+                        names = {t.name for t in (await s.list_tools()).tools}
+                        assert {"shout", "echo", "get-sum"} <= names
+                        assert _texts(await s.call_tool("shout", {"text": "served"})) == "SERVED"
+                        assert _texts(await s.call_tool("echo", {"message": "x"})) == "Echo: x"
+
+            _run(body(served.url))
+        assert served.closed
+        # The manager is the host's again, and works.
+        assert "Echo: after" in json.dumps(m.call_tool("mcp__everything__echo", {"message": "after"}))
+
+
+def test_an_asyncio_host_serves_its_manager(everything_server: Dict[str, Any]) -> None:
+    import mcplug
+    import mcplug.aio
+
+    async def body() -> None:
+        async with mcplug.aio.Manager() as m:
+            await m.connect({"mcpServers": {"everything": {"command": everything_server["command"], "args": everything_server["args"]}}})
+            await m.wait(30)
+            async with await m.serve() as served:
+                assert served.url is not None
+                async with await mcplug.aio.Client.connect({"type": "http", "url": served.url}) as c:
+                    result = await c.call_tool("mcp__everything__echo", {"message": "aio"})
+                    assert result["content"][0]["text"] == "Echo: aio"
+            assert served.closed
+
+    _run(body())

@@ -2,7 +2,7 @@
 
 const { Status, McpError, errorOf, decode, errorFromNative } = require('./errors');
 const { EVENT_BATCH, libraryPath, mnative, callAsync, workGate, controlGate, textOut, takeText } = require('./native');
-const { toJson, handlerAnswer, answerText, checkString, optionalObject, timeoutValue, mergeCapabilities, checkBoolean, checkCount, NAMED_NOTIFICATIONS, snakeKeys, checkHandlers, hostToolResult } = require('./values');
+const { checkPlainObject, toJson, handlerAnswer, answerText, checkString, optionalObject, timeoutValue, mergeCapabilities, checkBoolean, checkCount, NAMED_NOTIFICATIONS, snakeKeys, checkHandlers, hostToolResult } = require('./values');
 const { Op, runOp } = require('./calls');
 const { Handle } = require('./handle');
 
@@ -49,6 +49,39 @@ const MANAGER_NATIVES = Object.freeze({
   free: mnative.free,
   eventFd: mnative.event_fd,
 });
+
+/** Frees a server handle nobody closed (it was garbage-collected). */
+const serverFinalizer = new FinalizationRegistry((handle) => {
+  callAsync(mnative.server_free, [handle], false).catch(() => {});
+});
+
+/** A manager's pool served as one MCP server (`manager.serve(...)`). */
+class Server {
+  constructor(handle, info) {
+    this._handle = handle;
+    /** `http://HOST:PORT/mcp` (Streamable HTTP); null over descriptors. */
+    this.url = info && typeof info.url === 'string' ? info.url : null;
+    this._closing = null;
+    serverFinalizer.register(this, handle, this);
+  }
+
+  /** Whether `close()` was called. */
+  get closed() {
+    return this._closing !== null;
+  }
+
+  /**
+   * Ends every client's session (their calls in flight are cancelled at the servers), stops
+   * listening and frees the server; the manager stays open. Resolves when done; idempotent.
+   */
+  close() {
+    if (this._closing === null) {
+      serverFinalizer.unregister(this);
+      this._closing = callAsync(mnative.server_free, [this._handle], false).then(() => undefined);
+    }
+    return this._closing;
+  }
+}
 
 class Manager extends Handle {
   /** Same as `new Manager(options, opts)`, as a Promise. */
@@ -255,6 +288,46 @@ class Manager extends Handle {
     } catch (e) {
       return Promise.reject(e);
     }
+  }
+
+  /**
+   * Serves the pool as one MCP server, for other agents (any MCP host): over Streamable HTTP at
+   * `http` (default '127.0.0.1:0': a port of its own; both protocol eras; requests whose Host or
+   * Origin is not this machine's are refused), or to one client over `fds: [readFd, writeFd]`
+   * (newline-delimited, as stdio). `names`: 'prefixed' (mcp__<server>__<tool>, the default) or
+   * 'unprefixed' (the servers' own names; the first server in configuration order wins a
+   * collision). Host servers are served too: their calls come to this manager's tools as ever.
+   * Results pass as the servers sent them; what a server asks during a client's call (sampling,
+   * elicitation, roots) is asked of that client. Resolves with a `Server`: `url`, `close()`.
+   */
+  async serve(options = {}) {
+    const o = options === undefined || options === null ? {} : checkPlainObject(options, 'options');
+    for (const k of Object.keys(o)) {
+      if (!['http', 'names', 'fds'].includes(k)) {
+        throw errorOf('invalid_argument', `serve: unknown option \`${k}\` (the options are http, names, fds)`);
+      }
+    }
+    const names = o.names === undefined ? 'prefixed' : o.names;
+    if (names !== 'prefixed' && names !== 'unprefixed') {
+      throw errorOf('invalid_argument', `\`names\` must be 'prefixed' or 'unprefixed' (got ${JSON.stringify(names)})`);
+    }
+    let native;
+    if (o.fds !== undefined) {
+      if (o.http !== undefined) throw errorOf('invalid_argument', 'give `http` or `fds`, not both');
+      const ok = Array.isArray(o.fds) && o.fds.length === 2 && o.fds.every((f) => Number.isInteger(f) && f >= 0);
+      if (!ok) throw errorOf('invalid_argument', `\`fds\` must be [readFd, writeFd] (got ${JSON.stringify(o.fds)})`);
+      native = { transport: 'fds', read_fd: o.fds[0], write_fd: o.fds[1], names };
+    } else {
+      const listen = o.http === undefined ? '127.0.0.1:0' : o.http;
+      checkString(listen, 'http');
+      native = { transport: 'http', listen, names };
+    }
+    if (mnative.serve === null) {
+      throw errorOf('not_implemented', 'this libmcplug cannot serve (mcplug_manager_serve is missing)');
+    }
+    const handle = [null];
+    const info = await this._blocking('serve', controlGate, mnative.serve, [toJson(native, 'options'), handle]);
+    return new Server(handle[0], info);
   }
 
   /** Closes `server`'s connection and connects it again (one attempt, awaited); resolves with its status entry. */
@@ -622,4 +695,5 @@ class Manager extends Handle {
 
 module.exports = {
   Manager,
+  Server,
 };

@@ -123,6 +123,9 @@ const native = {
 // (status, list_tools, search_tools, set_tools, next_events, event_fd) are made from the JS thread.
 const ManagerHandle = koffi.pointer(koffi.opaque());
 const OutManagerHandle = koffi.out(koffi.pointer(ManagerHandle));
+// A manager's pool being served (mcplug_manager_serve, mcplug_server_*).
+const ServerHandle = koffi.pointer(koffi.opaque());
+const OutServerHandle = koffi.out(koffi.pointer(ServerHandle));
 
 /** A function the loaded library may lack (added after ABI 1 was fixed): null if absent. */
 function optionalFunc(name, result, params) {
@@ -158,6 +161,10 @@ const mnative = {
   get_prompt: optionalFunc('mcplug_manager_get_prompt', 'int', [ManagerHandle, 'str', 'str', 'str', OutString]),
   request: optionalFunc('mcplug_manager_request', 'int', [ManagerHandle, 'str', 'str', 'str', 'str', OutString]),
   set_tools: optionalFunc('mcplug_manager_set_tools', 'int', [ManagerHandle, 'str', 'str', RawOut]),
+  // Serving the pool as one MCP server.
+  serve: optionalFunc('mcplug_manager_serve', 'int', [ManagerHandle, 'str', OutServerHandle, OutString]),
+  server_close: optionalFunc('mcplug_server_close', 'int', [ServerHandle, OutString]),
+  server_free: optionalFunc('mcplug_server_free', 'void', [ServerHandle]),
 };
 
 /** Runs a native function on the threadpool; resolves with its return value and `out` string. */

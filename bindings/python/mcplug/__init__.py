@@ -66,6 +66,7 @@ from . import _ffi
 from ._auth import auth_logout
 from ._client import Client
 from ._manager import Manager
+from ._serve import Server
 from ._logs import LogForwarder, capture_logs, forward_logs, next_log_records, release_logs
 from ._config import add_config_server, discover_config, merge_config, remove_config_server
 from ._errors import (
@@ -101,6 +102,7 @@ __all__ = [
     "InvalidResultError",
     "Manager",
     "McpError",
+    "Server",
     "NeedsAuthError",
     "NotFoundError",
     "PanicError",

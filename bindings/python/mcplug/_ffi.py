@@ -157,6 +157,9 @@ _declare("mcplug_manager_set_tools", c_int, [c_void_p, c_char_p, c_char_p, _out]
 _declare("mcplug_manager_call_tool_start", c_int, [c_void_p, c_char_p, c_char_p, c_char_p, POINTER(c_uint64), _out])
 _declare("mcplug_manager_cancel_call", c_int, [c_void_p, c_uint64, _out])
 _declare("mcplug_manager_next_events", c_int, [c_void_p, c_uint32, c_int32, _out])
+_declare("mcplug_manager_serve", c_int, [c_void_p, c_char_p, _handle_out, _out])
+_declare("mcplug_server_close", c_int, [c_void_p, _out])
+_declare("mcplug_server_free", None, [c_void_p])
 
 #: mcplug_string_free only returns memory: called through a PyDLL (the same loaded library) it
 #: keeps the GIL, instead of dropping and retaking it once per call.

@@ -31,6 +31,7 @@ from ._core import (
 )
 from ._errors import InvalidArgumentError, McpError, TimeoutError
 from ._managed import Managed
+from ._serve import Server, serve_options
 
 TYPE_CHECKING = False  # not typing's: see _codec
 if TYPE_CHECKING:
@@ -427,6 +428,13 @@ class ManagerCore(HandleCore):
         result: Dict[str, Any] = self._checked(_lib.mcplug_manager_reconnect, encode(server, "server"))
         return result
 
+    def serve(self, options: Dict[str, Any]) -> Tuple[int, Dict[str, Any]]:
+        """A new server handle serving the pool, and ``{"url"}``."""
+        handle = c_void_p()
+        result: Dict[str, Any] = self._checked(_lib.mcplug_manager_serve, dumps(options, "options"), byref(handle))
+        assert handle.value, "mcplug_manager_serve returned OK without a handle"
+        return int(handle.value), result
+
     def authenticate(self, server: str, wait: bool, timeout: Timeout, callback_url: Optional[str]) -> Dict[str, Any]:
         if not isinstance(wait, bool):
             raise InvalidArgumentError(f"`wait` must be True or False (got {wait!r})")
@@ -595,6 +603,20 @@ class Manager(Managed):
         """Closes the server's connection and connects it again (one attempt, waited for);
         returns its status entry. NotFoundError for an unknown server."""
         return self._core.reconnect(server)
+
+    def serve(self, http: Optional[str] = None, *, names: str = "prefixed", fds: Optional[Tuple[int, int]] = None) -> Server:
+        """Serves the pool as one MCP server, for other agents (any MCP host): over Streamable
+        HTTP at ``http`` (``"127.0.0.1:0"`` when neither is given: a port of its own; both
+        protocol eras; requests whose Host or Origin is not this machine's are refused), or to
+        one client over ``fds=(read_fd, write_fd)`` (newline-delimited, as stdio). ``names``:
+        ``"prefixed"`` (``mcp__<server>__<tool>``) or ``"unprefixed"`` (the servers' own names;
+        the first server in configuration order wins a collision). Host servers are served
+        too: their calls come to this manager's handlers as ever. Results pass as the servers
+        sent them; what a server asks during a client's call (sampling, elicitation, roots) is
+        asked of that client. Returns a ``Server`` (``url``, ``close()``, a context manager)."""
+        options = serve_options("127.0.0.1:0" if http is None and fds is None else http, names, fds)
+        handle, info = self._core.serve(options)
+        return Server(handle, info)
 
     def authenticate(self, server: str, *, wait: bool = False, timeout: Timeout = None, callback_url: Optional[str] = None) -> Dict[str, Any]:
         """Authorizes a remote server (OAuth). The manager never starts an authorization on its

@@ -30,7 +30,7 @@ import logging
 import os
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import _auth, _ffi
 from ._core import _is_async_callable
@@ -51,11 +51,13 @@ from ._core import (
 from ._errors import CancelledError, ClosedError, InvalidArgumentError, McpError
 from ._managed import AsyncManaged
 from ._manager import ManagerCore, list_options, new_manager, request_options, search_options
+from ._serve import serve_options
+from ._serve import _free as _free_server
 
 if TYPE_CHECKING:
     from ._core import Completion, Done, Handler
 
-__all__ = ["Client", "Manager"]
+__all__ = ["Client", "Manager", "Server"]
 
 log = logging.getLogger("mcplug")
 T = TypeVar("T")
@@ -497,6 +499,31 @@ class Client(_Info, AsyncManaged):
         return f"<mcplug.aio.Client {self.server_info.get('name', '?')!r} {self.protocol_version} {state}>"
 
 
+class Server(AsyncManaged):
+    """``mcplug.Server`` for asyncio (from ``await manager.serve(...)``): ``url``; ``await
+    close()`` (or leaving ``async with``) ends every client's session and stops listening, off
+    the loop."""
+
+    def __init__(self, handle: int, info: Dict[str, Any]) -> None:
+        url = info.get("url") if isinstance(info, dict) else None
+        self._url: Optional[str] = url if isinstance(url, str) else None
+        self._attach(lambda: _free_server(handle))
+
+    @property
+    def url(self) -> Optional[str]:
+        """``http://HOST:PORT/mcp``; None over descriptors."""
+        return self._url
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        await asyncio.get_running_loop().run_in_executor(_EXECUTOR, self._close_now)
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else (self._url or "descriptors")
+        return f"<mcplug.aio.Server {state}>"
+
+
 class Manager(AsyncManaged):
     """Many MCP servers, their tools in one pool, for asyncio: the methods of ``mcplug.Manager``
     as coroutines. ``async with mcplug.aio.Manager(options, handlers) as m: ...`` (create it in
@@ -612,6 +639,13 @@ class Manager(AsyncManaged):
     async def reconnect(self, server: str) -> Dict[str, Any]:
         """See ``mcplug.Manager.reconnect``."""
         return await _run(lambda: self._core.reconnect(server), None)
+
+    async def serve(self, http: Optional[str] = None, *, names: str = "prefixed", fds: Optional[Tuple[int, int]] = None) -> "Server":
+        """See ``mcplug.Manager.serve``: an ``mcplug.aio.Server`` (``url``, ``await close()``,
+        ``async with``)."""
+        options = serve_options("127.0.0.1:0" if http is None and fds is None else http, names, fds)
+        handle, info = await _run(lambda: self._core.serve(options), None)
+        return Server(handle, info)
 
     async def authenticate(
         self, server: str, *, wait: bool = False, timeout: Optional[float] = None, callback_url: Optional[str] = None

@@ -2,7 +2,7 @@
 // `tsc -p tests/node/types` in tests/run.sh: a declaration that drifts from what hosts write
 // (a missing method, a wrong result shape) fails the check.
 import {
-  Client, Manager, McpError, mergeConfig, cancel, version, captureLogs,
+  Client, Manager, McpError, type Server, mergeConfig, cancel, version, captureLogs,
   type CallToolResult, type Completion, type GetPromptResult, type ManagerConfig, type PoolTool,
   type Prompt, type ReadResourceResult, type Resource, type ResourceTemplate, type Tool,
 } from '../../../bindings/node';
@@ -53,6 +53,10 @@ async function manager(): Promise<void> {
     const called: CallToolResult = await m.callTool(first, {});
     const { prompts } = await m.listPrompts();
     console.log(dropped.map((d) => d.reason), called.content, prompts.length);
+    const served: Server = await m.serve({ http: '127.0.0.1:0', names: 'unprefixed' });
+    const url: string | null = served.url;
+    await served.close();
+    console.log(url, served.closed);
   } finally {
     await m.close();
   }
