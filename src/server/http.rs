@@ -47,6 +47,15 @@ pub(crate) const PATH: &str = "/mcp";
 /// A code of the 2026-07-28 era: a header disagrees with the body.
 const HEADER_MISMATCH: i64 = -32020;
 
+/// Methods of the handshake eras that a 2026-07-28 request may not use (404, -32601).
+const REMOVED_IN_2026: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
 /// Registers each new legacy session with whoever notifies every client (the pool's router).
 pub(crate) type Opened = Box<dyn Fn(&Arc<ServerSession>) + Send + Sync>;
 
@@ -414,6 +423,31 @@ impl Http {
                 );
             }
         }
+        let has_capabilities = message
+            .params
+            .as_ref()
+            .and_then(|p| p.meta.as_ref())
+            .and_then(|m| m.get(era::META_CLIENT_CAPABILITIES))
+            .is_some_and(Value::is_object);
+        if !has_capabilities {
+            return error_status(
+                StatusCode::BAD_REQUEST,
+                id,
+                codes::INVALID_PARAMS,
+                &format!(
+                    "params._meta needs \"{}\" (an object): a 2026-07-28 request says what its client can do",
+                    era::META_CLIENT_CAPABILITIES
+                ),
+            );
+        }
+        if REMOVED_IN_2026.contains(&method) {
+            return error_status(
+                StatusCode::NOT_FOUND,
+                id,
+                codes::METHOD_NOT_FOUND,
+                &format!("Method not found: {method} is not part of the 2026-07-28 protocol"),
+            );
+        }
         if !era::MODERN_VERSIONS.contains(&version) {
             return json_response(
                 StatusCode::BAD_REQUEST,
@@ -541,8 +575,14 @@ async fn relay(
     session.clone().message(&body);
     match rx.recv().await {
         Some(Out::Final(answer)) => {
+            // A 2026-07-28 error says its kind in the HTTP status too.
+            let status = if ends.is_some() {
+                status_of_error(&answer)
+            } else {
+                StatusCode::OK
+            };
             drop(ends);
-            json_bytes(StatusCode::OK, answer)
+            json_bytes(status, answer)
         }
         Some(Out::Event(first)) => sse(rx, Some((first, ends))),
         None => {
@@ -828,6 +868,35 @@ fn strip_port(host: &str) -> &str {
     host.split(':').next().unwrap_or(host)
 }
 
+/// The HTTP status of a 2026-07-28 answer: 404 for a method not found, 400 for what the
+/// request got wrong (its params, headers, version or the capabilities it declared), else 200
+/// (a tool's failure is a result; other errors stay in-band).
+fn status_of_error(answer: &[u8]) -> StatusCode {
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        error: Option<Code>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Code {
+        code: i64,
+    }
+    match serde_json::from_slice::<Answer>(answer)
+        .ok()
+        .and_then(|a| a.error)
+    {
+        Some(Code {
+            code: codes::METHOD_NOT_FOUND,
+        }) => StatusCode::NOT_FOUND,
+        Some(Code {
+            code: codes::INVALID_PARAMS | codes::INVALID_REQUEST | codes::PARSE_ERROR,
+        })
+        | Some(Code {
+            code: HEADER_MISMATCH | -32021 | codes::UNSUPPORTED_PROTOCOL_VERSION,
+        }) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
 fn status_only(status: StatusCode) -> Response<Body> {
     let mut r = Response::new(Empty::new().boxed());
     *r.status_mut() = status;
@@ -870,6 +939,28 @@ mod tests {
         assert!(accepts("*/*", "application/json"));
         assert!(accepts("text/*;q=0.5", "text/event-stream"));
         assert!(!accepts("application/json", "text/event-stream"));
+    }
+
+    #[test]
+    fn a_2026_error_says_its_kind_in_the_status() {
+        let answer = |code: i64| {
+            format!(r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":{code},"message":"m"}}}}"#)
+        };
+        assert_eq!(
+            status_of_error(answer(-32601).as_bytes()),
+            StatusCode::NOT_FOUND
+        );
+        for code in [-32602, -32020, -32021, -32022] {
+            assert_eq!(
+                status_of_error(answer(code).as_bytes()),
+                StatusCode::BAD_REQUEST
+            );
+        }
+        assert_eq!(status_of_error(answer(-32603).as_bytes()), StatusCode::OK);
+        assert_eq!(
+            status_of_error(br#"{"jsonrpc":"2.0","id":1,"result":{"isError":true}}"#),
+            StatusCode::OK
+        );
     }
 
     #[test]
