@@ -261,7 +261,7 @@ impl State {
     /// The pool's tools, each as its server listed it with the name the client is to use.
     fn tools(&self) -> RawJson {
         let mut out = String::from(r#"{"tools":["#);
-        for (i, (name, tool)) in self.served_tools().iter().enumerate() {
+        for (i, (name, tool)) in self.served_tools(true).iter().enumerate() {
             if i > 0 {
                 out.push(',');
             }
@@ -271,8 +271,26 @@ impl State {
         RawJson::from_built(out)
     }
 
-    /// The tools as served, with their names (the first of a name wins when unprefixed).
-    fn served_tools(&self) -> Vec<(String, Arc<pool::PoolTool>)> {
+    /// The tool a client names: a lookup in the pool when prefixed (the hot path), a walk of
+    /// the served tools when unprefixed.
+    fn tool_named(&self, name: &str) -> Option<Arc<pool::PoolTool>> {
+        match self.names {
+            Names::Prefixed => {
+                let pool = self.manager.pool();
+                let at = *pool.by_name.get(name)?;
+                Some(pool.tools[at].clone())
+            }
+            Names::Unprefixed => self
+                .served_tools(false)
+                .into_iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, t)| t),
+        }
+    }
+
+    /// The tools as served, with their names (the first of a name wins when unprefixed; the
+    /// others are logged when `report`).
+    fn served_tools(&self, report: bool) -> Vec<(String, Arc<pool::PoolTool>)> {
         let pool = self.manager.pool();
         match self.names {
             Names::Prefixed => pool
@@ -289,6 +307,7 @@ impl State {
                 let mut out = Vec::with_capacity(tools.len());
                 for t in tools {
                     match seen.get(t.tool.as_str()) {
+                        Some(_) if !report => {}
                         Some(first) => tracing::warn!(
                             target: "mcplug::server",
                             "tool {:?} of server {:?} is not served: server {first:?} has one of that name first",
@@ -314,7 +333,7 @@ impl State {
             return self.resume(&call, &params).await;
         }
         let name = text_param(&params, "name", "tools/call")?;
-        let Some((_, tool)) = self.served_tools().into_iter().find(|(n, _)| *n == name) else {
+        let Some(tool) = self.tool_named(&name) else {
             return Err(
                 Error::invalid(format!("unknown tool: {name}")).with_code(codes::INVALID_PARAMS)
             );
