@@ -157,7 +157,14 @@ impl Session {
         // not hold a caller past its timeout. A message that fits the pipe goes out at once from
         // this thread, with no send future, timer or cancel to race against it.
         if !driven.is_some_and(|d| d.send_now(&message)) {
-            let transport = self.transport()?.clone();
+            let transport = match self.transport() {
+                Ok(t) => t.clone(),
+                Err(e) => {
+                    // Nothing will answer it: its entry goes now.
+                    self.pending.forget(id);
+                    return Err(e.into());
+                }
+            };
             let driver = driven.filter(|_| can_drive);
             self.send(
                 transport,
