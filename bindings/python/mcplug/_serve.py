@@ -31,21 +31,30 @@ def _free(handle: int) -> None:
     _lib.mcplug_server_free(handle)
 
 
-class Server(Managed):
+class Served:
+    """What a served pool's owner knows of it, sync or asyncio: where clients reach it."""
+
+    _url: Optional[str]
+
+    def _served(self, info: Dict[str, Any]) -> None:
+        url = info.get("url") if isinstance(info, dict) else None
+        self._url = url if isinstance(url, str) else None
+
+    @property
+    def url(self) -> Optional[str]:
+        """``http://HOST:PORT/mcp``; None over descriptors."""
+        return self._url
+
+
+class Server(Served, Managed):
     """A manager's pool served as one MCP server, from ``Manager.serve``: ``url`` is where MCP
     clients reach it (Streamable HTTP; None over descriptors); ``close()`` (or leaving the
     ``with`` block) ends every client's session — their calls in flight are cancelled at the
     servers — and stops listening. The manager stays open."""
 
     def __init__(self, handle: int, info: Dict[str, Any]) -> None:
-        url = info.get("url") if isinstance(info, dict) else None
-        self._url: Optional[str] = url if isinstance(url, str) else None
+        self._served(info)
         self._attach(lambda: _free(handle))
-
-    @property
-    def url(self) -> Optional[str]:
-        """``http://HOST:PORT/mcp``; None over descriptors."""
-        return self._url
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else (self._url or "descriptors")

@@ -51,7 +51,7 @@ from ._core import (
 from ._errors import CancelledError, ClosedError, InvalidArgumentError, McpError
 from ._managed import AsyncManaged
 from ._manager import ManagerCore, list_options, new_manager, request_options, search_options
-from ._serve import serve_options
+from ._serve import Served, serve_options
 from ._serve import _free as _free_server
 
 if TYPE_CHECKING:
@@ -499,20 +499,14 @@ class Client(_Info, AsyncManaged):
         return f"<mcplug.aio.Client {self.server_info.get('name', '?')!r} {self.protocol_version} {state}>"
 
 
-class Server(AsyncManaged):
+class Server(Served, AsyncManaged):
     """``mcplug.Server`` for asyncio (from ``await manager.serve(...)``): ``url``; ``await
     close()`` (or leaving ``async with``) ends every client's session and stops listening, off
     the loop."""
 
     def __init__(self, handle: int, info: Dict[str, Any]) -> None:
-        url = info.get("url") if isinstance(info, dict) else None
-        self._url: Optional[str] = url if isinstance(url, str) else None
+        self._served(info)
         self._attach(lambda: _free_server(handle))
-
-    @property
-    def url(self) -> Optional[str]:
-        """``http://HOST:PORT/mcp``; None over descriptors."""
-        return self._url
 
     async def close(self) -> None:
         if self.closed:
