@@ -467,6 +467,20 @@ def test_the_http_endpoint_answers_as_the_spec_asks(tmp_path: Path) -> None:
         assert status == 400 and json.loads(text)["error"]["code"] == -32020
         status, _, text = _post(url, call, {**modern, "mcp-method": "tools/list"})
         assert status == 400 and json.loads(text)["error"]["code"] == -32020
+        # What a 2026-07-28 request must carry, and the methods that era no longer has.
+        bare = {**call, "params": {**call["params"], "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}
+        status, _, text = _post(url, bare, modern)
+        assert status == 400 and json.loads(text)["error"]["code"] == -32602 and json.loads(text)["id"] == 3
+        ping = {"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {"_meta": meta}}
+        status, _, text = _post(url, ping, {"mcp-protocol-version": "2026-07-28", "mcp-method": "ping"})
+        assert status == 404 and json.loads(text)["error"]["code"] == -32601
+        unknown = {"jsonrpc": "2.0", "id": 5, "method": "unknown/method", "params": {"_meta": meta}}
+        status, _, text = _post(url, unknown, {"mcp-protocol-version": "2026-07-28", "mcp-method": "unknown/method"})
+        assert status == 404 and json.loads(text)["error"]["code"] == -32601 and json.loads(text)["id"] == 5
+        future = {**call, "params": {**call["params"], "_meta": {**meta, "io.modelcontextprotocol/protocolVersion": "v999.0.0"}}}
+        status, _, text = _post(url, future, {**modern, "mcp-protocol-version": "v999.0.0"})
+        assert status == 400 and json.loads(text)["error"]["code"] == -32022
+        assert json.loads(text)["error"]["data"]["requested"] == "v999.0.0"
 
 
 # --- A host serving its own manager (Manager.serve) -----------------------------------------
@@ -518,5 +532,47 @@ def test_an_asyncio_host_serves_its_manager(everything_server: Dict[str, Any]) -
                     result = await c.call_tool("mcp__everything__echo", {"message": "aio"})
                     assert result["content"][0]["text"] == "Echo: aio"
             assert served.closed
+
+    _run(body())
+
+
+# --- Faults of an upstream, as the client of the gateway sees them ---------------------------
+
+
+def test_an_upstream_that_crashes_hangs_or_garbles_gives_the_client_an_error_not_a_hang(tmp_path: Path, fault: Any) -> None:
+    upstream = fault()
+    servers = {"faulty": {"command": upstream["command"], "args": upstream["args"]}}
+
+    async def failed(s: ClientSession, tool: str, arguments: Dict[str, Any], timeout: Optional[float] = None) -> str:
+        started = time.monotonic()
+        try:
+            result = await s.call_tool(tool, arguments, read_timeout_seconds=timeout)
+            assert result.is_error, f"{tool} answered {result}"
+            why = _texts(result)
+        except Exception as e:  # noqa: BLE001 - the SDK's MCPError, or its timeout
+            why = str(e) or type(e).__name__
+        assert time.monotonic() - started < 15, f"{tool}: an answer within its bound"
+        return why
+
+    async def body() -> None:
+        async with stdio_client(_params(tmp_path, servers)) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                assert _texts(await s.call_tool("mcp__faulty__echo", {"message": "ok"})) == "Echo: ok"
+                # Hangs: the client's own timeout ends its wait, and its cancel reaches the upstream.
+                await failed(s, "mcp__faulty__sleep", {"ms": 60000}, timeout=1.0)
+                for _ in range(50):
+                    ids = _texts(await s.call_tool("mcp__faulty__cancelled_ids", {}))
+                    if ids not in ("", "[]"):
+                        break
+                    await asyncio.sleep(0.1)
+                assert ids not in ("", "[]"), "the cancel of the hung call reached the upstream"
+                # Garbage: half an answer, then the process is gone.
+                assert await failed(s, "mcp__faulty__half", {})
+        # A fresh gateway for the crash (the first one's upstream is reconnecting).
+        async with stdio_client(_params(tmp_path, servers)) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                assert await failed(s, "mcp__faulty__crash", {})
 
     _run(body())
