@@ -7,7 +7,9 @@
 #   3. the bindings' type declarations (mypy --strict, tsc --strict), then the Python binding
 #      (pytest) and the Node binding (node --test), against the release library
 #   4. the official conformance suite (0.1.16 and 0.2.0-alpha.12), scenario by scenario, through
-#      the C, Python and Node conformance clients (tests/conformance/run.sh prints the table)
+#      the C, Python and Node conformance clients (tests/conformance/run.sh prints the table);
+#      then its server scenarios against a conformance server of ours, directly and through
+#      `mcplug serve --http` (tests/conformance/server.sh)
 #   5. the Python and Node packages installed and used from outside the checkout
 #      (tests/install_python.sh, tests/install_node.sh; the C install is tests/install_c.sh)
 # Environment: MCPLUG_SKIP_VALGRIND=1 skips step 2's valgrind pass, MCPLUG_SKIP_ASAN=1 its ASan
@@ -63,6 +65,9 @@ node --test tests/node/
 
 stage "conformance suite through C, Python and Node (tests/conformance/run.sh)"
 tests/conformance/run.sh
+
+stage "the suite's server scenarios: our conformance server directly and through mcplug serve (tests/conformance/server.sh)"
+tests/conformance/server.sh
 
 stage "the packages: pip install ./bindings/python and npm pack's tarball, used from outside the checkout"
 tests/install_python.sh

@@ -73,6 +73,9 @@ pub fn serve(ctx: &Ctx, args: &ServeArgs) -> Result<Exit, Error> {
             "connect_timeout_ms": ms,
             "capabilities": {"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {}},
             "host_request_timeout_ms": 600_000,
+            // Every upstream sends its log messages (a 2026-07-28 one only when each request
+            // asks); each client gets those at the level it set.
+            "log_level": "debug",
         })),
         max_output_chars: None,
         ..ManagerOptions::default()
