@@ -696,7 +696,11 @@ impl State {
                 // A relayed call's progress (tagged by `call_tool`).
                 "notifications/progress" => {
                     let tag = event["tag"].as_str()?;
-                    self.progress.lock().contains_key(tag).then_some(true)
+                    let known = self.progress.lock().contains_key(tag);
+                    if !known {
+                        tracing::debug!(target: "mcplug::server", tag, "progress of no relayed call");
+                    }
+                    known.then_some(true)
                 }
                 "notifications/message" | "notifications/resources/updated" => Some(false),
                 _ => None,
@@ -727,17 +731,22 @@ impl State {
     async fn deliver(&self) {
         let target = self.pushed.load(Ordering::SeqCst);
         let mut routed = self.routed.subscribe();
-        let _ = tokio::time::timeout(
+        if tokio::time::timeout(
             std::time::Duration::from_secs(1),
             routed.wait_for(|n| *n >= target),
         )
-        .await;
+        .await
+        .is_err()
+        {
+            tracing::warn!(target: "mcplug::server", "an answer goes out before what its upstream sent first: the router is behind");
+        }
     }
 
     /// One event of the manager, to the clients it concerns.
     async fn route(self: &Arc<Self>, event: Value) {
         let kind = event["type"].as_str().unwrap_or_default();
         let server = event["server"].as_str().unwrap_or_default().to_string();
+        tracing::debug!(target: "mcplug::server", kind, server, method = event["method"].as_str(), tag = event["tag"].as_str(), "routing");
         match kind {
             "notification" => self.route_notification(&server, event).await,
             "request" => self.ask_downstream(server, event),

@@ -36,13 +36,28 @@ async function connect(servers, extra = [], capabilities = {}) {
   const transport = new StdioClientTransport({
     command: MCPLUG_BIN,
     args: ['serve', '--strict-mcp-config', '--mcp-config', config, ...extra],
-    env: { HOME: path.join(dir, 'home'), PATH: process.env.PATH, MCPLUG_LOG: 'warn' },
+    env: { HOME: path.join(dir, 'home'), PATH: process.env.PATH, MCPLUG_LOG: 'debug' },
     cwd: dir,
-    stderr: 'ignore',
+    stderr: 'pipe',
   });
+  // What the served process logged, kept (the last 64 KiB) to say why when a test fails.
+  let logged = '';
+  transport.stderr.on('data', (chunk) => { logged = (logged + chunk).slice(-65536); });
   const client = new Client({ name: 'ts-sdk-test', version: '1.0.0' }, { capabilities });
-  await client.connect(transport);
+  try {
+    await client.connect(transport);
+  } catch (e) {
+    await transport.close().catch(() => {});
+    throw new Error(`connecting to mcplug serve failed: ${e.message}\n--- its log ---\n${logged}`);
+  }
+  client.log = () => logged;
   return client;
+}
+
+/** `e` with the served process's log appended, to say why a test failed. */
+function told(e, client) {
+  if (e instanceof Error && client.log) e.message += `\n--- the log of mcplug serve ---\n${client.log()}`;
+  return e;
 }
 
 const everything = () => ({ command: process.execPath, args: [EVERYTHING] });
@@ -75,6 +90,8 @@ test('the TypeScript SDK client: tools, resources, prompts and completion throug
       });
       assert.ok(done.completion.values.includes('Engineering'), JSON.stringify(done));
     })(), 'the calls through mcplug serve');
+  } catch (e) {
+    throw told(e, client);
   } finally {
     await client.close();
   }
@@ -95,13 +112,19 @@ test('the TypeScript SDK client: progress, sampling and elicitation answered by 
         { onprogress: (p) => seen.push(p.progress) },
       );
       assert.match(text(long), /completed/);
-      assert.deepStrictEqual(seen, [1, 2, 3]);
+      // In order, before the answer. The SDK may miss the last one: it handles a notification
+      // a microtask later but a response at once, so a progress notification read in the same
+      // chunk as the answer finds its handler gone (as it does with the server reached directly).
+      assert.deepStrictEqual(seen.slice(0, 2), [1, 2], JSON.stringify(seen));
+      assert.ok(seen.length <= 3 && (seen.length < 3 || seen[2] === 3), JSON.stringify(seen));
       const sampled = await client.callTool({ name: 'mcp__everything__trigger-sampling-request', arguments: { prompt: 'hey' } });
       assert.match(text(sampled), /ts sampled 1/);
       assert.match(text(sampled), /ts-model/);
       const elicited = await client.callTool({ name: 'mcp__everything__trigger-elicitation-request', arguments: {} });
       assert.match(text(elicited), /Grace/);
     })(), 'the calls through mcplug serve');
+  } catch (e) {
+    throw told(e, client);
   } finally {
     await client.close();
   }
@@ -121,6 +144,8 @@ test('the TypeScript SDK client: a cancelled call does not stop the next one', a
       await assert.rejects(long);
       assert.strictEqual(text(await client.callTool({ name: 'mcp__everything__echo', arguments: { message: 'next' } })), 'Echo: next');
     })(), 'the calls through mcplug serve');
+  } catch (e) {
+    throw told(e, client);
   } finally {
     await client.close();
   }
@@ -165,6 +190,8 @@ test('a Node host serves its manager: the TypeScript SDK client over Streamable 
         const sampled = await client.callTool({ name: 'trigger-sampling-request', arguments: { prompt: 'p' } });
         assert.match(text(sampled), /sampled over http/);
       })(), 'the calls through the served manager');
+    } catch (e) {
+      throw told(e, client);
     } finally {
       await client.close();
     }
