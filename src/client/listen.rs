@@ -451,6 +451,7 @@ impl Listen {
                 Some(json!({ "notifications": filter })),
                 false,
                 era.as_ref(),
+                None,
             )
         };
         crate::log::sent(conn.name(), &message);

@@ -436,6 +436,22 @@ impl Client {
         {
             return handled;
         }
+        if options.relayed.is_some() {
+            // A served client's request: passed on, and its answer passed back, as they are.
+            let timeout = options.timeout.or(self.shared.options.request_timeout);
+            return self
+                .shared
+                .rounds
+                .call(
+                    &self.shared,
+                    method,
+                    mrtr::Call::Params(params),
+                    timeout,
+                    options,
+                    None,
+                )
+                .await;
+        }
         if options.all_pages {
             if let Some(field) = page_field(method) {
                 let mut all =

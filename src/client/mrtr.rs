@@ -143,7 +143,10 @@ impl InputRounds {
             input_rounds,
             url_retry,
         } = self.call_kind(conn, method);
-        let task = if tool_call && !modern && first.is_none() {
+        // A relayed request: its client resolves what comes back.
+        let relayed = options.relayed.is_some();
+        let (input_rounds, url_retry) = (input_rounds && !relayed, url_retry && !relayed);
+        let task = if tool_call && !modern && first.is_none() && !relayed {
             let name = match &call {
                 Call::Tool { name, .. } => Some(*name),
                 Call::Params(p) => p
@@ -155,7 +158,8 @@ impl InputRounds {
         } else {
             None
         };
-        let tasks_possible = tool_call && ((modern && conn.options.tasks) || task.is_some());
+        let tasks_possible =
+            tool_call && !relayed && ((modern && conn.options.tasks) || task.is_some());
 
         // The common case: one request, nothing to resolve (no copy of anything).
         if !input_rounds && !url_retry && !tasks_possible {
@@ -176,7 +180,7 @@ impl InputRounds {
                     body,
                     timeout,
                     cancellable: true,
-                    resolves: false,
+                    resolves: relayed,
                     options: Some(options),
                     pausable: false,
                 })

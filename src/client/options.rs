@@ -628,6 +628,11 @@ pub struct CallOptions {
     /// `Some(false)`: a cacheable request goes to the server even when a fresh cached result
     /// is there (the new result replaces it).
     pub cache: Option<bool>,
+    /// A served client's request relayed to this server (`mcplug serve`, both 2026-07-28): its
+    /// `_meta` entries (capabilities, client info, log level) go instead of the connection's,
+    /// and what the server answers — an `InputRequiredResult`, a task, a URL elicitation error
+    /// — comes back as it was, for that client to resolve. No cache, no schema checks.
+    pub(crate) relayed: Option<std::sync::Arc<serde_json::Map<String, serde_json::Value>>>,
 }
 
 /// A started call's cancel signal, carried in its options.

@@ -70,7 +70,14 @@ impl Shared {
             let modern = era.as_ref().and_then(|s| s.modern_meta.as_deref());
             let (message, shape) = match send.body {
                 Body::Params(params) => (
-                    self.encode_params(id, send.method, params, wants_progress, era.as_ref()),
+                    self.encode_params(
+                        id,
+                        send.method,
+                        params,
+                        wants_progress,
+                        era.as_ref(),
+                        options.and_then(|o| o.relayed.as_deref()),
+                    ),
                     None,
                 ),
                 Body::ToolCall {
@@ -135,7 +142,8 @@ impl Shared {
     }
 
     /// A request whose params the engine holds as a tree: the progress token and (modern era)
-    /// the per-request `_meta` are merged into whatever `_meta` the caller gave.
+    /// the per-request `_meta` are merged into whatever `_meta` the caller gave — a relayed
+    /// request's own entries instead of the connection's (see `CallOptions::relayed`).
     pub(super) fn encode_params(
         &self,
         id: u64,
@@ -143,6 +151,7 @@ impl Shared {
         mut params: Option<Value>,
         wants_progress: bool,
         era: Option<&EraState>,
+        relayed: Option<&Map<String, Value>>,
     ) -> Vec<u8> {
         if wants_progress {
             let mut p = match params.take() {
@@ -160,13 +169,35 @@ impl Shared {
             ..
         }) = era
         {
-            params = Some(era::stamp_modern_meta(
-                params,
-                version,
-                &self.options.modern_capabilities,
-                &self.options.client_info,
-            ));
-            if let Some(level) = &*self.host.log_level.read() {
+            if let Some(relayed) = relayed {
+                let mut p = match params.take() {
+                    Some(Value::Object(m)) => m,
+                    _ => Map::new(),
+                };
+                let meta = p.entry("_meta").or_insert_with(|| json!({}));
+                if !meta.is_object() {
+                    *meta = json!({});
+                }
+                if let Some(meta) = meta.as_object_mut() {
+                    for (key, value) in relayed {
+                        meta.insert(key.clone(), value.clone());
+                    }
+                    meta.insert(era::META_PROTOCOL_VERSION.into(), json!(version));
+                }
+                params = Some(Value::Object(p));
+            } else {
+                params = Some(era::stamp_modern_meta(
+                    params,
+                    version,
+                    &self.options.modern_capabilities,
+                    &self.options.client_info,
+                ));
+            }
+            if let Some(level) = relayed
+                .is_none()
+                .then(|| self.host.log_level.read().clone())
+                .flatten()
+            {
                 if let Some(meta) = params
                     .as_mut()
                     .and_then(|p| p.get_mut("_meta"))

@@ -126,7 +126,7 @@ impl Client {
                 }) as pending::Replay
             });
             let encode = |id, era: Option<&EraState>| {
-                shared.encode_params(id, method, params.clone(), false, era)
+                shared.encode_params(id, method, params.clone(), false, era, None)
             };
             return shared
                 .started

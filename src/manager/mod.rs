@@ -242,6 +242,17 @@ impl Manager {
             .collect()
     }
 
+    /// Whether `server` is connected in the 2026-07-28 era (a served client's request to it can
+    /// be relayed as it is, see `CallOptions::relayed`).
+    pub(crate) fn speaks_modern(&self, server: &str) -> bool {
+        self.inner.target(server).is_ok_and(|t| {
+            matches!(
+                t.client.era(),
+                Some(crate::protocol::era::Era::Modern { .. })
+            )
+        })
+    }
+
     /// The connected servers (in configuration order) whose capabilities include `capability`.
     pub(crate) fn servers_with(&self, capability: &str) -> Vec<String> {
         self.inner

@@ -218,7 +218,9 @@ impl State {
             }
             "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
                 let uri = text_param(&params, "uri", &call.method)?;
-                let server = self.resource_owner(&uri).await?;
+                let server = self
+                    .resource_owner(&uri, call.downstream.is_modern())
+                    .await?;
                 self.relay(&server, &call, params).await
             }
             "prompts/list" => self.prompts().await,
@@ -241,7 +243,8 @@ impl State {
                     }
                     Some("ref/resource") => {
                         let uri = text_param(&reference, "uri", "completion/complete ref")?;
-                        self.resource_owner(&uri).await?
+                        self.resource_owner(&uri, call.downstream.is_modern())
+                            .await?
                     }
                     _ => {
                         return Err(Error::invalid(
@@ -329,15 +332,25 @@ impl State {
         call: Call,
         params: Value,
     ) -> crate::error::Result<RawJson> {
-        if params.get("requestState").is_some() && call.downstream.is_modern() {
-            return self.resume(&call, &params).await;
-        }
         let name = text_param(&params, "name", "tools/call")?;
         let Some(tool) = self.tool_named(&name) else {
+            if self.parks(&call, &params, None) {
+                return self.resume(&call, &params).await;
+            }
             return Err(
                 Error::invalid(format!("unknown tool: {name}")).with_code(codes::INVALID_PARAMS)
             );
         };
+        if self.parks(&call, &params, Some(&tool.server)) {
+            return self.resume(&call, &params).await;
+        }
+        if let Some(meta) = self.passes_through(&call, &tool.server) {
+            let mut upstream = params;
+            upstream["name"] = json!(tool.tool);
+            return self
+                .pass_through(&call, &tool.server, upstream, meta)
+                .await;
+        }
         let arguments = match params.get("arguments") {
             None | Some(Value::Null) => None,
             Some(a) => Some(serde_json::value::to_raw_value(a).map_err(|e| {
@@ -377,8 +390,11 @@ impl State {
         call: &Call,
         params: Value,
     ) -> crate::error::Result<RawJson> {
-        if params.get("requestState").is_some() && call.downstream.is_modern() {
+        if self.parks(call, &params, Some(server)) {
             return self.resume(call, &params).await;
+        }
+        if let Some(meta) = self.passes_through(call, server) {
+            return self.pass_through(call, server, params, meta).await;
         }
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let manager = self.manager.share();
@@ -397,6 +413,90 @@ impl State {
             },
         )
         .await
+    }
+
+    /// Whether a 2026-07-28 client's retry names a request this gateway parked (its upstream
+    /// is legacy, or unknown): then its `requestState` is ours to resume. A 2026-07-28
+    /// upstream's own `requestState` goes back to it.
+    fn parks(&self, call: &Call, params: &Value, server: Option<&str>) -> bool {
+        let Some(state) = params.get("requestState") else {
+            return false;
+        };
+        call.downstream.is_modern()
+            && (state
+                .as_str()
+                .is_some_and(|s| self.parked.lock().contains_key(s))
+                || !server.is_some_and(|s| self.manager.speaks_modern(s)))
+    }
+
+    /// A 2026-07-28 client's request to a 2026-07-28 server is relayed as it is: the client's
+    /// own `_meta` entries (capabilities, client info, log level) — what the upstream may ask
+    /// of it, and whether it wants log messages — and the upstream's answer, input rounds and
+    /// tasks included, for the client to resolve. `None` when the eras differ.
+    fn passes_through(&self, call: &Call, server: &str) -> Option<Arc<Map<String, Value>>> {
+        if !call.downstream.is_modern() || !self.manager.speaks_modern(server) {
+            return None;
+        }
+        let mut meta = call
+            .params
+            .as_ref()
+            .and_then(|p| p.get("_meta"))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        meta.retain(|k, _| k.starts_with("io.modelcontextprotocol/"));
+        meta.remove(era::META_PROTOCOL_VERSION);
+        Some(Arc::new(meta))
+    }
+
+    /// Relays a request to a server of the client's era (see `passes_through`): its params
+    /// as the client sent them but for the `_meta` the connection writes (the progress token
+    /// is the connection's, its progress reaches the client under the client's own).
+    async fn pass_through(
+        self: &Arc<Self>,
+        call: &Call,
+        server: &str,
+        mut params: Value,
+        meta: Arc<Map<String, Value>>,
+    ) -> crate::error::Result<RawJson> {
+        if let Some(o) = params.as_object_mut() {
+            if let Some(m) = o.get_mut("_meta").and_then(Value::as_object_mut) {
+                m.retain(|k, _| !k.starts_with("io.modelcontextprotocol/") && k != "progressToken");
+                if m.is_empty() {
+                    o.remove("_meta");
+                }
+            }
+        }
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut options = CallOptions {
+            relayed: Some(meta),
+            own_cancel: Some(OwnCancel(call.cancel.clone())),
+            ..CallOptions::default()
+        };
+        let _progress = call.downstream.wants_progress().then(|| {
+            let tag = format!("mcplug-serve:{n}");
+            options.progress = true;
+            options.tag = Some(tag.clone());
+            Tracked::new(self.clone(), tag, call.downstream.clone())
+        });
+        // A 2026-07-28 server asks in its results; a request it sends anyway is refused.
+        let (questions, _) = mpsc::unbounded_channel();
+        let _call = Calling::new(
+            self,
+            n,
+            server,
+            Route::Input {
+                questions,
+                capabilities: json!({}),
+                may_ask: false,
+            },
+        );
+        let outcome = self
+            .manager
+            .request(server, &call.method, Some(params), &options)
+            .await;
+        self.deliver().await;
+        outcome
     }
 
     /// Runs a request on `server` for the client's `call`. What the upstream asks meanwhile
@@ -613,8 +713,10 @@ impl State {
     }
 
     /// The server a resource URI belongs to: the first that lists it, else the first whose
-    /// template it fits.
-    async fn resource_owner(&self, uri: &str) -> crate::error::Result<String> {
+    /// template it fits, else the only server with resources (a server may serve URIs it does
+    /// not list; its own answer says whether it has it). Else not found, as the client's era
+    /// says it: -32602 in 2026-07-28 (SEP-2164), -32002 before, `data.uri` in both.
+    async fn resource_owner(&self, uri: &str, modern: bool) -> crate::error::Result<String> {
         for (server, listed) in self.each_listing("resources/list", "resources").await {
             if listed.iter().any(|r| r["uri"] == uri) {
                 return Ok(server);
@@ -632,10 +734,20 @@ impl State {
                 return Ok(server);
             }
         }
-        Err(
-            Error::invalid(format!("no server has the resource {uri:?}"))
-                .with_code(codes::RESOURCE_NOT_FOUND),
+        if let [only] = self.manager.servers_with("resources").as_slice() {
+            return Ok(only.clone());
+        }
+        let mut e = Error::new(
+            ErrorKind::NotFound,
+            format!("no server has the resource {uri:?}"),
         )
+        .with_code(if modern {
+            codes::INVALID_PARAMS
+        } else {
+            codes::RESOURCE_NOT_FOUND
+        });
+        e.data = Some(json!({ "uri": uri }));
+        Err(e)
     }
 
     /// Every server's prompts, named as the client sees them.

@@ -259,6 +259,13 @@ impl ServerSession {
                 *current = ClientEra::Modern {
                     version: version.to_string(),
                 };
+                // Log messages only at the level the request asks for (none if it asks none).
+                let level = params
+                    .and_then(|p| p.get("_meta"))
+                    .and_then(|m| m.get(era::META_LOG_LEVEL))
+                    .and_then(Value::as_str)
+                    .filter(|l| LOG_LEVELS.contains(l));
+                *self.log_level.lock() = level.map(str::to_string);
             }
         }
     }

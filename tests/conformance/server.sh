@@ -3,14 +3,14 @@
 # own conformance server (tests/servers/conformance_server.py, on the Python SDK) directly over
 # Streamable HTTP, and through `mcplug serve --http --names unprefixed` fronting it over stdio.
 # Prints a table: scenario × (direct, gateway) for each revision's wire. A run passes when the
-# suite's checks.json has at least one SUCCESS and no FAILURE ("skip": it checked nothing).
+# suite's checks.json has at least one SUCCESS and no FAILURE ("skip": it checked nothing); a
+# gateway run also needs every check that succeeded directly to succeed ("worse": one did not).
 #
 # Usage: tests/conformance/server.sh [scenario ...]   (default: the scenarios listed below)
 # Environment: CONFORMANCE_SERVER_WIRES (default "2025-11-25 2026-07-28").
 # Needs tests/install-deps.sh (Node 22, the suite, .deps/venv) and target/release/mcplug.
 # A run fails when a scenario fails directly (the test server lacks it), or passes directly but
-# not through the gateway (unless known below). Still to come: the 2026-07-28 input-required,
-# stateless, caching and header scenarios, and the extensions (tasks, skills).
+# not through the gateway (unless known below).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
@@ -28,6 +28,14 @@ tools-call-mixed-content tools-call-error tools-call-with-progress resources-lis
 resources-read-binary resources-templates-read prompts-list prompts-get-simple prompts-get-with-args
 prompts-get-embedded-resource prompts-get-with-image completion-complete dns-rebinding-protection
 server-sse-multiple-streams"
+modern_only="server-stateless caching sep-2164-resource-not-found http-header-validation
+input-required-result-basic-elicitation input-required-result-basic-sampling
+input-required-result-basic-list-roots input-required-result-request-state
+input-required-result-multiple-input-requests input-required-result-multi-round
+input-required-result-missing-input-response input-required-result-non-tool-request
+input-required-result-result-type input-required-result-unsupported-methods
+input-required-result-tampered-state input-required-result-capability-check
+input-required-result-ignore-extra-params input-required-result-validate-input"
 legacy_only="server-initialize logging-set-level ping tools-call-with-logging tools-call-sampling
 tools-call-elicitation elicitation-sep1034-defaults elicitation-sep1330-enums resources-subscribe
 resources-unsubscribe"
@@ -57,6 +65,21 @@ print("FAIL" if "FAILURE" in statuses else "pass" if "SUCCESS" in statuses else 
 PY
 }
 
+# "pass" when every check that succeeded directly succeeded through the gateway, else "worse"
+# (the checks lost are listed on stderr).
+lost() {
+  "$python" - "$(find "$1" -name checks.json | head -1)" "$(find "$2" -name checks.json | head -1)" <<'PY'
+import json, sys
+direct = {c["id"]: c["status"] for c in json.load(open(sys.argv[1]))}
+gateway = {c["id"]: c for c in json.load(open(sys.argv[2]))}
+worse = [f"{i}: {gateway[i]['status'] if i in gateway else 'missing'} {(gateway.get(i) or {}).get('errorMessage') or ''}"
+         for i, st in direct.items() if st == "SUCCESS" and (gateway.get(i) or {}).get("status") != "SUCCESS"]
+for w in worse:
+    print(f"  lost through the gateway: {w[:300]}", file=sys.stderr)
+print("worse" if worse else "pass")
+PY
+}
+
 direct_port=$(free_port)
 "$python" "$server" --http "$direct_port" > "$work/direct-server.log" 2>&1 &
 direct_pid=$!
@@ -72,10 +95,13 @@ wait_port "$gateway_port" || { echo "mcplug serve did not listen" >&2; exit 1; }
 failed=0
 printf '%-34s %-11s %-8s %-8s\n' scenario wire direct gateway
 for wire in $wires; do
-  if [ $# -gt 0 ]; then list="$*"; elif [ "$wire" = 2025-11-25 ]; then list="$shared $legacy_only"; else list="$shared"; fi
+  if [ $# -gt 0 ]; then list="$*"; elif [ "$wire" = 2025-11-25 ]; then list="$shared $legacy_only"; else list="$shared $modern_only"; fi
   for scenario in $list; do
     d=$(verdict "http://127.0.0.1:$direct_port/mcp" "$scenario" "$wire" "$work/$wire/direct/$scenario")
     g=$(verdict "http://127.0.0.1:$gateway_port/mcp" "$scenario" "$wire" "$work/$wire/gateway/$scenario")
+    # Through the gateway nothing may be lost: a check that succeeds directly must succeed
+    # through it too (a WARNING there is a loss, "worse").
+    if [ "$d" = pass ] && [ "$g" = pass ]; then g=$(lost "$work/$wire/direct/$scenario" "$work/$wire/gateway/$scenario"); fi
     known=$(printf '%s\n' "$known_gateway" | grep -c "^$scenario@$wire " || true)
     if [ "$known" = 1 ] && [ "$g" != pass ]; then g="$g(known)"
     elif [ "$known" = 1 ]; then g="$g(STALE)"; failed=1

@@ -2,8 +2,9 @@
 """The server the conformance suite's server scenarios are run against (issue 33: directly, and
 through `mcplug serve --http --names unprefixed` fronting it over stdio), on the Python SDK
 (mcp 2.3, `MCPServer`). It has what the scenarios name (tests/conformance/server-scenarios.md §2):
-so far the tools, resources, prompts and completion of the scenarios both revisions share and of
-the 2025-11-25 ones (sampling, elicitation, logging, progress, subscriptions).
+the tools, resources, prompts and completion of the scenarios both revisions share, of the
+2025-11-25 ones (sampling, elicitation, logging, progress, subscriptions) and of the 2026-07-28
+ones (input rounds, missing capabilities, listen streams).
 
     .deps/venv/bin/python tests/servers/conformance_server.py            # stdio
     .deps/venv/bin/python tests/servers/conformance_server.py --http PORT
@@ -159,6 +160,179 @@ async def test_elicitation_sep1330_enums(ctx: Context) -> str:
                 {"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"},
                 {"const": "value3", "title": "Third Choice"}]}}}})
     return f"Elicitation completed: action={answer.action}, content={json.dumps(answer.content)}"
+
+
+# The 2026-07-28 scenarios (server-stateless, input-required-result-*): a tool asks for input by
+# returning an InputRequiredResult whose keys the suite answers by name; the SDK seals each
+# `requestState` (so a tampered one is refused) and reads `logLevel` from each request.
+def _answers(ctx: Context) -> dict[str, dict[str, Any]]:
+    """The client's answers of this round, as plain JSON, by key."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, answer in (ctx.input_responses or {}).items():
+        dumped = answer.model_dump(by_alias=True, exclude_none=True) if isinstance(answer, BaseModel) else answer
+        if isinstance(dumped, dict):
+            out[key] = dumped
+    return out
+
+
+def _elicit(message: str, field: str, kind: str = "string") -> dict[str, Any]:
+    return {"method": "elicitation/create", "params": {"message": message, "requestedSchema": {
+        "type": "object", "properties": {field: {"type": kind}}, "required": [field]}}}
+
+
+def _sample(text: str, max_tokens: int = 100) -> dict[str, Any]:
+    return {"method": "sampling/createMessage", "params": {
+        "messages": [{"role": "user", "content": {"type": "text", "text": text}}], "maxTokens": max_tokens}}
+
+
+ROOTS: dict[str, Any] = {"method": "roots/list", "params": {}}
+
+
+def _ask(requests: dict[str, dict[str, Any]], state: str | None = None) -> types.InputRequiredResult:
+    return types.InputRequiredResult.model_validate(
+        {"inputRequests": requests, **({"requestState": state} if state is not None else {})})
+
+
+def _said(answer: dict[str, Any] | None, field: str) -> Any:
+    return (answer or {}).get("content", {}).get(field) if (answer or {}).get("action") == "accept" else None
+
+
+def _sampled(answer: dict[str, Any] | None) -> str:
+    content = (answer or {}).get("content")
+    return content.get("text", "") if isinstance(content, dict) else ""
+
+
+@server.tool()
+def test_input_required_result_elicitation(ctx: Context) -> CallToolResult | types.InputRequiredResult:
+    """Asks the user's name (an InputRequiredResult round), then greets them."""
+    name = _said(_answers(ctx).get("user_name"), "name")
+    if name is None:
+        return _ask({"user_name": _elicit("What is your name?", "name")})
+    return result({"type": "text", "text": f"Hello, {name}!"})
+
+
+@server.tool()
+def test_input_required_result_sampling(ctx: Context) -> CallToolResult | types.InputRequiredResult:
+    """Asks the client's model a question, then answers with what it said."""
+    answer = _answers(ctx).get("capital_question")
+    if answer is None:
+        return _ask({"capital_question": _sample("What is the capital of France?")})
+    return result({"type": "text", "text": f"The model said: {_sampled(answer)}"})
+
+
+@server.tool()
+def test_input_required_result_list_roots(ctx: Context) -> CallToolResult | types.InputRequiredResult:
+    """Asks the client's roots, then names them."""
+    answer = _answers(ctx).get("client_roots")
+    if answer is None:
+        return _ask({"client_roots": ROOTS})
+    uris = [r.get("uri") for r in answer.get("roots", [])]
+    return result({"type": "text", "text": f"The client's roots: {', '.join(map(str, uris))}"})
+
+
+@server.tool()
+def test_input_required_result_request_state(ctx: Context) -> CallToolResult | types.InputRequiredResult:
+    """Asks for a confirmation, keeping state between the rounds."""
+    answer = _answers(ctx).get("confirm")
+    if answer is None or ctx.request_state is None:
+        return _ask({"confirm": _elicit("Please confirm", "ok", "boolean")}, "state-ok")
+    return result({"type": "text", "text": f"Confirmed with the state kept: {ctx.request_state}"})
+
+
+@server.tool()
+def test_input_required_result_multiple_inputs(ctx: Context) -> CallToolResult | types.InputRequiredResult:
+    """Asks three things at once: a name, a model's greeting and the roots."""
+    answers = _answers(ctx)
+    wanted = {"user_name": _elicit("What is your name?", "name"), "greeting": _sample("Say hello", 50),
+              "client_roots": ROOTS}
+    missing = {k: v for k, v in wanted.items() if k not in answers}
+    if missing:
+        return _ask(missing, "multiple")
+    return result({"type": "text", "text": f"Got {_said(answers['user_name'], 'name')}, "
+                   f"{_sampled(answers['greeting'])} and {len(answers['client_roots'].get('roots', []))} roots"})
+
+
+@server.tool()
+def test_input_required_result_multi_round(ctx: Context) -> CallToolResult | types.InputRequiredResult:
+    """Two rounds of questions, each with a state of its own."""
+    answers = _answers(ctx)
+    if ctx.request_state == "S2" and "step2" in answers:
+        return result({"type": "text", "text": f"Done: color {_said(answers['step2'], 'color')}"})
+    if ctx.request_state == "S1" and "step1" in answers:
+        return _ask({"step2": _elicit("Your favourite color?", "color")}, "S2")
+    return _ask({"step1": _elicit("What is your name?", "name")}, "S1")
+
+
+@server.tool()
+def test_input_required_result_tampered_state(ctx: Context) -> CallToolResult | types.InputRequiredResult:
+    """Keeps a state the SDK seals: one changed by the client is refused."""
+    if ctx.request_state is None:
+        return _ask({"confirm": _elicit("Please confirm", "ok", "boolean")}, "untampered")
+    return result({"type": "text", "text": f"state {ctx.request_state}"})
+
+
+@server.tool()
+def test_input_required_result_capabilities(ctx: Context) -> CallToolResult | types.InputRequiredResult:
+    """Asks only what the client declared it can answer (sampling, elicitation)."""
+    caps = ctx.client_capabilities
+    answers = _answers(ctx)
+    wanted: dict[str, dict[str, Any]] = {}
+    if caps is not None and caps.sampling is not None and "sample" not in answers:
+        wanted["sample"] = _sample("Say something")
+    if caps is not None and caps.elicitation is not None and "elicit" not in answers:
+        wanted["elicit"] = _elicit("What is your name?", "name")
+    if wanted:
+        return _ask(wanted)
+    return result({"type": "text", "text": f"answered: {sorted(answers)}"})
+
+
+@server.prompt(description="A prompt that asks the user for context first")
+def test_input_required_result_prompt(ctx: Context) -> list[dict[str, Any]] | types.InputRequiredResult:
+    said = _said(_answers(ctx).get("user_context"), "context")
+    if said is None:
+        return _ask({"user_context": _elicit("What context should the prompt use?", "context")})
+    return [{"role": "user", "content": {"type": "text", "text": f"With this context: {said}"}}]
+
+
+@server.tool()
+def test_missing_capability(prompt: str = "Hello", sampled: Annotated[types.CreateMessageResult, Resolve(ask_model)] = None) -> str:  # type: ignore[assignment]
+    """Needs sampling: a client without it gets -32021 naming the capability."""
+    return f"LLM response: {getattr(sampled.content, 'text', '')}"
+
+
+class Name(BaseModel):
+    name: str
+
+
+def ask_name() -> Elicit[Name]:
+    return Elicit("What is your name?", Name)
+
+
+@server.tool()
+def test_streaming_elicitation(who: Annotated[Name, Resolve(ask_name)]) -> str:
+    """Asks the user for a name: an InputRequiredResult, never a request on the stream."""
+    return f"Hello, {who.name}!"
+
+
+@server.tool()
+async def test_logging_tool(ctx: Context) -> str:
+    """Logs one message (sent only when the request asks for a log level)."""
+    await ctx.info("test_logging_tool ran")
+    return "logged"
+
+
+@server.tool()
+async def test_trigger_tool_change(ctx: Context) -> str:
+    """Tells the listening clients that the tools changed."""
+    await ctx.notify_tools_changed()
+    return "tools changed"
+
+
+@server.tool()
+async def test_trigger_prompt_change(ctx: Context) -> str:
+    """Tells the listening clients that the prompts changed."""
+    await ctx.notify_prompts_changed()
+    return "prompts changed"
 
 
 @server.resource("test://static-text", name="static-text", description="A static text resource", mime_type="text/plain")
