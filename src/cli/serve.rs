@@ -76,6 +76,8 @@ pub fn serve(ctx: &Ctx, args: &ServeArgs) -> Result<Exit, Error> {
             // Every upstream sends its log messages (a 2026-07-28 one only when each request
             // asks); each client gets those at the level it set.
             "log_level": "debug",
+            // A 2026-07-28 upstream's list changes and resource updates reach the clients.
+            "listen": true,
         })),
         max_output_chars: None,
         ..ManagerOptions::default()

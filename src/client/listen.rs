@@ -27,7 +27,7 @@ use super::event::Event;
 use super::options::CallOptions;
 use super::{options, with_limit, Shared};
 use crate::error::{Error, ErrorKind, Result};
-use crate::protocol::era::Era;
+use crate::protocol::era::{self, Era};
 use crate::protocol::{codes, RawJson};
 use crate::session::pending::Outcome;
 use options::ListenMode;
@@ -43,7 +43,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
 /// The `_meta` key that ties a notification to its `subscriptions/listen` request.
-pub(super) const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+pub(super) const SUBSCRIPTION_ID: &str = era::META_SUBSCRIPTION_ID;
 const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 /// The delay before a dropped stream is opened again; doubled after each failed attempt and
 /// after each stream that did not last `HEALTHY` (a server that acknowledges and hangs up at

@@ -13,6 +13,8 @@ pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// The log level a modern request asks for (2026-07-28: logging is per request).
 pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// The `_meta` key that ties a notification to its `subscriptions/listen` request (its id).
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 pub fn is_modern(version: &str) -> bool {
     MODERN_VERSIONS.contains(&version)

@@ -709,7 +709,16 @@ impl Wire {
             return Ok(());
         }
         let method = peek.method.as_deref().unwrap_or("");
-        let to = if method == "notifications/progress" {
+        // A `subscriptions/listen` stream's notification: on that request's response.
+        let subscription = peek
+            .params
+            .as_ref()
+            .and_then(|p| p.meta.as_ref())
+            .and_then(|m| m.get(era::META_SUBSCRIPTION_ID))
+            .map(|id| id_key(&id.to_string()));
+        let to = if let Some(id) = subscription {
+            posts.iter().find(|p| p.id == id)
+        } else if method == "notifications/progress" {
             let token = peek.progress_token();
             posts.iter().find(|p| p.token.is_some() && p.token == token)
         } else if method.ends_with("/list_changed") || method == "notifications/resources/updated" {

@@ -74,6 +74,8 @@ struct State {
     /// out before the answer).
     pushed: AtomicU64,
     routed: tokio::sync::watch::Sender<u64>,
+    /// The 2026-07-28 clients' `subscriptions/listen` streams.
+    listeners: Mutex<Vec<Listener>>,
     /// Ends the router.
     stop: Arc<CancelSignal>,
 }
@@ -93,6 +95,7 @@ impl PoolServer {
             next: AtomicU64::new(1),
             pushed: AtomicU64::new(0),
             routed: tokio::sync::watch::channel(0).0,
+            listeners: Mutex::new(Vec::new()),
             stop: CancelSignal::new(),
         });
         let (events, queued) = mpsc::unbounded_channel();
@@ -223,6 +226,9 @@ impl State {
                     .await?;
                 self.relay(&server, &call, params).await
             }
+            "subscriptions/listen" if call.downstream.is_modern() => {
+                self.listen(call, params).await
+            }
             "prompts/list" => self.prompts().await,
             "prompts/get" => {
                 let name = text_param(&params, "name", "prompts/get")?;
@@ -258,6 +264,113 @@ impl State {
                 Error::new(ErrorKind::NotFound, format!("method not found: {other}"))
                     .with_code(codes::METHOD_NOT_FOUND),
             ),
+        }
+    }
+
+    /// A 2026-07-28 client's `subscriptions/listen`: acknowledged with what will be sent (every
+    /// list change it asked for, and updates of the resources it names), then open until the
+    /// client goes away or the server stops; each notification on it names it
+    /// (`subscriptionId`, the request's id).
+    async fn listen(self: &Arc<Self>, call: Call, params: Value) -> crate::error::Result<RawJson> {
+        let asked = params
+            .get("notifications")
+            .and_then(Value::as_object)
+            .ok_or_else(|| {
+                Error::invalid(
+                    "subscriptions/listen needs `notifications`, an object of what to send",
+                )
+                .with_code(codes::INVALID_PARAMS)
+            })?;
+        let mut honored = Map::new();
+        for key in LIST_CHANGES.iter().map(|(key, _)| *key) {
+            if asked.get(key) == Some(&json!(true)) {
+                honored.insert(key.into(), json!(true));
+            }
+        }
+        let uris: Vec<String> = asked
+            .get("resourceSubscriptions")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if asked.contains_key("resourceSubscriptions") {
+            honored.insert("resourceSubscriptions".into(), json!(uris));
+        }
+        let tagged = json!({ era::META_SUBSCRIPTION_ID: call.id });
+        call.downstream
+            .notify(
+                "notifications/subscriptions/acknowledged",
+                Some(&json!({"notifications": honored, "_meta": tagged})),
+            )
+            .await?;
+        // The upstreams send the updates of the resources named (a subscription of the
+        // manager's, on whichever stream its era uses).
+        for uri in &uris {
+            if let Ok(server) = self.resource_owner(uri, true).await {
+                let manager = self.manager.share();
+                let uri = uri.clone();
+                crate::runtime::spawn(async move {
+                    let params = json!({ "uri": uri });
+                    if let Err(e) = manager
+                        .request(
+                            &server,
+                            "resources/subscribe",
+                            Some(params),
+                            &CallOptions::default(),
+                        )
+                        .await
+                    {
+                        tracing::debug!(target: "mcplug::server", "subscribing to {uri} on {server}: {}", e.message);
+                    }
+                });
+            }
+        }
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        self.listeners.lock().push(Listener {
+            n,
+            id: call.id.clone(),
+            downstream: call.downstream.clone(),
+            wants: honored,
+        });
+        let _open = Listening(self.clone(), n);
+        tokio::select! {
+            _ = call.cancel.fired() => {}
+            _ = self.stop.fired() => {}
+        }
+        Ok(RawJson::from_value(
+            &json!({"resultType": "complete", "_meta": tagged}),
+        ))
+    }
+
+    /// A notification to the listen streams that asked for it (`wants`: the filter's key for a
+    /// list change; `None`: a resource update, for the streams naming its URI).
+    async fn to_listeners(&self, method: &str, wants: Option<&str>, params: Option<&Value>) {
+        let uri = params.and_then(|p| p["uri"].as_str());
+        let streams: Vec<(Value, Downstream)> = self
+            .listeners
+            .lock()
+            .iter()
+            .filter(|l| match wants {
+                Some(key) => l.wants.get(key) == Some(&json!(true)),
+                None => l.wants["resourceSubscriptions"]
+                    .as_array()
+                    .is_some_and(|a| {
+                        a.iter()
+                            .any(|u| Some(u.as_str().unwrap_or_default()) == uri)
+                    }),
+            })
+            .map(|l| (l.id.clone(), l.downstream.clone()))
+            .collect();
+        for (id, downstream) in streams {
+            let mut p = params.cloned().unwrap_or_else(|| json!({}));
+            if let Some(o) = p.as_object_mut() {
+                o.insert("_meta".into(), json!({ era::META_SUBSCRIPTION_ID: id }));
+            }
+            let _ = downstream.notify(method, Some(&p)).await;
         }
     }
 
@@ -347,9 +460,7 @@ impl State {
         if let Some(meta) = self.passes_through(&call, &tool.server) {
             let mut upstream = params;
             upstream["name"] = json!(tool.tool);
-            return self
-                .pass_through(&call, &tool.server, upstream, meta)
-                .await;
+            return self.pass_through(&call, &tool.server, upstream, meta).await;
         }
         let arguments = match params.get("arguments") {
             None | Some(Value::Null) => None,
@@ -916,9 +1027,15 @@ impl State {
         }
     }
 
+    /// A notification to every legacy client, and to the listen streams that asked for it.
     async fn to_all(&self, method: &str, params: Option<Value>) {
         for s in self.live_sessions() {
             let _ = s.downstream().notify(method, params.as_ref()).await;
+        }
+        if let Some((key, _)) = LIST_CHANGES.iter().find(|(_, m)| *m == method) {
+            self.to_listeners(method, Some(key), params.as_ref()).await
+        } else if method == "notifications/resources/updated" {
+            self.to_listeners(method, None, params.as_ref()).await
         }
     }
 
@@ -1066,6 +1183,35 @@ struct Waiting {
     pending: Vec<(String, Question)>,
     asked: u64,
     cancel: Arc<CancelSignal>,
+}
+
+/// What a `subscriptions/listen` filter names, and the list change each key asks for.
+const LIST_CHANGES: &[(&str, &str)] = &[
+    ("toolsListChanged", "notifications/tools/list_changed"),
+    ("promptsListChanged", "notifications/prompts/list_changed"),
+    (
+        "resourcesListChanged",
+        "notifications/resources/list_changed",
+    ),
+];
+
+/// A 2026-07-28 client's open `subscriptions/listen` stream.
+struct Listener {
+    n: u64,
+    /// The listen request's id: its notifications' `subscriptionId`.
+    id: Value,
+    downstream: Downstream,
+    /// What was acknowledged.
+    wants: Map<String, Value>,
+}
+
+/// A listen stream's registration, removed with it.
+struct Listening(Arc<State>, u64);
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.0.listeners.lock().retain(|l| l.n != self.1);
+    }
 }
 
 /// A relayed request, known to the router while it runs (where its upstream's requests go).

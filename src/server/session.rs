@@ -51,6 +51,8 @@ pub(crate) struct Offer {
 
 /// One request of the client, as the handler gets it.
 pub(crate) struct Call {
+    /// The request's id, as the client wrote it.
+    pub(crate) id: Value,
     pub(crate) method: String,
     pub(crate) params: Option<Value>,
     /// Fired when the client cancels the request (or the session ends).
@@ -297,6 +299,7 @@ impl ServerSession {
             .and_then(|m| m.get("progressToken"))
             .cloned();
         let call = Call {
+            id: id.clone(),
             method,
             params,
             cancel: cancel.clone(),

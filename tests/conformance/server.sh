@@ -4,7 +4,8 @@
 # Streamable HTTP, and through `mcplug serve --http --names unprefixed` fronting it over stdio.
 # Prints a table: scenario × (direct, gateway) for each revision's wire. A run passes when the
 # suite's checks.json has at least one SUCCESS and no FAILURE ("skip": it checked nothing); a
-# gateway run also needs every check that succeeded directly to succeed ("worse": one did not).
+# gateway run also needs every check that succeeded directly to succeed, or be INFO (an optional
+# way not taken), through it ("worse": one did not).
 #
 # Usage: tests/conformance/server.sh [scenario ...]   (default: the scenarios listed below)
 # Environment: CONFORMANCE_SERVER_WIRES (default "2025-11-25 2026-07-28").
@@ -72,8 +73,9 @@ lost() {
 import json, sys
 direct = {c["id"]: c["status"] for c in json.load(open(sys.argv[1]))}
 gateway = {c["id"]: c for c in json.load(open(sys.argv[2]))}
+# INFO is the suite saying an optional way was not taken (JSON answers instead of SSE ones).
 worse = [f"{i}: {gateway[i]['status'] if i in gateway else 'missing'} {(gateway.get(i) or {}).get('errorMessage') or ''}"
-         for i, st in direct.items() if st == "SUCCESS" and (gateway.get(i) or {}).get("status") != "SUCCESS"]
+         for i, st in direct.items() if st == "SUCCESS" and (gateway.get(i) or {}).get("status") not in ("SUCCESS", "INFO")]
 for w in worse:
     print(f"  lost through the gateway: {w[:300]}", file=sys.stderr)
 print("worse" if worse else "pass")
