@@ -43,7 +43,7 @@ resources-unsubscribe"
 
 # Known gaps through the gateway, each `<scenario>@<wire> <reason>`; one that passes is stale
 # (the run fails: remove it).
-known_gateway="elicitation-sep1330-enums@2025-11-25 the test server asks this one with a legacy server-to-client request, which its 2026-07-28 session with the gateway has no channel for (no SDK resolver builds these enum schemas yet)"
+known_gateway=""
 
 free_port() { "$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }

@@ -144,22 +144,32 @@ def test_elicitation_sep1034_defaults(given: Annotated[Defaults, Resolve(ask_def
     return f"Elicitation completed: action=accept, content={given.model_dump_json()}"
 
 
+ENUMS_SCHEMA: dict[str, Any] = {
+    "type": "object", "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {"type": "string", "oneOf": [
+            {"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"},
+            {"const": "value3", "title": "Third Option"}]},
+        "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                       "enumNames": ["Option One", "Option Two", "Option Three"]},
+        "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+        "titledMulti": {"type": "array", "items": {"anyOf": [
+            {"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"},
+            {"const": "value3", "title": "Third Choice"}]}}}}
+
+
 @server.tool()
-async def test_elicitation_sep1330_enums(ctx: Context) -> str:
-    """Asks with each kind of enum (SEP-1330)."""
-    answer = await ctx.session.elicit(message="Please select options", requested_schema={
-        "type": "object", "properties": {
-            "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
-            "titledSingle": {"type": "string", "oneOf": [
-                {"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"},
-                {"const": "value3", "title": "Third Option"}]},
-            "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
-                           "enumNames": ["Option One", "Option Two", "Option Three"]},
-            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
-            "titledMulti": {"type": "array", "items": {"anyOf": [
-                {"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"},
-                {"const": "value3", "title": "Third Choice"}]}}}})
-    return f"Elicitation completed: action={answer.action}, content={json.dumps(answer.content)}"
+async def test_elicitation_sep1330_enums(ctx: Context) -> str | types.InputRequiredResult:
+    """Asks with each kind of enum (SEP-1330): a request of its own in the 2025-11-25 era, an
+    input round in the 2026-07-28 one (no SDK resolver builds these schemas)."""
+    if ctx.protocol_version == "2026-07-28":
+        answer = _answers(ctx).get("enums")
+        if answer is None:
+            return _ask({"enums": {"method": "elicitation/create", "params": {
+                "message": "Please select options", "requestedSchema": ENUMS_SCHEMA}}})
+        return f"Elicitation completed: action={answer.get('action')}, content={json.dumps(answer.get('content'))}"
+    said = await ctx.session.elicit(message="Please select options", requested_schema=ENUMS_SCHEMA)
+    return f"Elicitation completed: action={said.action}, content={json.dumps(said.content)}"
 
 
 # The 2026-07-28 scenarios (server-stateless, input-required-result-*): a tool asks for input by
