@@ -97,6 +97,30 @@ test('the TypeScript SDK client: tools, resources, prompts and completion throug
   }
 });
 
+test('the TypeScript SDK client: everything and mcp-server-time as one server', async () => {
+  const time = path.join(ROOT, '.deps', 'venv', 'bin', 'mcp-server-time');
+  if (!fs.existsSync(time)) throw new Error(`${time} is missing: bash tests/install-deps.sh`);
+  const client = await connect({ everything: everything(), time: { command: time, args: ['--local-timezone', 'UTC'] } });
+  try {
+    await within(30000, (async () => {
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      assert.ok(names.includes('mcp__time__convert_time') && names.includes('mcp__everything__echo'), names.join(', '));
+      const converted = await client.callTool({
+        name: 'mcp__time__convert_time',
+        arguments: { source_timezone: 'UTC', time: '12:00', target_timezone: 'Asia/Tokyo' },
+      });
+      assert.ok(!converted.isError, JSON.stringify(converted));
+      assert.match(JSON.parse(text(converted)).target.datetime, /T21:00:00/);
+      const wrong = await client.callTool({ name: 'mcp__time__get_current_time', arguments: { timezone: 'Nowhere/Atlantis' } });
+      assert.ok(wrong.isError, 'its tool error comes back as it wrote it');
+    })(), 'the calls through mcplug serve');
+  } catch (e) {
+    throw told(e, client);
+  } finally {
+    await client.close();
+  }
+});
+
 test('the TypeScript SDK client: progress, sampling and elicitation answered by the client', async () => {
   const client = await connect({ everything: everything() }, [], { sampling: {}, elicitation: {} });
   client.setRequestHandler(CreateMessageRequestSchema, async (request) => ({

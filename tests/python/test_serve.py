@@ -113,6 +113,37 @@ def test_the_pool_is_served_as_the_upstream_lists_and_answers(tmp_path: Path) ->
     _run(body())
 
 
+def _time() -> Dict[str, Any]:
+    """PyPI's mcp-server-time (tests/deps/requirements.txt), its local zone fixed."""
+    binary = VENV_PYTHON.parent / "mcp-server-time"
+    _require(binary, "bash tests/install-deps.sh")
+    return {"command": str(binary), "args": ["--local-timezone", "UTC"]}
+
+
+def test_two_real_servers_as_one_everything_and_mcp_server_time(tmp_path: Path) -> None:
+    async def body() -> None:
+        servers = {"everything": _everything(), "time": _time()}
+        async with stdio_client(_params(tmp_path, servers)) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                tools = {t.name for t in (await s.list_tools()).tools}
+                assert {"mcp__time__get_current_time", "mcp__time__convert_time", "mcp__everything__echo"} <= tools
+                now = await s.call_tool("mcp__time__get_current_time", {"timezone": "Europe/Paris"})
+                assert not now.is_error, now
+                assert json.loads(_texts(now))["timezone"] == "Europe/Paris"
+                converted = await s.call_tool("mcp__time__convert_time", {
+                    "source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"})
+                assert json.loads(_texts(converted))["target"]["datetime"].startswith(
+                    json.loads(_texts(converted))["source"]["datetime"][:10]), converted
+                assert "T21:00:00" in _texts(converted), _texts(converted)
+                # Its errors come back as it wrote them: a tool error, not a protocol one.
+                wrong = await s.call_tool("mcp__time__get_current_time", {"timezone": "Nowhere/Atlantis"})
+                assert wrong.is_error and "Atlantis" in _texts(wrong), wrong
+                assert _texts(await s.call_tool("mcp__everything__echo", {"message": "both"})) == "Echo: both"
+
+    _run(body())
+
+
 def test_progress_reaches_the_client_under_its_own_token_before_the_result(tmp_path: Path) -> None:
     async def body() -> None:
         async with stdio_client(_params(tmp_path, {"everything": _everything()})) as (r, w):
