@@ -25,8 +25,9 @@ pub struct ServeArgs {
     /// Only the servers of the `--mcp-config` files, none of the configured ones.
     #[arg(long = "strict-mcp-config")]
     pub strict_mcp_config: bool,
-    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (ADDR like 127.0.0.1:8808;
-    /// port 0 picks one). The URL is printed on a line of its own.
+    /// Serve Streamable HTTP at http://ADDR/mcp (and HTTP+SSE at /sse, for old clients)
+    /// instead of stdio (ADDR like 127.0.0.1:8808; port 0 picks one). The URL is printed on a
+    /// line of its own.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
 }

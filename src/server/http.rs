@@ -10,6 +10,11 @@
 //!   POST is a session of its own that ends with its answer, and closing the response cancels
 //!   the request. The `MCP-Protocol-Version` and `Mcp-Method` headers must agree with the body.
 //!
+//! - **HTTP+SSE** (2024-11-05's transport, for old clients): a GET of `/sse` opens a session
+//!   and its stream, whose first event (`endpoint`) names where to POST (`/messages?sessionId=…`);
+//!   every message of the session, answers included, goes on that stream, and each POST is
+//!   answered 202. The session ends with its stream.
+//!
 //! Every request is checked against DNS rebinding first: a `Host` that is not the address the
 //! server listens on (or, on loopback, `localhost`) and an `Origin` that is not a loopback origin
 //! get 403. Answers to what is not MCP use the status the spec asks (406, 415, 400, 404, 405).
@@ -44,6 +49,10 @@ const MAX_BODY: usize = 16 << 20;
 /// The path of the endpoint.
 pub(crate) const PATH: &str = "/mcp";
 
+/// The legacy HTTP+SSE transport's stream, and where its clients POST.
+pub(crate) const SSE_PATH: &str = "/sse";
+const MESSAGES_PATH: &str = "/messages";
+
 /// A code of the 2026-07-28 era: a header disagrees with the body.
 const HEADER_MISMATCH: i64 = -32020;
 
@@ -71,6 +80,8 @@ struct Http {
     ask_timeout: Duration,
     /// The legacy sessions, by their `Mcp-Session-Id`.
     sessions: Mutex<HashMap<String, Legacy>>,
+    /// The HTTP+SSE sessions, by their `sessionId`.
+    sse_sessions: Mutex<HashMap<String, Legacy>>,
     /// The `Host` values (without port) a request may name.
     hosts: Vec<String>,
     loopback: bool,
@@ -123,6 +134,7 @@ pub(crate) fn listen(
         opened,
         ask_timeout,
         sessions: Mutex::new(HashMap::new()),
+        sse_sessions: Mutex::new(HashMap::new()),
         hosts,
         loopback,
         stop: CancelSignal::new(),
@@ -146,13 +158,14 @@ impl HttpServing {
     /// Stops listening and ends every session.
     pub(crate) async fn close(&self) {
         self.shared.stop.fire();
-        let sessions: Vec<Legacy> = self
+        let mut sessions: Vec<Legacy> = self
             .shared
             .sessions
             .lock()
             .drain()
             .map(|(_, s)| s)
             .collect();
+        sessions.extend(self.shared.sse_sessions.lock().drain().map(|(_, s)| s));
         for s in sessions {
             s.session.close().await;
         }
@@ -206,8 +219,22 @@ impl Http {
         if let Some(refused) = self.rebinding(req.headers()) {
             return refused;
         }
-        if req.uri().path() != PATH {
-            return status_only(StatusCode::NOT_FOUND);
+        match (req.uri().path(), req.method()) {
+            (PATH, _) => {}
+            (SSE_PATH, &Method::GET) => return self.open_sse(req.headers()),
+            (MESSAGES_PATH, &Method::POST) => return self.post_message(req).await,
+            (SSE_PATH, _) | (MESSAGES_PATH, _) => {
+                let allowed = if req.uri().path() == SSE_PATH {
+                    "GET"
+                } else {
+                    "POST"
+                };
+                let mut r = status_only(StatusCode::METHOD_NOT_ALLOWED);
+                r.headers_mut()
+                    .insert("allow", HeaderValue::from_static(allowed));
+                return r;
+            }
+            _ => return status_only(StatusCode::NOT_FOUND),
         }
         match *req.method() {
             Method::POST => self.post(req).await,
@@ -529,6 +556,110 @@ impl Http {
         sse(rx, None)
     }
 
+    /// HTTP+SSE: a new session, its stream the response; the first event says where to POST.
+    fn open_sse(self: &Arc<Self>, headers: &HeaderMap) -> Response<Body> {
+        if !accepts(header(headers, "accept"), "text/event-stream") {
+            return error_status(
+                StatusCode::NOT_ACCEPTABLE,
+                None,
+                -32000,
+                "Not Acceptable: Client must accept text/event-stream",
+            );
+        }
+        let wire = Wire::single_stream();
+        let (tx, rx) = mpsc::unbounded_channel();
+        *wire.get.lock() = Some(tx);
+        let transport = wire.clone();
+        let session = ServerSession::new(None, self.handler.clone(), self.ask_timeout, move |_| {
+            transport as Arc<dyn Transport>
+        });
+        let id = crate::auth::jws::random_b64url(24);
+        (self.opened)(&session);
+        self.sse_sessions.lock().insert(
+            id.clone(),
+            Legacy {
+                session: session.clone(),
+                wire,
+            },
+        );
+        let endpoint = Bytes::from(format!(
+            "event: endpoint\ndata: {MESSAGES_PATH}?sessionId={id}\n\n"
+        ));
+        let gone = SseGone {
+            http: Arc::downgrade(self),
+            id,
+            session,
+        };
+        let stream = futures_util::stream::unfold(
+            (rx, Some(endpoint), gone),
+            |(mut rx, first, gone)| async move {
+                if let Some(b) = first {
+                    return Some((Ok(Frame::data(b)), (rx, None, gone)));
+                }
+                let b = match rx.recv().await? {
+                    Out::Event(b) | Out::Final(b) => b,
+                };
+                Some((Ok(Frame::data(event(&b))), (rx, None, gone)))
+            },
+        );
+        sse_response(stream)
+    }
+
+    /// HTTP+SSE: a message of a session's client; what it causes goes on the session's
+    /// stream.
+    async fn post_message(self: &Arc<Self>, req: Request<Incoming>) -> Response<Body> {
+        let id = req
+            .uri()
+            .query()
+            .unwrap_or("")
+            .split('&')
+            .find_map(|kv| kv.strip_prefix("sessionId="))
+            .unwrap_or("")
+            .to_string();
+        let Some(legacy) = self.sse_sessions.lock().get(&id).cloned() else {
+            return error_status(
+                StatusCode::NOT_FOUND,
+                None,
+                -32001,
+                "Session not found: open one with a GET of /sse",
+            );
+        };
+        let content_type = header(req.headers(), "content-type");
+        if !content_type
+            .split(';')
+            .next()
+            .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+        {
+            return error_status(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                None,
+                -32000,
+                "Unsupported Media Type: Content-Type must be application/json",
+            );
+        }
+        let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(e) => {
+                return error_status(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    codes::PARSE_ERROR,
+                    &format!("the body could not be read: {e}"),
+                )
+            }
+        };
+        if let Err(e) = serde_json::from_slice::<Peek>(&body) {
+            return error_status(
+                StatusCode::BAD_REQUEST,
+                None,
+                codes::PARSE_ERROR,
+                &format!("Parse error: {e}"),
+            );
+        }
+        legacy.session.clone().message(&body);
+        status_only(StatusCode::ACCEPTED)
+    }
+
     async fn delete(&self, headers: &HeaderMap) -> Response<Body> {
         let legacy = match self.session_of(headers, None) {
             Ok(l) => l,
@@ -617,6 +748,17 @@ fn sse(
             }
         },
     );
+    sse_response(stream)
+}
+
+/// A `text/event-stream` response of `stream`'s frames.
+fn sse_response<S>(stream: S) -> Response<Body>
+where
+    S: futures_util::Stream<Item = std::result::Result<Frame<Bytes>, Infallible>>
+        + Send
+        + Sync
+        + 'static,
+{
     let mut r = Response::new(StreamBody::new(stream).boxed());
     let h = r.headers_mut();
     h.insert(
@@ -629,6 +771,23 @@ fn sse(
     );
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     r
+}
+
+/// An HTTP+SSE session's end, with its stream (the client went away, or the server closed).
+struct SseGone {
+    http: Weak<Http>,
+    id: String,
+    session: Arc<ServerSession>,
+}
+
+impl Drop for SseGone {
+    fn drop(&mut self) {
+        if let Some(http) = self.http.upgrade() {
+            http.sse_sessions.lock().remove(&self.id);
+        }
+        let session = self.session.clone();
+        crate::runtime::spawn(async move { session.close().await });
+    }
 }
 
 fn event(message: &[u8]) -> Bytes {
@@ -670,6 +829,8 @@ struct Post {
 /// The transport of one session over HTTP: each message the session sends goes to the response
 /// stream it concerns.
 struct Wire {
+    /// HTTP+SSE: every message goes on the one stream (`get`).
+    single: bool,
     posts: Mutex<Vec<Post>>,
     /// The GET stream (legacy), for what concerns no request.
     get: Mutex<Option<mpsc::UnboundedSender<Out>>>,
@@ -679,6 +840,16 @@ struct Wire {
 impl Wire {
     fn new() -> Arc<Wire> {
         Arc::new(Wire {
+            single: false,
+            posts: Mutex::new(Vec::new()),
+            get: Mutex::new(None),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    fn single_stream() -> Arc<Wire> {
+        Arc::new(Wire {
+            single: true,
             posts: Mutex::new(Vec::new()),
             get: Mutex::new(None),
             closed: AtomicBool::new(false),
@@ -697,6 +868,15 @@ impl Wire {
         let peek: Peek = serde_json::from_slice(&message)
             .map_err(|e| Error::protocol(format!("an outgoing message is not JSON-RPC: {e}")))?;
         let bytes = Bytes::from(message);
+        if self.single {
+            return match self.get.lock().as_ref().filter(|g| !g.is_closed()) {
+                Some(g) => {
+                    let _ = g.send(Out::Event(bytes));
+                    Ok(())
+                }
+                None => Err(Error::closed("the client's stream has ended")),
+            };
+        }
         let mut posts = self.posts.lock();
         posts.retain(|p| !p.tx.is_closed());
         if peek.method.is_none() {

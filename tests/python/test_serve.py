@@ -425,6 +425,41 @@ def test_the_python_sdk_client_over_streamable_http(tmp_path: Path) -> None:
         _run(body(url))
 
 
+def test_an_old_client_over_http_sse_at_sse(tmp_path: Path) -> None:
+    """The 2024-11-05 transport (GET /sse, POST /messages): the Python SDK's sse_client gets the
+    same pool, progress, sampling and elicitation; the session ends with its stream."""
+    from mcp.client.sse import sse_client
+
+    async def body(url: str) -> None:
+        async with sse_client(url.removesuffix("/mcp") + "/sse") as streams:
+            async with ClientSession(streams[0], streams[1], sampling_callback=_sampled, elicitation_callback=_elicited) as s:
+                init = await s.initialize()
+                assert init.server_info.name == "mcplug"
+                assert _texts(await s.call_tool("mcp__everything__echo", {"message": "over sse"})) == "Echo: over sse"
+                seen: List[float] = []
+
+                async def progress(value: float, total: Optional[float], message: Optional[str]) -> None:
+                    seen.append(value)
+
+                long = await s.call_tool(
+                    "mcp__everything__trigger-long-running-operation", {"duration": 1, "steps": 3},
+                    progress_callback=progress,
+                )
+                assert "completed" in _texts(long) and seen[:2] == [1, 2], seen
+                assert "sampled: " in _texts(await s.call_tool("mcp__everything__trigger-sampling-request", {"prompt": "old"}))
+                assert "Ada" in _texts(await s.call_tool("mcp__everything__trigger-elicitation-request", {}))
+                prompts = (await s.list_prompts()).prompts
+                assert any(p.name == "mcp__everything__simple-prompt" for p in prompts)
+
+    with _served_http(tmp_path, {"everything": _everything()}) as url:
+        _run(body(url))
+        # A POST to no session, or to the stream's path, is refused as the transport says.
+        status, _, text = _post(url.removesuffix("/mcp") + "/messages?sessionId=nope", _INIT)
+        assert status == 404 and "Session not found" in text, (status, text)
+        status, headers, _ = _post(url.removesuffix("/mcp") + "/sse", _INIT)
+        assert status == 405 and headers.get("allow", headers.get("Allow")) == "GET"
+
+
 def test_a_2026_client_reaches_a_legacy_server_sampling_and_elicitation_included(tmp_path: Path) -> None:
     """The era bridge the other way: mcplug's own client speaks 2026-07-28 to the gateway, whose
     upstream (server-everything) speaks only the legacy era; what the upstream asks through its
