@@ -242,6 +242,26 @@ impl Manager {
             .collect()
     }
 
+    /// The connected servers (in configuration order) whose capabilities declare `path`
+    /// (`["extensions", "io.modelcontextprotocol/tasks"]`).
+    pub(crate) fn servers_declaring(&self, path: &[&str]) -> Vec<String> {
+        self.inner
+            .servers
+            .lock()
+            .iter()
+            .filter(|s| {
+                let st = s.st.lock();
+                st.state == State::Connected
+                    && st
+                        .info
+                        .as_ref()
+                        .and_then(|i| i.get("capabilities"))
+                        .is_some_and(|c| crate::protocol::declares(c, path))
+            })
+            .map(|s| s.name.clone())
+            .collect()
+    }
+
     /// Whether `server` is connected in the 2026-07-28 era (a served client's request to it can
     /// be relayed as it is, see `CallOptions::relayed`).
     pub(crate) fn speaks_modern(&self, server: &str) -> bool {

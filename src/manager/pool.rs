@@ -272,6 +272,11 @@ impl PoolTool {
         &self.listed[self.index]
     }
 
+    /// Where its server listed it (0 first).
+    pub fn listed_at(&self) -> usize {
+        self.index
+    }
+
     /// The description the host is handed (cleaned and capped).
     pub fn description(&self) -> Cow<'_, str> {
         match &self.description {

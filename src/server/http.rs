@@ -955,6 +955,8 @@ struct PeekParams {
     meta: Option<HashMap<String, Value>>,
     name: Option<String>,
     uri: Option<String>,
+    #[serde(rename = "taskId")]
+    task_id: Option<String>,
     #[serde(rename = "requestId", default, deserialize_with = "raw_text")]
     request_id: Option<String>,
     #[serde(rename = "progressToken", default, deserialize_with = "raw_text")]
@@ -994,6 +996,8 @@ impl Peek {
         match self.method.as_deref()? {
             "tools/call" | "prompts/get" => p.name.as_deref(),
             "resources/read" => p.uri.as_deref(),
+            // The tasks extension (SEP-2663) names the task.
+            "tasks/get" | "tasks/update" | "tasks/cancel" => p.task_id.as_deref(),
             _ => None,
         }
     }

@@ -76,6 +76,9 @@ struct State {
     routed: tokio::sync::watch::Sender<u64>,
     /// The 2026-07-28 clients' `subscriptions/listen` streams.
     listeners: Mutex<Vec<Listener>>,
+    /// The tasks upstreams created for clients, and which upstream has each (the latest
+    /// `MAX_TASKS_KNOWN`).
+    tasks: Mutex<std::collections::VecDeque<(String, String)>>,
     /// Ends the router.
     stop: Arc<CancelSignal>,
 }
@@ -96,6 +99,7 @@ impl PoolServer {
             pushed: AtomicU64::new(0),
             routed: tokio::sync::watch::channel(0).0,
             listeners: Mutex::new(Vec::new()),
+            tasks: Mutex::new(std::collections::VecDeque::new()),
             stop: CancelSignal::new(),
         });
         let (events, queued) = mpsc::unbounded_channel();
@@ -152,14 +156,24 @@ impl Drop for PoolServer {
 impl Handler for Relay {
     fn offer(&self) -> Offer {
         let instructions = self.0.manager.instructions();
+        let mut capabilities = json!({
+            "tools": {"listChanged": true},
+            "resources": {"listChanged": true, "subscribe": true},
+            "prompts": {"listChanged": true},
+            "completions": {},
+            "logging": {},
+        });
+        // The extensions relayed, when an upstream has them.
+        if !self
+            .0
+            .manager
+            .servers_declaring(&["extensions", TASKS_EXTENSION])
+            .is_empty()
+        {
+            capabilities["extensions"] = json!({ TASKS_EXTENSION: {} });
+        }
         Offer {
-            capabilities: json!({
-                "tools": {"listChanged": true},
-                "resources": {"listChanged": true, "subscribe": true},
-                "prompts": {"listChanged": true},
-                "completions": {},
-                "logging": {},
-            }),
+            capabilities,
             server_info: json!({"name": "mcplug", "version": env!("CARGO_PKG_VERSION")}),
             instructions: (!instructions.is_empty()).then(|| {
                 instructions
@@ -224,6 +238,11 @@ impl State {
                 let server = self
                     .resource_owner(&uri, call.downstream.is_modern())
                     .await?;
+                self.relay(&server, &call, params).await
+            }
+            "tasks/get" | "tasks/update" | "tasks/cancel" if call.downstream.is_modern() => {
+                let task = text_param(&params, "taskId", &call.method)?;
+                let server = self.task_owner(&task)?;
                 self.relay(&server, &call, params).await
             }
             "subscriptions/listen" if call.downstream.is_modern() => {
@@ -404,21 +423,21 @@ impl State {
         }
     }
 
-    /// The tools as served, with their names (the first of a name wins when unprefixed; the
-    /// others are logged when `report`).
+    /// The tools as served, with their names, in the order their servers listed them (servers
+    /// in configuration order); the first of a name wins when unprefixed (the others are logged
+    /// when `report`).
     fn served_tools(&self, report: bool) -> Vec<(String, Arc<pool::PoolTool>)> {
         let pool = self.manager.pool();
+        let order = self.manager.server_names();
+        let rank = |s: &str| order.iter().position(|n| n == s).unwrap_or(usize::MAX);
+        let mut tools: Vec<&Arc<pool::PoolTool>> = pool.tools.iter().collect();
+        tools.sort_by_key(|t| (rank(&t.server), t.listed_at()));
         match self.names {
-            Names::Prefixed => pool
-                .tools
-                .iter()
+            Names::Prefixed => tools
+                .into_iter()
                 .map(|t| (t.name.clone(), t.clone()))
                 .collect(),
             Names::Unprefixed => {
-                let order = self.manager.server_names();
-                let rank = |s: &str| order.iter().position(|n| n == s).unwrap_or(usize::MAX);
-                let mut tools: Vec<&Arc<pool::PoolTool>> = pool.tools.iter().collect();
-                tools.sort_by_key(|t| rank(&t.server));
                 let mut seen: HashMap<&str, &str> = HashMap::new();
                 let mut out = Vec::with_capacity(tools.len());
                 for t in tools {
@@ -607,7 +626,49 @@ impl State {
             .request(server, &call.method, Some(params), &options)
             .await;
         self.deliver().await;
+        if let Ok(raw) = &outcome {
+            if call.method == "tools/call"
+                && era::result_type(raw.as_str()).as_deref() == Some("task")
+            {
+                self.task_created(raw, server);
+            }
+        }
         outcome
+    }
+
+    /// A task an upstream created for a client: its `tasks/*` requests go to that upstream.
+    fn task_created(&self, raw: &RawJson, server: &str) {
+        #[derive(serde::Deserialize)]
+        struct Created {
+            #[serde(rename = "taskId")]
+            task_id: String,
+        }
+        if let Ok(created) = serde_json::from_str::<Created>(raw.as_str()) {
+            let mut tasks = self.tasks.lock();
+            if tasks.len() >= MAX_TASKS_KNOWN {
+                tasks.pop_front();
+            }
+            tasks.push_back((created.task_id, server.to_string()));
+        }
+    }
+
+    /// The upstream a task belongs to: the one that created it, else the only one with the
+    /// tasks extension (whose answer says whether it knows it).
+    fn task_owner(&self, task: &str) -> crate::error::Result<String> {
+        if let Some((_, server)) = self.tasks.lock().iter().rev().find(|(t, _)| t == task) {
+            return Ok(server.clone());
+        }
+        if let [only] = self
+            .manager
+            .servers_declaring(&["extensions", TASKS_EXTENSION])
+            .as_slice()
+        {
+            return Ok(only.clone());
+        }
+        let mut e =
+            Error::invalid(format!("unknown taskId {task:?}")).with_code(codes::INVALID_PARAMS);
+        e.data = Some(json!({ "taskId": task }));
+        Err(e)
     }
 
     /// Runs a request on `server` for the client's `call`. What the upstream asks meanwhile
@@ -1184,6 +1245,12 @@ struct Waiting {
     asked: u64,
     cancel: Arc<CancelSignal>,
 }
+
+/// The tasks extension (SEP-2663): relayed between 2026-07-28 ends.
+const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// How many tasks' upstreams the gateway remembers.
+const MAX_TASKS_KNOWN: usize = 4096;
 
 /// What a `subscriptions/listen` filter names, and the list change each key asks for.
 const LIST_CHANGES: &[(&str, &str)] = &[

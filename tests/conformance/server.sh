@@ -8,7 +8,8 @@
 # way not taken), through it ("worse": one did not).
 #
 # Usage: tests/conformance/server.sh [scenario ...]   (default: the scenarios listed below)
-# Environment: CONFORMANCE_SERVER_WIRES (default "2025-11-25 2026-07-28").
+# Environment: CONFORMANCE_SERVER_WIRES (default "2025-11-25 2026-07-28 extensions": the two revisions'
+# wires, and the extensions' scenarios at theirs).
 # Needs tests/install-deps.sh (Node 22, the suite, .deps/venv) and target/release/mcplug.
 # A run fails when a scenario fails directly (the test server lacks it), or passes directly but
 # not through the gateway (unless known below).
@@ -21,7 +22,7 @@ python=$root/.deps/venv/bin/python
 server=$root/tests/servers/conformance_server.py
 mcplug=$root/target/release/mcplug
 work=$root/target/conformance-server
-wires=${CONFORMANCE_SERVER_WIRES:-"2025-11-25 2026-07-28"}
+wires=${CONFORMANCE_SERVER_WIRES:-"2025-11-25 2026-07-28 extensions"}
 rm -rf "$work" && mkdir -p "$work"
 
 shared="tools-list tools-call-simple-text tools-call-image tools-call-audio tools-call-embedded-resource
@@ -37,6 +38,11 @@ input-required-result-missing-input-response input-required-result-non-tool-requ
 input-required-result-result-type input-required-result-unsupported-methods
 input-required-result-tampered-state input-required-result-capability-check
 input-required-result-ignore-extra-params input-required-result-validate-input"
+# The tasks extension (io.modelcontextprotocol/tasks, SEP-2663; scored by neither revision).
+# tasks-status-notifications is the suite's placeholder: it checks nothing yet.
+extensions="tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal
+tasks-mrtr-input tasks-request-headers tasks-dispatch-and-envelope tasks-required-task-error
+tasks-mrtr-composition"
 legacy_only="server-initialize logging-set-level ping tools-call-with-logging tools-call-sampling
 tools-call-elicitation elicitation-sep1034-defaults elicitation-sep1330-enums resources-subscribe
 resources-unsubscribe"
@@ -51,6 +57,7 @@ wait_port() { for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/n
 # One scenario against a URL; prints pass, FAIL or skip.
 verdict() {
   local url=$1 scenario=$2 wire=$3 out=$4 extra=()
+  # The extensions' scenarios run at their own wire (2026-07-28), named by no --spec-version.
   [ "$wire" = 2026-07-28 ] && extra=(--spec-version 2026-07-28)
   mkdir -p "$out"
   PATH="$(dirname "$node22"):$PATH" timeout 90 "$node22" "$suite" server --url "$url" --scenario "$scenario" \
@@ -97,7 +104,7 @@ wait_port "$gateway_port" || { echo "mcplug serve did not listen" >&2; exit 1; }
 failed=0
 printf '%-34s %-11s %-8s %-8s\n' scenario wire direct gateway
 for wire in $wires; do
-  if [ $# -gt 0 ]; then list="$*"; elif [ "$wire" = 2025-11-25 ]; then list="$shared $legacy_only"; else list="$shared $modern_only"; fi
+  if [ $# -gt 0 ]; then list="$*"; elif [ "$wire" = 2025-11-25 ]; then list="$shared $legacy_only"; elif [ "$wire" = extensions ]; then list="$extensions"; else list="$shared $modern_only"; fi
   for scenario in $list; do
     d=$(verdict "http://127.0.0.1:$direct_port/mcp" "$scenario" "$wire" "$work/$wire/direct/$scenario")
     g=$(verdict "http://127.0.0.1:$gateway_port/mcp" "$scenario" "$wire" "$work/$wire/gateway/$scenario")

@@ -11,12 +11,21 @@ ones (input rounds, missing capabilities, listen streams).
 """
 import asyncio
 import base64
+import datetime
 import json
 import sys
+import uuid
 import warnings
+from collections.abc import Sequence
+from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
+from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve, Sample
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared import inbound as _inbound
+from mcp.shared.exceptions import MCPError
+from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY
 from pydantic import BaseModel
 from mcp import types
 from mcp.types import CallToolResult
@@ -24,13 +33,201 @@ from mcp.types import CallToolResult
 # Logging is deprecated in 2026-07-28 but the 2025-11-25 scenarios use it.
 warnings.simplefilter("ignore")
 
-server = MCPServer("mcplug-conformance-server", instructions="The conformance suite's server scenarios.")
+# --- The tasks extension (io.modelcontextprotocol/tasks, SEP-2663): the suite's tasks-* scenarios.
+# A task-supporting tool called by a client that declares the extension becomes a task: its work
+# runs on, `tasks/get` shows it (its result inlined once completed), `tasks/update` answers what it
+# asks (`input_required`), `tasks/cancel` stops it. Without the extension it runs as a plain call,
+# or is refused with -32021 when it needs a task.
+TASKS = "io.modelcontextprotocol/tasks"
+TASK_TTL_MS = 300_000
 
-# A 1x1 red PNG, and a short WAV header with no samples.
-PNG = base64.b64encode(bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de0000000c4944415408d763f8cfc0000003010100c9fe92ef0000000049454e44ae426082"
-)).decode()
-WAV = base64.b64encode(b"RIFF$\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x40\x1f\x00\x00\x80\x3e\x00\x00\x02\x00\x10\x00data\x00\x00\x00\x00").decode()
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _declares_tasks(ctx: Any) -> bool:
+    """Whether the request's client declared the extension (in its `_meta`, else its session)."""
+    meta = (ctx.params or {}).get("_meta") or {}
+    caps = meta.get("io.modelcontextprotocol/clientCapabilities")
+    if isinstance(caps, dict):
+        return TASKS in (caps.get("extensions") or {})
+    declared = getattr(ctx.session, "client_capabilities", None)
+    return TASKS in (getattr(declared, "extensions", None) or {})
+
+
+def _needs_tasks() -> MCPError:
+    return MCPError(MISSING_REQUIRED_CLIENT_CAPABILITY, "This needs the io.modelcontextprotocol/tasks extension",
+                    {"requiredCapabilities": {"extensions": {TASKS: {}}}})
+
+
+class Task:
+    """One task: its state, what it asks, and the work that runs it."""
+
+    def __init__(self) -> None:
+        self.id = uuid.uuid4().hex
+        self.status = "working"
+        self.created = self.updated = _now()
+        self.result: dict[str, Any] | None = None
+        self.error: dict[str, Any] | None = None
+        self.asked: dict[str, Any] = {}
+        self.answers: dict[str, Any] = {}
+        self.answered = asyncio.Event()
+        self.runner: asyncio.Task[None] | None = None
+
+    def set(self, status: str) -> None:
+        self.status, self.updated = status, _now()
+
+    def created_result(self) -> dict[str, Any]:
+        return {"resultType": "task", "taskId": self.id, "status": self.status, "createdAt": self.created,
+                "lastUpdatedAt": self.updated, "ttlMs": TASK_TTL_MS, "pollIntervalMs": 100}
+
+    def detailed(self) -> dict[str, Any]:
+        out = {**self.created_result(), "resultType": "complete"}
+        if self.status == "completed" and self.result is not None:
+            out["result"] = self.result
+        if self.status == "failed" and self.error is not None:
+            out["error"] = self.error
+        if self.status == "input_required":
+            out["inputRequests"] = {k: v for k, v in self.asked.items() if k not in self.answers}
+        return out
+
+    async def ask(self, requests: dict[str, Any]) -> dict[str, Any]:
+        """Parks the task until every one of `requests` is answered (by tasks/update)."""
+        self.asked.update(requests)
+        while any(k not in self.answers for k in requests):
+            self.set("input_required")
+            self.answered.clear()
+            await self.answered.wait()
+        self.set("working")
+        return {k: self.answers[k] for k in requests}
+
+
+TASK_STORE: dict[str, Task] = {}
+
+
+async def _work(name: str, arguments: dict[str, Any], task: Task | None) -> dict[str, Any]:
+    """What each task-supporting tool does, as a task or a plain call; a tool result."""
+    def text(t: str, is_error: bool = False) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": t}], "isError": is_error}
+
+    if name == "slow_compute":
+        await asyncio.sleep(float(arguments.get("seconds", 0)))
+        return text(f"computed {arguments.get('label', '')} in {arguments.get('seconds', 0)}s")
+    if name == "failing_job":
+        await asyncio.sleep(1)
+        return text("failing_job failed, as it always does", is_error=True)
+    if name == "protocol_error_job":
+        raise RuntimeError("protocol_error_job broke")
+    if name in ("confirm_delete", "multi_input"):
+        if task is None:
+            return text(f"{name} needs a task to ask its questions", is_error=True)
+        if name == "confirm_delete":
+            said = await task.ask({"confirm": _elicit(f"Delete {arguments.get('filename')}?", "confirm", "boolean")})
+            return text(f"deleted {arguments.get('filename')}: {json.dumps(said)}")
+        said = await task.ask({"first": _elicit("First?", "value"), "second": _elicit("Second?", "value")})
+        return text(f"got both: {json.dumps(said)}")
+    if name == "test_tool_with_task":
+        return text(f"Hello, {arguments.get('_name', '?')}!")
+    raise ValueError(name)
+
+
+async def _run_task(task: Task, name: str, arguments: dict[str, Any]) -> None:
+    try:
+        task.result = await _work(name, arguments, task)
+        task.set("completed")
+    except asyncio.CancelledError:
+        task.set("cancelled")
+    except Exception as e:  # the protocol-level failure of protocol_error_job
+        task.error = {"code": -32603, "message": str(e)}
+        task.set("failed")
+
+
+def _start_task(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    task = Task()
+    TASK_STORE[task.id] = task
+    task.runner = asyncio.get_running_loop().create_task(_run_task(task, name, arguments))
+    return task.created_result()
+
+
+# The SDK checks `Mcp-Name` against the body only for the core methods; the tasks extension's
+# name its task too (tasks-request-headers), so its methods join the SDK's table here.
+_inbound.NAME_BEARING_METHODS = MappingProxyType({
+    **_inbound.NAME_BEARING_METHODS, "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"})
+
+
+class TaskIdParams(types.RequestParams):
+    taskId: str
+
+
+class TaskUpdateParams(types.RequestParams):
+    taskId: str
+    inputResponses: dict[str, Any] | None = None
+
+
+def _task_of(ctx: Any, task_id: str) -> Task:
+    if not _declares_tasks(ctx):
+        raise _needs_tasks()
+    task = TASK_STORE.get(task_id)
+    if task is None:
+        raise MCPError(-32602, f"unknown taskId {task_id!r}", {"taskId": task_id})
+    return task
+
+
+async def _tasks_get(ctx: Any, params: TaskIdParams) -> dict[str, Any]:
+    return _task_of(ctx, params.taskId).detailed()
+
+
+async def _tasks_update(ctx: Any, params: TaskUpdateParams) -> dict[str, Any]:
+    task = _task_of(ctx, params.taskId)
+    for key, answer in (params.inputResponses or {}).items():
+        if key in task.asked:
+            task.answers[key] = answer
+    task.answered.set()
+    return {"resultType": "complete"}
+
+
+async def _tasks_cancel(ctx: Any, params: TaskIdParams) -> dict[str, Any]:
+    task = _task_of(ctx, params.taskId)
+    if task.status not in ("completed", "failed", "cancelled") and task.runner is not None:
+        task.runner.cancel()
+        task.set("cancelled")
+    return {"resultType": "complete"}
+
+
+# The tools that may become tasks, and those that must.
+TASK_TOOLS = {"slow_compute", "failing_job", "protocol_error_job", "confirm_delete", "multi_input", "test_tool_with_task"}
+TASK_ONLY = {"failing_job", "test_tool_with_task", "confirm_delete", "multi_input"}
+
+
+class TasksExtension(Extension):
+    identifier = TASKS
+
+    def methods(self) -> Sequence[MethodBinding]:
+        return (MethodBinding("tasks/get", TaskIdParams, _tasks_get),
+                MethodBinding("tasks/update", TaskUpdateParams, _tasks_update),
+                MethodBinding("tasks/cancel", TaskIdParams, _tasks_cancel))
+
+    async def intercept_tool_call(self, params: Any, ctx: Any, call_next: Any) -> Any:
+        if params.name not in TASK_TOOLS:
+            return await call_next(ctx)
+        arguments = dict(params.arguments or {})
+        if not _declares_tasks(ctx):
+            if params.name in TASK_ONLY:
+                raise _needs_tasks()
+            return CallToolResult.model_validate(await _work(params.name, arguments, None))
+        if params.name == "test_tool_with_task":
+            # An input round first (no task yet), then the task with what it gathered.
+            said = (params.input_responses or {}).get("user_name")
+            content = getattr(said, "content", None) if said is not None else None
+            if not content:
+                return _ask({"user_name": _elicit("What is your name?", "name")})
+            arguments["_name"] = content.get("name")
+        return _start_task(params.name, arguments)
+
+
+server = MCPServer("mcplug-conformance-server", instructions="The conformance suite's server scenarios.",
+                   extensions=[TasksExtension()])
 
 
 def result(*content: dict[str, Any], is_error: bool = False) -> CallToolResult:
@@ -410,6 +607,59 @@ async def complete(ref: Any, argument: Any, context: Any) -> Any:
 
     values = [v for v in ("test", "testing", "tested") if v.startswith(argument.value or "")]
     return Completion(values=values, total=len(values), hasMore=False)
+
+
+# The tasks extension's tools (after the others: a header scenario calls the first listed with {}).
+@server.tool()
+def greet(name: str) -> str:
+    """Greets (a plain call, never a task)."""
+    return f"Hello, {name}!"
+
+
+@server.tool()
+async def slow_compute(seconds: float, label: str) -> str:
+    """Takes `seconds` (a task for a client with the tasks extension)."""
+    return _texts_of(await _work("slow_compute", {"seconds": seconds, "label": label}, None))
+
+
+@server.tool()
+async def failing_job() -> str:
+    """Fails after a second (a task only)."""
+    raise ToolError("needs a task")
+
+
+@server.tool()
+async def protocol_error_job() -> str:
+    """Breaks (a task for a client with the tasks extension)."""
+    return _texts_of(await _work("protocol_error_job", {}, None))
+
+
+@server.tool()
+async def confirm_delete(filename: str) -> str:
+    """Asks for a confirmation, then deletes (a task only)."""
+    raise ToolError("needs a task")
+
+
+@server.tool()
+async def multi_input() -> str:
+    """Asks two things at once (a task only)."""
+    raise ToolError("needs a task")
+
+
+@server.tool()
+async def test_tool_with_task() -> str:
+    """Asks a name in an input round, then greets it in a task (a task only)."""
+    raise ToolError("needs a task")
+
+
+def _texts_of(result: dict[str, Any]) -> str:
+    return "".join(c.get("text", "") for c in result["content"])
+
+# A 1x1 red PNG, and a short WAV header with no samples.
+PNG = base64.b64encode(bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de0000000c4944415408d763f8cfc0000003010100c9fe92ef0000000049454e44ae426082"
+)).decode()
+WAV = base64.b64encode(b"RIFF$\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x40\x1f\x00\x00\x80\x3e\x00\x00\x02\x00\x10\x00data\x00\x00\x00\x00").decode()
 
 
 if __name__ == "__main__":
