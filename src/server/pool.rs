@@ -164,13 +164,19 @@ impl Handler for Relay {
             "logging": {},
         });
         // The extensions relayed, when an upstream has them.
-        if !self
-            .0
-            .manager
-            .servers_declaring(&["extensions", TASKS_EXTENSION])
-            .is_empty()
-        {
-            capabilities["extensions"] = json!({ TASKS_EXTENSION: {} });
+        let mut extensions = Map::new();
+        for id in [TASKS_EXTENSION, SKILLS_EXTENSION] {
+            if !self
+                .0
+                .manager
+                .servers_declaring(&["extensions", id])
+                .is_empty()
+            {
+                extensions.insert(id.into(), json!({}));
+            }
+        }
+        if !extensions.is_empty() {
+            capabilities["extensions"] = Value::Object(extensions);
         }
         Offer {
             capabilities,
@@ -243,6 +249,20 @@ impl State {
             "tasks/get" | "tasks/update" | "tasks/cancel" if call.downstream.is_modern() => {
                 let task = text_param(&params, "taskId", &call.method)?;
                 let server = self.task_owner(&task)?;
+                self.relay(&server, &call, params).await
+            }
+            "skills/list" => {
+                let servers = self
+                    .manager
+                    .servers_declaring(&["extensions", SKILLS_EXTENSION]);
+                match servers.as_slice() {
+                    [only] => self.relay(only, &call, params).await,
+                    _ => self.skills(&servers).await,
+                }
+            }
+            "skills/get" => {
+                let uri = text_param(&params, "uri", "skills/get")?;
+                let server = self.skill_owner(&uri).await?;
                 self.relay(&server, &call, params).await
             }
             "subscriptions/listen" if call.downstream.is_modern() => {
@@ -650,6 +670,59 @@ impl State {
             }
             tasks.push_back((created.task_id, server.to_string()));
         }
+    }
+
+    /// Every skill of every server with the skills extension (their first pages), not cached.
+    async fn skills(&self, servers: &[String]) -> crate::error::Result<RawJson> {
+        let mut all = Vec::new();
+        for server in servers {
+            match self
+                .manager
+                .request(server, "skills/list", None, &CallOptions::default())
+                .await
+                .and_then(|raw| raw.value())
+            {
+                Ok(mut listed) => {
+                    if let Some(Value::Array(skills)) = listed.get_mut("skills").map(Value::take) {
+                        all.extend(skills);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(target: "mcplug::server", "skills/list of server {server:?} failed: {}", e.message)
+                }
+            }
+        }
+        Ok(RawJson::from_value(
+            &json!({"skills": all, "ttlMs": 0, "cacheScope": "private"}),
+        ))
+    }
+
+    /// The server that lists the skill at `uri`, else the only server with skills.
+    async fn skill_owner(&self, uri: &str) -> crate::error::Result<String> {
+        let servers = self
+            .manager
+            .servers_declaring(&["extensions", SKILLS_EXTENSION]);
+        if let [only] = servers.as_slice() {
+            return Ok(only.clone());
+        }
+        for server in &servers {
+            let listed = self
+                .manager
+                .request(server, "skills/list", None, &CallOptions::default())
+                .await
+                .and_then(|raw| raw.value());
+            if listed.is_ok_and(|l| {
+                l["skills"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|s| s["uri"] == uri))
+            }) {
+                return Ok(server.clone());
+            }
+        }
+        let mut e = Error::invalid(format!("no server has the skill {uri:?}"))
+            .with_code(codes::INVALID_PARAMS);
+        e.data = Some(json!({ "uri": uri }));
+        Err(e)
     }
 
     /// The upstream a task belongs to: the one that created it, else the only one with the
@@ -1248,6 +1321,9 @@ struct Waiting {
 
 /// The tasks extension (SEP-2663): relayed between 2026-07-28 ends.
 const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The skills extension (SEP-2640): its methods relayed.
+const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
 
 /// How many tasks' upstreams the gateway remembers.
 const MAX_TASKS_KNOWN: usize = 4096;

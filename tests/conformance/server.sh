@@ -38,11 +38,12 @@ input-required-result-missing-input-response input-required-result-non-tool-requ
 input-required-result-result-type input-required-result-unsupported-methods
 input-required-result-tampered-state input-required-result-capability-check
 input-required-result-ignore-extra-params input-required-result-validate-input"
-# The tasks extension (io.modelcontextprotocol/tasks, SEP-2663; scored by neither revision).
+# The tasks (io.modelcontextprotocol/tasks, SEP-2663) and skills (io.modelcontextprotocol/skills,
+# SEP-2640) extensions, scored by neither revision.
 # tasks-status-notifications is the suite's placeholder: it checks nothing yet.
 extensions="tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal
 tasks-mrtr-input tasks-request-headers tasks-dispatch-and-envelope tasks-required-task-error
-tasks-mrtr-composition"
+tasks-mrtr-composition sep-2640-skills-enumeration sep-2640-skills-manifest sep-2640-skills-directory"
 legacy_only="server-initialize logging-set-level ping tools-call-with-logging tools-call-sampling
 tools-call-elicitation elicitation-sep1034-defaults elicitation-sep1330-enums resources-subscribe
 resources-unsubscribe"

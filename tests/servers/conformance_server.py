@@ -12,6 +12,7 @@ ones (input rounds, missing capabilities, listen streams).
 import asyncio
 import base64
 import datetime
+import hashlib
 import json
 import sys
 import uuid
@@ -226,8 +227,72 @@ class TasksExtension(Extension):
         return _start_task(params.name, arguments)
 
 
+# --- The skills extension (io.modelcontextprotocol/skills, SEP-2640): one skill of two files,
+# listed by skills/list and skills/get and read as skill:// resources.
+SKILLS = "io.modelcontextprotocol/skills"
+SKILL_NAME = "conformance-skill"
+SKILL_DESCRIPTION = "A skill for the conformance suite's skills checks."
+SKILL_FILES = {
+    "SKILL.md": ("text/markdown", f"---\nname: {SKILL_NAME}\ndescription: {SKILL_DESCRIPTION}\n---\n"
+                 "# Conformance skill\n\nRead reference.md for the details.\n"),
+    "reference.md": ("text/markdown", "# Reference\n\nThe details of the conformance skill.\n"),
+}
+
+
+def _skill_uri(file: str) -> str:
+    return f"skill://{SKILL_NAME}/{file}"
+
+
+def _skill_entry() -> dict[str, Any]:
+    return {"uri": _skill_uri("SKILL.md"), "frontmatter": {"name": SKILL_NAME, "description": SKILL_DESCRIPTION},
+            "resources": [{"uri": _skill_uri(f), "digest": "sha256:" + hashlib.sha256(t.encode()).hexdigest(),
+                           "size": len(t.encode())} for f, (_, t) in SKILL_FILES.items()]}
+
+
+class SkillsListParams(types.RequestParams):
+    cursor: str | None = None
+
+
+class SkillsGetParams(types.RequestParams):
+    uri: str
+
+
+async def _skills_list(ctx: Any, params: SkillsListParams) -> dict[str, Any]:
+    return {"skills": [_skill_entry()], "ttlMs": 60_000, "cacheScope": "public"}
+
+
+async def _skills_get(ctx: Any, params: SkillsGetParams) -> dict[str, Any]:
+    if params.uri != _skill_uri("SKILL.md"):
+        raise MCPError(-32602, f"no skill at {params.uri}", {"uri": params.uri})
+    return {"skill": _skill_entry(), "ttlMs": 60_000, "cacheScope": "public"}
+
+
+class SkillsExtension(Extension):
+    identifier = SKILLS
+
+    def methods(self) -> Sequence[MethodBinding]:
+        return (MethodBinding("skills/list", SkillsListParams, _skills_list),
+                MethodBinding("skills/get", SkillsGetParams, _skills_get))
+
+
 server = MCPServer("mcplug-conformance-server", instructions="The conformance suite's server scenarios.",
-                   extensions=[TasksExtension()])
+                   extensions=[TasksExtension(), SkillsExtension()])
+
+
+def _skill_file(file: str) -> Any:
+    mime, text = SKILL_FILES[file]
+    description = SKILL_DESCRIPTION if file == "SKILL.md" else f"{file} of {SKILL_NAME}"
+    name = SKILL_NAME if file == "SKILL.md" else file
+
+    @server.resource(_skill_uri(file), name=name, description=description, mime_type=mime)
+    def read() -> str:
+        return text
+
+    return read
+
+
+for _file in SKILL_FILES:
+    _skill_file(_file)
 
 
 def result(*content: dict[str, Any], is_error: bool = False) -> CallToolResult:
