@@ -6,6 +6,8 @@
 //!   answer, else `text/event-stream` carrying what concerns the request (its progress, log
 //!   messages, the requests an upstream asks the client through it) and then the answer; a GET
 //!   opens the stream of what concerns no request (`list_changed`); DELETE ends the session.
+//!   Each SSE event has an id: a client whose stream broke GETs with `Last-Event-ID` and gets
+//!   what that stream carried since (a broken POST stream's request is answered there).
 //! - **2026-07-28** (a request whose `params._meta` names a modern version): stateless — every
 //!   POST is a session of its own that ends with its answer, and closing the response cancels
 //!   the request. The `MCP-Protocol-Version` and `Mcp-Method` headers must agree with the body.
@@ -389,7 +391,7 @@ impl Http {
 
     /// `initialize`: a new legacy session, named in the answer's `Mcp-Session-Id`.
     async fn initialize(self: &Arc<Self>, message: &Peek, body: Bytes) -> Response<Body> {
-        let wire = Wire::new();
+        let wire = Wire::resumable();
         let transport = wire.clone();
         let session = ServerSession::new(None, self.handler.clone(), self.ask_timeout, move |_| {
             transport as Arc<dyn Transport>
@@ -541,6 +543,22 @@ impl Http {
             Err(refused) => return *refused,
         };
         let (tx, rx) = mpsc::unbounded_channel();
+        // A client back after a stream broke: what it missed, then the stream goes on here.
+        if let Some(after) = headers
+            .get("last-event-id")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+        {
+            return match legacy.wire.resume(after, tx) {
+                Some(()) => sse(rx, None),
+                None => error_status(
+                    StatusCode::CONFLICT,
+                    None,
+                    -32000,
+                    &format!("Conflict: event {after} is not one this session can resume from (unknown, or too old)"),
+                ),
+            };
+        }
         {
             let mut get = legacy.wire.get.lock();
             if get.as_ref().is_some_and(|g| !g.is_closed()) {
@@ -596,10 +614,8 @@ impl Http {
                 if let Some(b) = first {
                     return Some((Ok(Frame::data(b)), (rx, None, gone)));
                 }
-                let b = match rx.recv().await? {
-                    Out::Event(b) | Out::Final(b) => b,
-                };
-                Some((Ok(Frame::data(event(&b))), (rx, None, gone)))
+                let out = rx.recv().await?;
+                Some((Ok(Frame::data(event(&out))), (rx, None, gone)))
             },
         );
         sse_response(stream)
@@ -705,7 +721,8 @@ async fn relay(
     });
     session.clone().message(&body);
     match rx.recv().await {
-        Some(Out::Final(answer)) => {
+        Some(out) if out.last => {
+            let answer = out.message;
             // A 2026-07-28 error says its kind in the HTTP status too.
             let status = if ends.is_some() {
                 status_of_error(&answer)
@@ -715,7 +732,7 @@ async fn relay(
             drop(ends);
             json_bytes(status, answer)
         }
-        Some(Out::Event(first)) => sse(rx, Some((first, ends))),
+        Some(first) => sse(rx, Some((first, ends))),
         None => {
             drop(ends);
             status_only(StatusCode::ACCEPTED)
@@ -725,10 +742,7 @@ async fn relay(
 
 /// An SSE response of what comes on `rx`, `first` first; ends after the answer (or when the
 /// session lets go of it). `ends` is dropped with the stream.
-fn sse(
-    rx: mpsc::UnboundedReceiver<Out>,
-    first: Option<(Bytes, Option<EndsWith>)>,
-) -> Response<Body> {
+fn sse(rx: mpsc::UnboundedReceiver<Out>, first: Option<(Out, Option<EndsWith>)>) -> Response<Body> {
     let (first, ends) = match first {
         Some((b, e)) => (Some(b), e),
         None => (None, None),
@@ -739,13 +753,12 @@ fn sse(
             if done {
                 return None;
             }
-            if let Some(b) = first {
-                return Some((Ok(Frame::data(event(&b))), (rx, None, ends, false)));
-            }
-            match rx.recv().await? {
-                Out::Event(b) => Some((Ok(Frame::data(event(&b))), (rx, None, ends, false))),
-                Out::Final(b) => Some((Ok(Frame::data(event(&b))), (rx, None, ends, true))),
-            }
+            let out = match first {
+                Some(out) => out,
+                None => rx.recv().await?,
+            };
+            let last = out.last;
+            Some((Ok(Frame::data(event(&out))), (rx, None, ends, last)))
         },
     );
     sse_response(stream)
@@ -790,9 +803,13 @@ impl Drop for SseGone {
     }
 }
 
-fn event(message: &[u8]) -> Bytes {
-    let text = String::from_utf8_lossy(message);
-    let mut out = String::with_capacity(text.len() + 24);
+fn event(out: &Out) -> Bytes {
+    let text = String::from_utf8_lossy(&out.message);
+    let mut frame = String::with_capacity(text.len() + 40);
+    if let Some(id) = out.id {
+        frame.push_str(&format!("id: {id}\n"));
+    }
+    let mut out = frame;
     out.push_str("event: message\ndata: ");
     out.push_str(text.trim_end());
     out.push_str("\n\n");
@@ -811,10 +828,65 @@ impl Drop for EndsWith {
 }
 
 /// What the session sends, on its way to a response stream.
-enum Out {
+struct Out {
+    message: Bytes,
+    /// Its SSE event id (a legacy session's streams can be resumed from it).
+    id: Option<u64>,
     /// The answer of the request the stream is for: the stream ends after it.
-    Final(Bytes),
-    Event(Bytes),
+    last: bool,
+}
+
+/// Which of a legacy session's streams an event went on.
+#[derive(Clone, PartialEq, Eq)]
+enum Stream {
+    Get,
+    /// A POST's response, by its request's id (JSON text).
+    Post(String),
+}
+
+/// What a legacy session sent on its SSE streams lately, to replay to a client that comes back
+/// with `Last-Event-ID` after its stream broke (the latest `REPLAY_EVENTS`, `REPLAY_BYTES` at
+/// most).
+#[derive(Default)]
+struct Replay {
+    next: u64,
+    kept: std::collections::VecDeque<(u64, Stream, Bytes, bool)>,
+    bytes: usize,
+}
+
+const REPLAY_EVENTS: usize = 1024;
+const REPLAY_BYTES: usize = 4 << 20;
+
+impl Replay {
+    fn keep(&mut self, stream: Stream, message: &Bytes, last: bool) -> u64 {
+        self.next += 1;
+        self.kept
+            .push_back((self.next, stream, message.clone(), last));
+        self.bytes += message.len();
+        while self.kept.len() > REPLAY_EVENTS || self.bytes > REPLAY_BYTES {
+            match self.kept.pop_front() {
+                Some((_, _, m, _)) => self.bytes -= m.len(),
+                None => break,
+            }
+        }
+        self.next
+    }
+
+    /// The stream event `after` went on, and what went on it since; `None` if it is not kept.
+    fn since(&self, after: u64) -> Option<(Stream, Vec<Out>)> {
+        let stream = self.kept.iter().find(|k| k.0 == after)?.1.clone();
+        let events = self
+            .kept
+            .iter()
+            .filter(|k| k.0 > after && k.1 == stream)
+            .map(|(seq, _, m, last)| Out {
+                message: m.clone(),
+                id: Some(*seq),
+                last: *last,
+            })
+            .collect();
+        Some((stream, events))
+    }
 }
 
 /// A POSTed request whose response is open: what concerns it goes there.
@@ -831,6 +903,9 @@ struct Post {
 struct Wire {
     /// HTTP+SSE: every message goes on the one stream (`get`).
     single: bool,
+    /// A legacy Streamable HTTP session's: what its streams carried, for resumption (a POST's
+    /// response that broke stays its request's until the answer, kept here).
+    replay: Option<Mutex<Replay>>,
     posts: Mutex<Vec<Post>>,
     /// The GET stream (legacy), for what concerns no request.
     get: Mutex<Option<mpsc::UnboundedSender<Out>>>,
@@ -841,6 +916,18 @@ impl Wire {
     fn new() -> Arc<Wire> {
         Arc::new(Wire {
             single: false,
+            replay: None,
+            posts: Mutex::new(Vec::new()),
+            get: Mutex::new(None),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// A legacy session's: its SSE events have ids, and a broken stream can be resumed.
+    fn resumable() -> Arc<Wire> {
+        Arc::new(Wire {
+            single: false,
+            replay: Some(Mutex::new(Replay::default())),
             posts: Mutex::new(Vec::new()),
             get: Mutex::new(None),
             closed: AtomicBool::new(false),
@@ -850,10 +937,44 @@ impl Wire {
     fn single_stream() -> Arc<Wire> {
         Arc::new(Wire {
             single: true,
+            replay: None,
             posts: Mutex::new(Vec::new()),
             get: Mutex::new(None),
             closed: AtomicBool::new(false),
         })
+    }
+
+    /// Sends `message` on `stream` (kept for replay first, on a resumable session).
+    fn emit(&self, stream: Stream, tx: &mpsc::UnboundedSender<Out>, message: Bytes, last: bool) {
+        let id = self
+            .replay
+            .as_ref()
+            .map(|r| r.lock().keep(stream, &message, last));
+        let _ = tx.send(Out { message, id, last });
+    }
+
+    /// A client back after its stream broke (`Last-Event-ID: after`): what it missed on that
+    /// stream, and the stream goes on in `tx` (`None`: the id is not kept).
+    fn resume(&self, after: u64, tx: mpsc::UnboundedSender<Out>) -> Option<()> {
+        let mut posts = self.posts.lock();
+        let mut get = self.get.lock();
+        let (stream, missed) = self.replay.as_ref()?.lock().since(after)?;
+        let ended = missed.iter().any(|o| o.last);
+        for out in missed {
+            let _ = tx.send(out);
+        }
+        // The client's return says the old stream is gone (the server may not have seen it
+        // break yet): the stream goes on here.
+        match stream {
+            _ if ended => {}
+            Stream::Get => *get = Some(tx),
+            Stream::Post(id) => {
+                if let Some(post) = posts.iter_mut().find(|p| p.id == id) {
+                    post.tx = tx;
+                }
+            }
+        }
+        Some(())
     }
 
     /// A request the client cancelled: its response ends without an answer.
@@ -871,20 +992,22 @@ impl Wire {
         if self.single {
             return match self.get.lock().as_ref().filter(|g| !g.is_closed()) {
                 Some(g) => {
-                    let _ = g.send(Out::Event(bytes));
+                    self.emit(Stream::Get, g, bytes, false);
                     Ok(())
                 }
                 None => Err(Error::closed("the client's stream has ended")),
             };
         }
         let mut posts = self.posts.lock();
-        posts.retain(|p| !p.tx.is_closed());
+        if self.replay.is_none() {
+            posts.retain(|p| !p.tx.is_closed());
+        }
         if peek.method.is_none() {
             // An answer: to the response of its request, which it ends.
             let key = id_key(peek.id.as_deref().unwrap_or("null"));
             if let Some(at) = posts.iter().position(|p| p.id == key) {
                 let post = posts.remove(at);
-                let _ = post.tx.send(Out::Final(bytes));
+                self.emit(Stream::Post(post.id), &post.tx, bytes, true);
             }
             return Ok(());
         }
@@ -908,20 +1031,25 @@ impl Wire {
             posts.last()
         };
         if let Some(post) = to {
-            let _ = post.tx.send(Out::Event(bytes));
+            self.emit(Stream::Post(post.id.clone()), &post.tx, bytes, false);
             return Ok(());
         }
         drop(posts);
         let get = self.get.lock();
-        match get.as_ref().filter(|g| !g.is_closed()) {
-            Some(g) => {
-                let _ = g.send(Out::Event(bytes));
+        match get.as_ref() {
+            Some(g) if !g.is_closed() => {
+                self.emit(Stream::Get, g, bytes, false);
                 Ok(())
             }
-            None if peek.id.is_some() => Err(Error::closed(
+            // The GET stream broke: a notification is kept for the client's return.
+            Some(g) if self.replay.is_some() && peek.id.is_none() => {
+                self.emit(Stream::Get, g, bytes, false);
+                Ok(())
+            }
+            _ if peek.id.is_some() => Err(Error::closed(
                 "the client has no open stream to be asked on",
             )),
-            None => Ok(()),
+            _ => Ok(()),
         }
     }
 }

@@ -549,6 +549,65 @@ def test_the_http_endpoint_answers_as_the_spec_asks(tmp_path: Path) -> None:
         assert json.loads(text)["error"]["data"]["requested"] == "v999.0.0"
 
 
+def _sse_events(response: Any, until: Any) -> List[Tuple[Optional[str], Dict[str, Any]]]:
+    """(id, message) of each SSE event read from `response` until `until(message)` holds."""
+    events: List[Tuple[Optional[str], Dict[str, Any]]] = []
+    event_id: Optional[str] = None
+    while True:
+        line = response.fp.readline().decode()
+        assert line, f"the stream ended after {events}"
+        line = line.rstrip("\r\n")
+        if line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line.startswith("data:") and line[5:].strip():
+            message = json.loads(line[5:])
+            events.append((event_id, message))
+            event_id = None
+            if until(message):
+                return events
+
+
+def test_a_broken_sse_stream_is_resumed_from_its_last_event_id(tmp_path: Path) -> None:
+    """Streamable HTTP (2025-11-25): each SSE event of a session has an id; a client whose POST's
+    stream broke GETs with Last-Event-ID and gets what it missed — progress, then the answer."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    with _served_http(tmp_path, {"everything": _everything()}) as url:
+        status, headers, _ = _post(url, _INIT)
+        session = {k.lower(): v for k, v in headers.items()}["mcp-session-id"]
+        common = {"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+        assert _post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, common)[0] == 202
+        where = urlsplit(url)
+        first = http.client.HTTPConnection(where.hostname, where.port, timeout=15)
+        call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": "mcp__everything__trigger-long-running-operation", "arguments": {"duration": 2, "steps": 4},
+            "_meta": {"progressToken": "p7"}}}
+        first.request("POST", where.path, json.dumps(call), {
+            **common, "content-type": "application/json", "accept": "application/json, text/event-stream"})
+        response = first.getresponse()
+        assert response.status == 200 and response.getheader("content-type") == "text/event-stream"
+        seen = _sse_events(response, lambda m: m.get("method") == "notifications/progress")
+        last_id = seen[-1][0]
+        assert last_id is not None and seen[-1][1]["params"]["progress"] == 1, seen
+        first.close()  # the stream breaks mid-call
+        again = http.client.HTTPConnection(where.hostname, where.port, timeout=15)
+        again.request("GET", where.path, headers={**common, "accept": "text/event-stream", "last-event-id": last_id})
+        resumed = again.getresponse()
+        assert resumed.status == 200
+        rest = _sse_events(resumed, lambda m: m.get("id") == 7)
+        assert [m["params"]["progress"] for _, m in rest if m.get("method") == "notifications/progress"] == [2, 3, 4], rest
+        assert "completed" in json.dumps(rest[-1][1]["result"]), rest
+        ids = [int(i) for i, _ in rest if i is not None]
+        assert len(ids) == len(rest) and ids == sorted(ids) and ids[0] > int(last_id), rest
+        again.close()
+        # An id the session does not know cannot be resumed from.
+        unknown = urllib.request.Request(url, headers={**common, "accept": "text/event-stream", "last-event-id": "999999"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(unknown, timeout=10)
+        assert refused.value.code == 409
+
+
 # --- A host serving its own manager (Manager.serve) -----------------------------------------
 
 
