@@ -76,6 +76,8 @@ struct State {
     routed: tokio::sync::watch::Sender<u64>,
     /// The 2026-07-28 clients' `subscriptions/listen` streams.
     listeners: Mutex<Vec<Listener>>,
+    /// The legacy clients' resource subscriptions: who, and which URI.
+    subscribed: Mutex<Vec<(Downstream, String)>>,
     /// The tasks upstreams created for clients, and which upstream has each (the latest
     /// `MAX_TASKS_KNOWN`).
     tasks: Mutex<std::collections::VecDeque<(String, String)>>,
@@ -99,6 +101,7 @@ impl PoolServer {
             pushed: AtomicU64::new(0),
             routed: tokio::sync::watch::channel(0).0,
             listeners: Mutex::new(Vec::new()),
+            subscribed: Mutex::new(Vec::new()),
             tasks: Mutex::new(std::collections::VecDeque::new()),
             stop: CancelSignal::new(),
         });
@@ -239,12 +242,29 @@ impl State {
                 )
                 .await
             }
-            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+            "resources/read" => {
                 let uri = text_param(&params, "uri", &call.method)?;
                 let server = self
                     .resource_owner(&uri, call.downstream.is_modern())
                     .await?;
                 self.relay(&server, &call, params).await
+            }
+            "resources/subscribe" | "resources/unsubscribe" => {
+                let uri = text_param(&params, "uri", &call.method)?;
+                let server = self
+                    .resource_owner(&uri, call.downstream.is_modern())
+                    .await?;
+                let subscribe = call.method == "resources/subscribe";
+                let downstream = call.downstream.clone();
+                let answer = self.relay(&server, &call, params).await?;
+                // Its updates go to the clients that subscribed (and are subscribed still).
+                let mut subscribed = self.subscribed.lock();
+                subscribed
+                    .retain(|(d, u)| d.is_live() && !(u == &uri && d.same_client(&downstream)));
+                if subscribe {
+                    subscribed.push((downstream, uri));
+                }
+                Ok(answer)
             }
             "tasks/get" | "tasks/update" | "tasks/cancel" if call.downstream.is_modern() => {
                 let task = text_param(&params, "taskId", &call.method)?;
@@ -1154,7 +1174,21 @@ impl State {
                 }
             }
             "notifications/resources/updated" => {
-                self.to_all("notifications/resources/updated", Some(params))
+                // To the legacy clients that subscribed to it, and the listen streams naming it.
+                let uri = params["uri"].as_str().unwrap_or_default().to_string();
+                let to: Vec<Downstream> = self
+                    .subscribed
+                    .lock()
+                    .iter()
+                    .filter(|(d, u)| *u == uri && d.is_live())
+                    .map(|(d, _)| d.clone())
+                    .collect();
+                for d in to {
+                    let _ = d
+                        .notify("notifications/resources/updated", Some(&params))
+                        .await;
+                }
+                self.to_listeners("notifications/resources/updated", None, Some(&params))
                     .await
             }
             _ => {}

@@ -380,6 +380,16 @@ impl Downstream {
             .ok_or_else(|| Error::closed("the client's session has ended"))
     }
 
+    /// Whether both reach the same client (its session).
+    pub(crate) fn same_client(&self, other: &Downstream) -> bool {
+        Weak::ptr_eq(&self.session, &other.session)
+    }
+
+    /// Whether its client's session is open still.
+    pub(crate) fn is_live(&self) -> bool {
+        self.session.upgrade().is_some_and(|s| !s.is_closed())
+    }
+
     /// Progress of the request being served, when the client asked for it (else nothing).
     pub(crate) async fn progress(&self, progress: Value) -> Result<()> {
         let Some(token) = &self.progress_token else {

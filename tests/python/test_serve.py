@@ -460,6 +460,42 @@ def test_an_old_client_over_http_sse_at_sse(tmp_path: Path) -> None:
         assert status == 405 and headers.get("allow", headers.get("Allow")) == "GET"
 
 
+@pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
+def test_resource_updates_reach_the_clients_that_subscribed_and_no_other(tmp_path: Path) -> None:
+    """Two clients over Streamable HTTP; one subscribes to a resource of server-everything, which
+    then sends updates of it every 5 s: they reach that client, not the other."""
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def body(url: str) -> None:
+        updates: Dict[str, List[str]] = {"subscriber": [], "bystander": []}
+
+        def handler(who: str) -> Any:
+            async def handle(message: Any) -> None:
+                root = getattr(message, "root", message)
+                if isinstance(root, types.ResourceUpdatedNotification):
+                    updates[who].append(str(root.params.uri))
+            return handle
+
+        async with streamable_http_client(url) as a, streamable_http_client(url) as b:
+            async with ClientSession(a[0], a[1], message_handler=handler("subscriber")) as sa, \
+                    ClientSession(b[0], b[1], message_handler=handler("bystander")) as sb:
+                await sa.initialize()
+                await sb.initialize()
+                uri = str((await sa.list_resources()).resources[0].uri)
+                await sa.subscribe_resource(uri)
+                await sa.call_tool("mcp__everything__toggle-subscriber-updates", {})
+                for _ in range(120):
+                    if updates["subscriber"]:
+                        break
+                    await asyncio.sleep(0.1)
+                assert updates["subscriber"] and set(updates["subscriber"]) == {uri}, updates
+                assert updates["bystander"] == [], updates
+                await sa.unsubscribe_resource(uri)
+
+    with _served_http(tmp_path, {"everything": _everything()}) as url:
+        _run(body(url))
+
+
 def test_a_2026_client_reaches_a_legacy_server_sampling_and_elicitation_included(tmp_path: Path) -> None:
     """The era bridge the other way: mcplug's own client speaks 2026-07-28 to the gateway, whose
     upstream (server-everything) speaks only the legacy era; what the upstream asks through its
