@@ -633,6 +633,10 @@ pub struct CallOptions {
     /// and what the server answers — an `InputRequiredResult`, a task, a URL elicitation error
     /// — comes back as it was, for that client to resolve. No cache, no schema checks.
     pub(crate) relayed: Option<std::sync::Arc<serde_json::Map<String, serde_json::Value>>>,
+    /// Who the request is made for (`mcplug serve`: the served client, see
+    /// `server::session::Downstream::caller`): named in the log; where a gateway's per-client
+    /// authorization will look.
+    pub(crate) caller: Option<std::sync::Arc<str>>,
 }
 
 /// A started call's cancel signal, carried in its options.

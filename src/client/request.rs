@@ -121,6 +121,7 @@ impl Shared {
                 cancels: &cancels,
                 progress,
                 pause: send.pausable.then_some(&*self.obtaining),
+                caller: options.and_then(|o| o.caller.as_deref()),
             })
             .await;
         let result = match outcome {

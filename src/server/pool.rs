@@ -9,7 +9,7 @@
 //! client's call runs on it (sampling, elicitation, roots) is asked of that client; the
 //! upstreams' log messages and `list_changed` reach every client.
 
-use super::session::{Call, Downstream, Handler, Offer, ServerSession};
+use super::session::{Call, ClientEra, Downstream, Handler, Offer, ServerSession};
 use crate::client::options::{CallOptions, OwnCancel};
 use crate::error::{Error, ErrorKind};
 use crate::manager::{pool, Manager};
@@ -528,7 +528,10 @@ impl State {
             })?),
         };
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut options = CallOptions::default();
+        let mut options = CallOptions {
+            caller: call.downstream.caller(call.params.as_ref()),
+            ..CallOptions::default()
+        };
         // Kept until the answer is given: progress the upstream sent before it goes first.
         let _progress = call.downstream.wants_progress().then(|| {
             let tag = format!("mcplug-serve:{n}");
@@ -575,7 +578,10 @@ impl State {
             &params,
             n,
             server,
-            CallOptions::default(),
+            CallOptions {
+                caller: call.downstream.caller(call.params.as_ref()),
+                ..CallOptions::default()
+            },
             move |options| async move {
                 manager
                     .request(&server_name, &method, Some(upstream_params), &options)
@@ -641,6 +647,7 @@ impl State {
         let mut options = CallOptions {
             relayed: Some(meta),
             own_cancel: Some(OwnCancel(call.cancel.clone())),
+            caller: call.downstream.caller(call.params.as_ref()),
             ..CallOptions::default()
         };
         let _progress = call.downstream.wants_progress().then(|| {
@@ -1197,8 +1204,11 @@ impl State {
 
     /// A notification to every legacy client, and to the listen streams that asked for it.
     async fn to_all(&self, method: &str, params: Option<Value>) {
+        // A 2026-07-28 client gets only what its listen streams asked for.
         for s in self.live_sessions() {
-            let _ = s.downstream().notify(method, params.as_ref()).await;
+            if !matches!(s.era(), ClientEra::Modern { .. }) {
+                let _ = s.downstream().notify(method, params.as_ref()).await;
+            }
         }
         if let Some((key, _)) = LIST_CHANGES.iter().find(|(_, m)| *m == method) {
             self.to_listeners(method, Some(key), params.as_ref()).await

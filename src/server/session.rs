@@ -97,7 +97,12 @@ pub(crate) struct ServerSession {
     initialized: std::sync::atomic::AtomicBool,
     /// How long a request of ours to the client may wait for its answer.
     ask_timeout: Duration,
+    /// This process's number for the session (in the log, beside what is done for it).
+    serial: u64,
 }
+
+/// The number of the next session.
+static NEXT_SESSION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl ServerSession {
     /// A session for the client at the other end of the transport `make` builds.
@@ -115,6 +120,7 @@ impl ServerSession {
             log_level: Mutex::new(None),
             initialized: std::sync::atomic::AtomicBool::new(false),
             ask_timeout,
+            serial: NEXT_SESSION.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         });
         let sink = Arc::downgrade(&session) as Weak<dyn Inbound>;
         session.session.set_transport(make(sink));
@@ -380,6 +386,29 @@ impl Downstream {
             .ok_or_else(|| Error::closed("the client's session has ended"))
     }
 
+    /// Who the client is, for what is done for it upstream (`CallOptions::caller`): its name
+    /// and version (from `initialize`, or a 2026-07-28 request's `_meta`) and its session's
+    /// number — `"claude-ai 0.1.0 (session 3)"`.
+    pub(crate) fn caller(&self, params: Option<&Value>) -> Option<Arc<str>> {
+        let session = self.session.upgrade()?;
+        let info = match &*session.era.lock() {
+            ClientEra::Legacy { client_info, .. } => client_info.clone(),
+            _ => params
+                .and_then(|p| p.get("_meta"))
+                .and_then(|m| m.get(era::META_CLIENT_INFO))
+                .cloned()
+                .unwrap_or(Value::Null),
+        };
+        let short = |v: &Value| -> Option<String> {
+            v.as_str().map(|s| s.chars().take(64).collect::<String>())
+        };
+        let name = short(&info["name"]).unwrap_or_else(|| "a client".to_string());
+        let version = short(&info["version"])
+            .map(|v| format!(" {v}"))
+            .unwrap_or_default();
+        Some(format!("{name}{version} (session {})", session.serial).into())
+    }
+
     /// Whether both reach the same client (its session).
     pub(crate) fn same_client(&self, other: &Downstream) -> bool {
         Weak::ptr_eq(&self.session, &other.session)
@@ -482,6 +511,7 @@ impl Downstream {
                 cancels,
                 progress: None,
                 pause: None,
+                caller: None,
             })
             .await
             .map_err(Error::from)

@@ -43,6 +43,9 @@ pub(crate) struct Request<'a> {
     /// A handshake's: its timer does not count the time these credentials were being obtained
     /// (a login that waits on a person), and starts again, whole, after it.
     pub(crate) pause: Option<&'a Obtaining>,
+    /// Who it is made for, when not this process's own host: a served client (`mcplug serve`),
+    /// named in the log beside the request.
+    pub(crate) caller: Option<&'a str>,
 }
 
 /// Why a request failed: `unsent` when its message never went out (the role then fails what
@@ -127,6 +130,7 @@ impl Session {
             cancels,
             progress,
             pause,
+            caller,
         } = req;
         let reset = progress.as_ref().and_then(|p| p.reset.clone());
         // The route goes however the wait ends.
@@ -146,7 +150,14 @@ impl Session {
             start,
             pause: pause.filter(|_| timeout.is_some()),
         };
-        tracing::debug!(target: "mcplug::client", server = self.name().unwrap_or(""), id, method, "request");
+        match caller {
+            Some(caller) => {
+                tracing::debug!(target: "mcplug::client", server = self.name().unwrap_or(""), id, method, caller, "request")
+            }
+            None => {
+                tracing::debug!(target: "mcplug::client", server = self.name().unwrap_or(""), id, method, "request")
+            }
+        }
         crate::log::sent(self.name(), &message);
         // On a host thread, read the transport ourselves while we wait (see
         // transport/stdio_read.rs, transport/http/direct.rs): then no runtime thread has to

@@ -112,6 +112,7 @@ fn request<'a>(
         cancels,
         progress: None,
         pause: None,
+        caller: None,
     }
 }
 

@@ -144,6 +144,32 @@ def test_two_real_servers_as_one_everything_and_mcp_server_time(tmp_path: Path) 
     _run(body())
 
 
+def test_each_upstream_request_names_the_client_it_is_made_for(tmp_path: Path) -> None:
+    """A per-client identity flows from the session to the manager's calls: each upstream
+    request made for a client names it (its name, version and session) in the log."""
+    log = tmp_path / "serve.log"
+
+    async def body() -> None:
+        params = _params(tmp_path, {"everything": _everything()}, log="mcplug::client=debug")
+        with log.open("w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (r, w):
+                me = types.Implementation(name="identity-test", version="9.9")
+                async with ClientSession(r, w, client_info=me) as s:
+                    await s.initialize()
+                    await s.call_tool("mcp__everything__echo", {"message": "who"})
+                    await s.list_resources()
+                    await s.read_resource(str((await s.list_resources()).resources[0].uri))
+
+    _run(body())
+    lines = log.read_text().splitlines()
+    called = [l for l in lines if 'method="tools/call"' in l]
+    read = [l for l in lines if 'method="resources/read"' in l]
+    assert called and all('caller="identity-test 9.9 (session' in l for l in called), called
+    assert read and all('caller="identity-test 9.9 (session' in l for l in read), read
+    # What the gateway does for itself (connecting, listing) names no client.
+    assert not any("caller=" in l for l in lines if 'method="initialize"' in l)
+
+
 def test_progress_reaches_the_client_under_its_own_token_before_the_result(tmp_path: Path) -> None:
     async def body() -> None:
         async with stdio_client(_params(tmp_path, {"everything": _everything()})) as (r, w):
