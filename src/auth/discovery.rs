@@ -35,17 +35,7 @@ impl Discovered {
         self.metadata.as_ref()?.get(key)?.as_str()
     }
     pub fn meta_list(&self, key: &str) -> Vec<String> {
-        self.metadata
-            .as_ref()
-            .and_then(|m| m.get(key))
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
+        crate::protocol::string_list(self.metadata.as_ref().and_then(|m| m.get(key)))
     }
     pub fn meta_bool(&self, key: &str) -> bool {
         self.metadata

@@ -421,6 +421,30 @@ impl Client {
         self.shared.era.read().as_ref().map(|s| s.era.clone())
     }
 
+    /// A served client's request (`CallOptions::relayed`, `mcplug serve`): passed on, and its
+    /// answer passed back, as they are — no cache, no schema checks, no input rounds. Apart
+    /// from `request`, so that the host's requests carry none of it (a host thread's stack is
+    /// the host's).
+    pub(crate) async fn relay(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: &CallOptions,
+    ) -> Result<RawJson> {
+        let timeout = options.timeout.or(self.shared.options.request_timeout);
+        self.shared
+            .rounds
+            .call(
+                &self.shared,
+                method,
+                mrtr::Call::Params(params),
+                timeout,
+                options,
+                None,
+            )
+            .await
+    }
+
     /// Any request, with the host's per-call options; `default_timeout` is the layer's default
     /// (request or tool timeout). Returns the result untouched. `tools/list` results teach the
     /// client the tools' schemas, and `tools/call` is checked as [`Client::call_tool`] checks it.
@@ -435,22 +459,6 @@ impl Client {
             .await
         {
             return handled;
-        }
-        if options.relayed.is_some() {
-            // A served client's request: passed on, and its answer passed back, as they are.
-            let timeout = options.timeout.or(self.shared.options.request_timeout);
-            return self
-                .shared
-                .rounds
-                .call(
-                    &self.shared,
-                    method,
-                    mrtr::Call::Params(params),
-                    timeout,
-                    options,
-                    None,
-                )
-                .await;
         }
         if options.all_pages {
             if let Some(field) = page_field(method) {

@@ -51,7 +51,7 @@ impl Negotiated {
                     .await;
                 match probe.and_then(|r| r.value()) {
                     Ok(result) => {
-                        let supported = string_list(result.get("supportedVersions"));
+                        let supported = protocol::string_list(result.get("supportedVersions"));
                         if let Some(v) = opts.modern_versions.iter().find(|v| supported.contains(v))
                         {
                             return Ok(self.adopt_modern(conn, v, result));
@@ -63,7 +63,7 @@ impl Negotiated {
                             && e.code == Some(codes::UNSUPPORTED_PROTOCOL_VERSION) =>
                     {
                         let supported =
-                            string_list(e.data.as_ref().and_then(|d| d.get("supported")));
+                            protocol::string_list(e.data.as_ref().and_then(|d| d.get("supported")));
                         if let Some(v) = opts.modern_versions.iter().find(|v| supported.contains(v))
                         {
                             if attempt == 0 {
@@ -233,14 +233,4 @@ impl Negotiated {
             "result": result,
         })
     }
-}
-
-fn string_list(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|l| {
-            l.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
 }

@@ -290,6 +290,10 @@ impl super::Manager {
         options: &CallOptions,
     ) -> Result<RawJson> {
         let t = self.inner.target(server)?;
+        if options.relayed.is_some() {
+            // Boxed: the host's own requests (on a host thread's stack) carry none of it.
+            return Box::pin(t.client.relay(method, params, options)).await;
+        }
         t.client.request(method, params, options).await
     }
 }

@@ -445,6 +445,18 @@ pub fn encode_response(id: &Value, outcome: Result<&Value, &Value>) -> Vec<u8> {
     buf
 }
 
+/// The strings of a JSON array (what is not a string left out; not an array: none).
+pub fn string_list(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|l| {
+            l.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Whether `capabilities` declares the capability at `path` (`["sampling"]`,
 /// `["elicitation", "url"]`): each step present and not null.
 pub fn declares(capabilities: &Value, path: &[&str]) -> bool {

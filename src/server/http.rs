@@ -303,29 +303,9 @@ impl Http {
                 "Not Acceptable: Client must accept both application/json and text/event-stream",
             );
         }
-        let content_type = header(&headers, "content-type");
-        if !content_type
-            .split(';')
-            .next()
-            .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
-        {
-            return error_status(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                None,
-                -32000,
-                "Unsupported Media Type: Content-Type must be application/json",
-            );
-        }
-        let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
-            Ok(b) => b.to_bytes(),
-            Err(e) => {
-                return error_status(
-                    StatusCode::BAD_REQUEST,
-                    None,
-                    codes::PARSE_ERROR,
-                    &format!("the body could not be read: {e}"),
-                )
-            }
+        let body = match json_body(&headers, req.into_body()).await {
+            Ok(b) => b,
+            Err(refused) => return *refused,
         };
         let message: Peek = match serde_json::from_slice(&body) {
             Ok(m) => m,
@@ -640,29 +620,10 @@ impl Http {
                 "Session not found: open one with a GET of /sse",
             );
         };
-        let content_type = header(req.headers(), "content-type");
-        if !content_type
-            .split(';')
-            .next()
-            .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
-        {
-            return error_status(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                None,
-                -32000,
-                "Unsupported Media Type: Content-Type must be application/json",
-            );
-        }
-        let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
-            Ok(b) => b.to_bytes(),
-            Err(e) => {
-                return error_status(
-                    StatusCode::BAD_REQUEST,
-                    None,
-                    codes::PARSE_ERROR,
-                    &format!("the body could not be read: {e}"),
-                )
-            }
+        let headers = req.headers().clone();
+        let body = match json_body(&headers, req.into_body()).await {
+            Ok(b) => b,
+            Err(refused) => return *refused,
         };
         if let Err(e) = serde_json::from_slice::<Peek>(&body) {
             return error_status(
@@ -686,6 +647,36 @@ impl Http {
         }
         legacy.session.close().await;
         status_only(StatusCode::OK)
+    }
+}
+
+/// A POST's body, once its `Content-Type` says JSON (else 415) and it is read whole (`MAX_BODY`
+/// at most, else 400).
+async fn json_body(
+    headers: &HeaderMap,
+    body: Incoming,
+) -> std::result::Result<Bytes, Box<Response<Body>>> {
+    let content_type = header(headers, "content-type");
+    if !content_type
+        .split(';')
+        .next()
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+    {
+        return Err(Box::new(error_status(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            -32000,
+            "Unsupported Media Type: Content-Type must be application/json",
+        )));
+    }
+    match Limited::new(body, MAX_BODY).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(e) => Err(Box::new(error_status(
+            StatusCode::BAD_REQUEST,
+            None,
+            codes::PARSE_ERROR,
+            &format!("the body could not be read: {e}"),
+        ))),
     }
 }
 

@@ -346,16 +346,7 @@ impl State {
                 honored.insert(key.into(), json!(true));
             }
         }
-        let uris: Vec<String> = asked
-            .get("resourceSubscriptions")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let uris = protocol::string_list(asked.get("resourceSubscriptions"));
         if asked.contains_key("resourceSubscriptions") {
             honored.insert("resourceSubscriptions".into(), json!(uris));
         }
@@ -533,12 +524,7 @@ impl State {
             ..CallOptions::default()
         };
         // Kept until the answer is given: progress the upstream sent before it goes first.
-        let _progress = call.downstream.wants_progress().then(|| {
-            let tag = format!("mcplug-serve:{n}");
-            options.progress = true;
-            options.tag = Some(tag.clone());
-            Tracked::new(self.clone(), tag, call.downstream.clone())
-        });
+        let _progress = self.track_progress(&call, n, &mut options);
         let manager = self.manager.share();
         let server = tool.server.clone();
         self.upstream(
@@ -589,6 +575,22 @@ impl State {
             },
         )
         .await
+    }
+
+    /// When the client asked for progress: the upstream call `n` asks too, and its progress
+    /// reaches the client (while the returned route is kept).
+    fn track_progress(
+        self: &Arc<Self>,
+        call: &Call,
+        n: u64,
+        options: &mut CallOptions,
+    ) -> Option<Tracked> {
+        call.downstream.wants_progress().then(|| {
+            let tag = format!("mcplug-serve:{n}");
+            options.progress = true;
+            options.tag = Some(tag.clone());
+            Tracked::new(self.clone(), tag, call.downstream.clone())
+        })
     }
 
     /// Whether a 2026-07-28 client's retry names a request this gateway parked (its upstream
@@ -650,12 +652,7 @@ impl State {
             caller: call.downstream.caller(call.params.as_ref()),
             ..CallOptions::default()
         };
-        let _progress = call.downstream.wants_progress().then(|| {
-            let tag = format!("mcplug-serve:{n}");
-            options.progress = true;
-            options.tag = Some(tag.clone());
-            Tracked::new(self.clone(), tag, call.downstream.clone())
-        });
+        let _progress = self.track_progress(call, n, &mut options);
         // A 2026-07-28 server asks in its results; a request it sends anyway is refused.
         let (questions, _) = mpsc::unbounded_channel();
         let _call = Calling::new(

@@ -99,6 +99,8 @@ pub(crate) struct ServerSession {
     ask_timeout: Duration,
     /// This process's number for the session (in the log, beside what is done for it).
     serial: u64,
+    /// A legacy client's `caller`, made once (its info is the session's).
+    caller: std::sync::OnceLock<Arc<str>>,
 }
 
 /// The number of the next session.
@@ -121,6 +123,7 @@ impl ServerSession {
             initialized: std::sync::atomic::AtomicBool::new(false),
             ask_timeout,
             serial: NEXT_SESSION.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            caller: std::sync::OnceLock::new(),
         });
         let sink = Arc::downgrade(&session) as Weak<dyn Inbound>;
         session.session.set_transport(make(sink));
@@ -391,22 +394,29 @@ impl Downstream {
     /// number — `"claude-ai 0.1.0 (session 3)"`.
     pub(crate) fn caller(&self, params: Option<&Value>) -> Option<Arc<str>> {
         let session = self.session.upgrade()?;
-        let info = match &*session.era.lock() {
-            ClientEra::Legacy { client_info, .. } => client_info.clone(),
-            _ => params
-                .and_then(|p| p.get("_meta"))
-                .and_then(|m| m.get(era::META_CLIENT_INFO))
-                .cloned()
-                .unwrap_or(Value::Null),
+        let label = |info: &Value| -> Arc<str> {
+            let short = |v: &Value| v.as_str().map(|s| s.chars().take(64).collect::<String>());
+            let name = short(&info["name"]).unwrap_or_else(|| "a client".to_string());
+            let version = short(&info["version"])
+                .map(|v| format!(" {v}"))
+                .unwrap_or_default();
+            format!("{name}{version} (session {})", session.serial).into()
         };
-        let short = |v: &Value| -> Option<String> {
-            v.as_str().map(|s| s.chars().take(64).collect::<String>())
-        };
-        let name = short(&info["name"]).unwrap_or_else(|| "a client".to_string());
-        let version = short(&info["version"])
-            .map(|v| format!(" {v}"))
-            .unwrap_or_default();
-        Some(format!("{name}{version} (session {})", session.serial).into())
+        if let Some(made) = session.caller.get() {
+            return Some(made.clone());
+        }
+        let opened = session.era.lock().clone();
+        Some(match opened {
+            ClientEra::Legacy { client_info, .. } => {
+                session.caller.get_or_init(|| label(&client_info)).clone()
+            }
+            _ => label(
+                params
+                    .and_then(|p| p.get("_meta"))
+                    .and_then(|m| m.get(era::META_CLIENT_INFO))
+                    .unwrap_or(&Value::Null),
+            ),
+        })
     }
 
     /// Whether both reach the same client (its session).

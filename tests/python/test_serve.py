@@ -419,31 +419,33 @@ _INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
 
 
+async def _calls_progress_sampling_elicitation(s: ClientSession, via: str) -> None:
+    """What every transport must carry through the gateway: the handshake, a call, progress
+    in order before the answer, and sampling and elicitation asked of this client."""
+    init = await s.initialize()
+    assert init.server_info.name == "mcplug"
+    assert "mcp__everything__echo" in {t.name for t in (await s.list_tools()).tools}
+    assert _texts(await s.call_tool("mcp__everything__echo", {"message": via})) == f"Echo: {via}"
+    seen: List[float] = []
+
+    async def progress(value: float, total: Optional[float], message: Optional[str]) -> None:
+        seen.append(value)
+
+    long = await s.call_tool(
+        "mcp__everything__trigger-long-running-operation", {"duration": 1, "steps": 3}, progress_callback=progress,
+    )
+    assert "completed" in _texts(long) and seen == [1, 2, 3], seen
+    assert "sampled: " in _texts(await s.call_tool("mcp__everything__trigger-sampling-request", {"prompt": via}))
+    assert "Ada" in _texts(await s.call_tool("mcp__everything__trigger-elicitation-request", {}))
+
+
 def test_the_python_sdk_client_over_streamable_http(tmp_path: Path) -> None:
     from mcp.client.streamable_http import streamable_http_client
 
     async def body(url: str) -> None:
         async with streamable_http_client(url) as streams:
             async with ClientSession(streams[0], streams[1], sampling_callback=_sampled, elicitation_callback=_elicited) as s:
-                init = await s.initialize()
-                assert init.server_info.name == "mcplug"
-                names = {t.name for t in (await s.list_tools()).tools}
-                assert "mcp__everything__echo" in names
-                assert _texts(await s.call_tool("mcp__everything__echo", {"message": "over http"})) == "Echo: over http"
-                seen: List[float] = []
-
-                async def progress(value: float, total: Optional[float], message: Optional[str]) -> None:
-                    seen.append(value)
-
-                long = await s.call_tool(
-                    "mcp__everything__trigger-long-running-operation", {"duration": 1, "steps": 3},
-                    progress_callback=progress,
-                )
-                assert "completed" in _texts(long) and seen == [1, 2, 3]
-                sampled = await s.call_tool("mcp__everything__trigger-sampling-request", {"prompt": "web"})
-                assert "sampled: " in _texts(sampled)
-                elicited = await s.call_tool("mcp__everything__trigger-elicitation-request", {})
-                assert "Ada" in _texts(elicited)
+                await _calls_progress_sampling_elicitation(s, "over http")
                 resources = (await s.list_resources()).resources
                 assert resources and (await s.read_resource(resources[0].uri)).contents
 
@@ -459,21 +461,7 @@ def test_an_old_client_over_http_sse_at_sse(tmp_path: Path) -> None:
     async def body(url: str) -> None:
         async with sse_client(url.removesuffix("/mcp") + "/sse") as streams:
             async with ClientSession(streams[0], streams[1], sampling_callback=_sampled, elicitation_callback=_elicited) as s:
-                init = await s.initialize()
-                assert init.server_info.name == "mcplug"
-                assert _texts(await s.call_tool("mcp__everything__echo", {"message": "over sse"})) == "Echo: over sse"
-                seen: List[float] = []
-
-                async def progress(value: float, total: Optional[float], message: Optional[str]) -> None:
-                    seen.append(value)
-
-                long = await s.call_tool(
-                    "mcp__everything__trigger-long-running-operation", {"duration": 1, "steps": 3},
-                    progress_callback=progress,
-                )
-                assert "completed" in _texts(long) and seen[:2] == [1, 2], seen
-                assert "sampled: " in _texts(await s.call_tool("mcp__everything__trigger-sampling-request", {"prompt": "old"}))
-                assert "Ada" in _texts(await s.call_tool("mcp__everything__trigger-elicitation-request", {}))
+                await _calls_progress_sampling_elicitation(s, "over sse")
                 prompts = (await s.list_prompts()).prompts
                 assert any(p.name == "mcp__everything__simple-prompt" for p in prompts)
 
