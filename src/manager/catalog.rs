@@ -290,10 +290,20 @@ impl super::Manager {
         options: &CallOptions,
     ) -> Result<RawJson> {
         let t = self.inner.target(server)?;
-        if options.relayed.is_some() {
-            // Boxed: the host's own requests (on a host thread's stack) carry none of it.
-            return Box::pin(t.client.relay(method, params, options)).await;
-        }
         t.client.request(method, params, options).await
+    }
+
+    /// A served client's request to one connected server, passed on and answered as they are
+    /// (`CallOptions::relayed`, `mcplug serve`). Apart from `request`: the host's requests, on
+    /// a host thread's stack, carry none of it.
+    pub(crate) async fn relay(
+        &self,
+        server: &str,
+        method: &str,
+        params: Option<Value>,
+        options: &CallOptions,
+    ) -> Result<RawJson> {
+        let t = self.inner.target(server)?;
+        t.client.relay(method, params, options).await
     }
 }

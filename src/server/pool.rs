@@ -667,7 +667,7 @@ impl State {
         );
         let outcome = self
             .manager
-            .request(server, &call.method, Some(params), &options)
+            .relay(server, &call.method, Some(params), &options)
             .await;
         self.deliver().await;
         if let Ok(raw) = &outcome {

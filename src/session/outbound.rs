@@ -150,14 +150,8 @@ impl Session {
             start,
             pause: pause.filter(|_| timeout.is_some()),
         };
-        match caller {
-            Some(caller) => {
-                tracing::debug!(target: "mcplug::client", server = self.name().unwrap_or(""), id, method, caller, "request")
-            }
-            None => {
-                tracing::debug!(target: "mcplug::client", server = self.name().unwrap_or(""), id, method, "request")
-            }
-        }
+        // `caller` is recorded only when there is one.
+        tracing::debug!(target: "mcplug::client", server = self.name().unwrap_or(""), id, method, caller, "request");
         crate::log::sent(self.name(), &message);
         // On a host thread, read the transport ourselves while we wait (see
         // transport/stdio_read.rs, transport/http/direct.rs): then no runtime thread has to
