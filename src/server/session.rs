@@ -101,6 +101,59 @@ pub(crate) struct ServerSession {
     serial: u64,
     /// A legacy client's `caller`, made once (its info is the session's).
     caller: std::sync::OnceLock<Arc<str>>,
+    /// The handler's tasks still running (a cancelled one too, until it has told its
+    /// upstream), so that closing waits for them to finish what a cancel asks of them.
+    running: Running,
+}
+
+/// How long closing a session waits for its handler's tasks to finish after their cancel (a
+/// relayed call's is one `notifications/cancelled` upstream; a host tool may ignore it).
+const SETTLE: Duration = Duration::from_secs(2);
+
+/// A count of running tasks that can be waited on until it is zero.
+#[derive(Default)]
+struct Running {
+    count: std::sync::atomic::AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+/// One running task, counted until it is dropped.
+struct RunningGuard(Arc<ServerSession>);
+
+impl Running {
+    fn start(session: &Arc<ServerSession>) -> RunningGuard {
+        session
+            .running
+            .count
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        RunningGuard(session.clone())
+    }
+
+    /// Resolves once no task runs.
+    async fn idle(&self) {
+        loop {
+            let idle = self.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if self.count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        let running = &self.0.running;
+        if running
+            .count
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst)
+            == 1
+        {
+            running.idle.notify_waiters();
+        }
+    }
 }
 
 /// The number of the next session.
@@ -124,6 +177,7 @@ impl ServerSession {
             ask_timeout,
             serial: NEXT_SESSION.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             caller: std::sync::OnceLock::new(),
+            running: Running::default(),
         });
         let sink = Arc::downgrade(&session) as Weak<dyn Inbound>;
         session.session.set_transport(make(sink));
@@ -163,9 +217,11 @@ impl ServerSession {
         self.era.lock().clone()
     }
 
-    /// Ends the session: requests being served are cancelled, our requests to the client fail.
+    /// Ends the session: requests being served are cancelled (and given a while to tell their
+    /// upstreams so), our requests to the client fail.
     pub(crate) async fn close(&self) {
         self.end(Error::closed("the server closed the session"));
+        let _ = tokio::time::timeout(SETTLE, self.running.idle()).await;
         if let Some(t) = self.session.transport_if_set() {
             t.close().await;
         }
@@ -320,7 +376,9 @@ impl ServerSession {
         let method = call.method.clone();
         let served = self.handler.handle(call);
         let this = self.clone();
+        let running = Running::start(self);
         crate::runtime::spawn(async move {
+            let _running = running;
             // The handler runs to its end: a cancel reaches it through its signal (a relayed
             // call then cancels its upstream request), never by dropping it halfway.
             let outcome = served.await;

@@ -334,19 +334,25 @@ def test_a_client_that_goes_away_mid_call_leaves_nothing_behind(tmp_path: Path) 
     assert upstream, "mcplug serve runs its upstream"
     send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "mcp__everything__trigger-long-running-operation", "arguments": {"duration": 30, "steps": 3}}})
-    time.sleep(0.5)
+    # The client goes once the call is upstream (before that, there is nothing to cancel there).
+    assert wait_until(lambda: _sent_upstream(wire, "tools/call"), 15, 0.05), "the call went upstream"
     child.stdin.close()
     assert child.wait(15) == 0, "mcplug serve exits once its client has gone"
     assert wait_until(lambda: not any(_alive(p) for p in upstream), 10, 0.05), "no upstream is left"
     assert _cancelled_upstream(wire), "the call in flight was cancelled upstream"
 
 
-def _cancelled_upstream(wire: Path) -> bool:
-    """Whether the wire log shows a notifications/cancelled sent to the upstream server."""
+def _sent_upstream(wire: Path, method: str) -> bool:
+    """Whether the wire log shows a `method` message sent to the upstream server."""
     return any(
-        'server="everything"' in line and "-> " in line and "notifications/cancelled" in line
+        'server="everything"' in line and "-> " in line and f'"method":"{method}"' in line.replace(" ", "")
         for line in wire.read_text(errors="replace").splitlines()
     )
+
+
+def _cancelled_upstream(wire: Path) -> bool:
+    """Whether the wire log shows a notifications/cancelled sent to the upstream server."""
+    return _sent_upstream(wire, "notifications/cancelled")
 
 
 def test_a_cancelled_call_is_cancelled_upstream_and_the_next_one_answered(tmp_path: Path) -> None:
