@@ -196,7 +196,7 @@ pub(crate) fn serve_fds(
     let session = ServerSession::new(None, handler, ask_timeout, |sink| {
         match FdTransport::open(read, write, MAX_LINE, sink) {
             Ok(t) => {
-                opened = Some(Ok(()));
+                opened = Some(Ok(t.clone()));
                 t as Arc<dyn crate::transport::Transport>
             }
             Err(e) => {
@@ -205,7 +205,9 @@ pub(crate) fn serve_fds(
             }
         }
     });
-    opened.expect("the transport was made")?;
+    // Read only now that the session can answer: the client's `initialize` may be waiting
+    // in the descriptor already (it was, while `mcplug serve` connected its upstreams).
+    opened.expect("the transport was made")?.start();
     Ok(session)
 }
 
@@ -242,6 +244,7 @@ mod tests {
     impl Handler for Echo {
         fn offer(&self) -> Offer {
             Offer {
+                legacy_tasks: None,
                 capabilities: json!({"tools": {}}),
                 server_info: json!({"name": "echo", "version": "1"}),
                 instructions: None,
@@ -311,6 +314,36 @@ mod tests {
             is_closed(&session),
             "the session ended with the client's end"
         );
+    }
+
+    /// A client writes before the server reads (as one does while `mcplug serve` connects
+    /// its upstreams): every request waiting is answered. Repeated, since the reading could
+    /// once beat the session to its transport and answer into nothing.
+    #[tokio::test]
+    async fn requests_written_before_the_server_started_are_answered() {
+        for _ in 0..20 {
+            let (from_client, client_writes) = sys::fd::pipe(false).unwrap();
+            let (client_reads, to_client) = sys::fd::pipe(false).unwrap();
+            let requests = concat!(
+                r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}"#,
+                "\n",
+                r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+                "\n"
+            );
+            sys::fd::write(&client_writes, requests.as_bytes()).unwrap();
+            let session = serve_fds(
+                Arc::new(Echo),
+                &from_client,
+                &to_client,
+                Duration::from_secs(5),
+            )
+            .unwrap();
+            let mut answers = lines(&client_reads, 2);
+            answers.sort_by_key(|a| a["id"].as_u64());
+            assert_eq!(answers[0]["result"]["protocolVersion"], "2025-11-25");
+            assert_eq!(answers[1]["result"], serde_json::json!({}));
+            session.close().await;
+        }
     }
 
     fn is_closed(session: &ServerSession) -> bool {

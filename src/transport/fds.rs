@@ -27,11 +27,15 @@ pub(crate) struct FdTransport {
     /// Written to end the reading thread's wait.
     wake: Mutex<Option<OwnedFd>>,
     closed: Arc<AtomicBool>,
+    /// Lets the reading thread begin (`start`).
+    begin: Mutex<Option<mpsc::Sender<()>>>,
 }
 
 impl FdTransport {
     /// Reads lines from `read` and writes to `write` (each duplicated), delivering what it reads
-    /// to `sink`; a line longer than `max_line` bytes ends the connection.
+    /// to `sink` once [`FdTransport::start`] is called — after the session has its transport, so
+    /// that a request already waiting in the descriptor is not answered into nothing; a line
+    /// longer than `max_line` bytes ends the connection.
     pub(crate) fn open(
         read: impl AsFd,
         write: impl AsFd,
@@ -53,15 +57,29 @@ impl FdTransport {
             .spawn(move || write_loop(output, rx))
             .map_err(|e| Error::transport(format!("a writing thread could not start: {e}")))?;
         let reader_closed = closed.clone();
+        let (begin, begun) = mpsc::channel::<()>();
         std::thread::Builder::new()
             .name("mcplug-fds-read".into())
-            .spawn(move || read_loop(input, wake_read, max_line, sink, reader_closed))
+            .spawn(move || {
+                // Never started (the transport was dropped): nothing is read.
+                if begun.recv().is_ok() {
+                    read_loop(input, wake_read, max_line, sink, reader_closed)
+                }
+            })
             .map_err(|e| Error::transport(format!("a reading thread could not start: {e}")))?;
         Ok(Arc::new(FdTransport {
             out: Mutex::new(Some(tx)),
             wake: Mutex::new(Some(wake_write)),
             closed,
+            begin: Mutex::new(Some(begin)),
         }))
+    }
+
+    /// Begins reading (once; later calls do nothing).
+    pub(crate) fn start(&self) {
+        if let Some(begin) = self.begin.lock().take() {
+            let _ = begin.send(());
+        }
     }
 }
 
@@ -156,6 +174,8 @@ impl Transport for FdTransport {
 
     fn close(&self) -> BoxFuture<'_, ()> {
         self.closed.store(true, Ordering::SeqCst);
+        // A reading thread never started ends without reading.
+        self.begin.lock().take();
         // The writing thread ends when its queue does (after what is queued is written).
         self.out.lock().take();
         if let Some(wake) = self.wake.lock().take() {
@@ -204,6 +224,22 @@ mod tests {
         out
     }
 
+    #[test]
+    fn nothing_is_read_before_start_and_what_waited_comes_after() {
+        let (in_read, in_write) = sys::fd::pipe(false).unwrap();
+        let (_out_read, out_write) = sys::fd::pipe(false).unwrap();
+        let (tx, rx) = std_mpsc::channel();
+        let sink = Arc::new(Sink(Mutex::new(tx)));
+        let weak = Arc::downgrade(&sink) as Weak<dyn Inbound>;
+        // The peer's first line is there before the transport is.
+        sys::fd::write(&in_write, b"{\"first\":1}\n").unwrap();
+        let t = FdTransport::open(&in_read, &out_write, 64, weak).unwrap();
+        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());
+        t.start();
+        let got = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(got, Ok("{\"first\":1}".to_string()));
+    }
+
     #[tokio::test]
     async fn lines_in_and_out_and_the_end_of_the_peer() {
         let (in_read, in_write) = sys::fd::pipe(false).unwrap();
@@ -212,6 +248,7 @@ mod tests {
         let sink = Arc::new(Sink(Mutex::new(tx)));
         let weak = Arc::downgrade(&sink) as Weak<dyn Inbound>;
         let t = FdTransport::open(&in_read, &out_write, 64, weak).unwrap();
+        t.start();
         drop((in_read, out_write)); // the transport holds its own duplicates
 
         // Lines split across writes, CRLF, blank lines.
@@ -239,6 +276,7 @@ mod tests {
         let sink = Arc::new(Sink(Mutex::new(tx)));
         let weak = Arc::downgrade(&sink) as Weak<dyn Inbound>;
         let t = FdTransport::open(&in_read, &out_write, 1 << 20, weak).unwrap();
+        t.start();
         drop(in_write);
         let end = rx
             .recv_timeout(Duration::from_secs(5))
@@ -254,6 +292,7 @@ mod tests {
         let sink = Arc::new(Sink(Mutex::new(tx)));
         let weak = Arc::downgrade(&sink) as Weak<dyn Inbound>;
         let t = FdTransport::open(&in_read, &out_write, 1 << 20, weak).unwrap();
+        t.start();
         t.close().await;
         assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
     }

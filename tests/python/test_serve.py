@@ -6,13 +6,14 @@ left behind when it goes away."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, AsyncIterator, Dict, List, Optional
 
 import pytest
 
@@ -49,6 +50,22 @@ def _params(tmp_path: Path, servers: Dict[str, Any], *extra: str, log: str = "wa
     )
 
 
+@contextlib.asynccontextmanager
+async def _stdio(params: StdioServerParameters) -> AsyncIterator[Any]:
+    """`stdio_client` to `mcplug serve`, its debug log kept beside and printed if the test
+    fails inside (a stall shows where it stood)."""
+    log = Path(params.cwd or ".") / "serve-debug.log"
+    params = params.model_copy(update={"env": {**(params.env or {}), "MCPLUG_LOG": "debug"}})
+    with log.open("w") as errlog:
+        try:
+            async with stdio_client(params, errlog=errlog) as streams:
+                yield streams
+        except BaseException:
+            errlog.flush()
+            print(f"--- mcplug serve's log ({log}):\n" + log.read_text(errors="replace")[-20000:])
+            raise
+
+
 async def _sampled(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
     asked = params.messages[0].content
     text = asked.text if isinstance(asked, types.TextContent) else "?"
@@ -71,7 +88,7 @@ def _texts(result: types.CallToolResult) -> str:
 
 def test_the_pool_is_served_as_the_upstream_lists_and_answers(tmp_path: Path) -> None:
     async def body() -> None:
-        async with stdio_client(_params(tmp_path, {"everything": _everything()})) as (r, w):
+        async with _stdio(_params(tmp_path, {"everything": _everything()})) as (r, w):
             async with ClientSession(r, w) as s:
                 init = await s.initialize()
                 assert init.server_info.name == "mcplug"
@@ -123,7 +140,7 @@ def _time() -> Dict[str, Any]:
 def test_two_real_servers_as_one_everything_and_mcp_server_time(tmp_path: Path) -> None:
     async def body() -> None:
         servers = {"everything": _everything(), "time": _time()}
-        async with stdio_client(_params(tmp_path, servers)) as (r, w):
+        async with _stdio(_params(tmp_path, servers)) as (r, w):
             async with ClientSession(r, w) as s:
                 await s.initialize()
                 tools = {t.name for t in (await s.list_tools()).tools}
@@ -172,7 +189,7 @@ def test_each_upstream_request_names_the_client_it_is_made_for(tmp_path: Path) -
 
 def test_progress_reaches_the_client_under_its_own_token_before_the_result(tmp_path: Path) -> None:
     async def body() -> None:
-        async with stdio_client(_params(tmp_path, {"everything": _everything()})) as (r, w):
+        async with _stdio(_params(tmp_path, {"everything": _everything()})) as (r, w):
             async with ClientSession(r, w) as s:
                 await s.initialize()
                 seen: List[float] = []
@@ -193,7 +210,7 @@ def test_progress_reaches_the_client_under_its_own_token_before_the_result(tmp_p
 
 def test_sampling_and_elicitation_are_asked_of_the_client_whose_call_runs(tmp_path: Path) -> None:
     async def body() -> None:
-        async with stdio_client(_params(tmp_path, {"everything": _everything()})) as (r, w):
+        async with _stdio(_params(tmp_path, {"everything": _everything()})) as (r, w):
             async with ClientSession(r, w, sampling_callback=_sampled, elicitation_callback=_elicited) as s:
                 await s.initialize()
                 names = {t.name for t in (await s.list_tools()).tools}
@@ -208,7 +225,7 @@ def test_sampling_and_elicitation_are_asked_of_the_client_whose_call_runs(tmp_pa
 
 def test_a_client_without_sampling_gets_an_answer_not_a_hang(tmp_path: Path) -> None:
     async def body() -> None:
-        async with stdio_client(_params(tmp_path, {"everything": _everything()})) as (r, w):
+        async with _stdio(_params(tmp_path, {"everything": _everything()})) as (r, w):
             async with ClientSession(r, w) as s:
                 await s.initialize()
                 started = time.monotonic()
@@ -232,7 +249,7 @@ def test_logging_is_fanned_out_and_log_messages_come_back_named_by_server(tmp_pa
         async def logged(params: types.LoggingMessageNotificationParams) -> None:
             got.append(params)
 
-        async with stdio_client(_params(tmp_path, {"everything": _everything()})) as (r, w):
+        async with _stdio(_params(tmp_path, {"everything": _everything()})) as (r, w):
             async with ClientSession(r, w, logging_callback=logged) as s:
                 await s.initialize()
                 await s.set_logging_level("debug")
@@ -252,7 +269,7 @@ def test_logging_is_fanned_out_and_log_messages_come_back_named_by_server(tmp_pa
 def test_unprefixed_names_are_the_servers_own_and_the_first_server_wins(tmp_path: Path) -> None:
     async def body() -> None:
         servers = {"first": _everything(), "second": _everything()}
-        async with stdio_client(_params(tmp_path, servers, "--names", "unprefixed")) as (r, w):
+        async with _stdio(_params(tmp_path, servers, "--names", "unprefixed")) as (r, w):
             async with ClientSession(r, w) as s:
                 await s.initialize()
                 names = [t.name for t in (await s.list_tools()).tools]
@@ -272,7 +289,7 @@ def test_a_2026_server_serves_a_legacy_client_sampling_included(tmp_path: Path) 
     modern = {"command": str(VENV_PYTHON), "args": [str(MODERN_SERVER)]}
 
     async def body() -> None:
-        async with stdio_client(_params(tmp_path, {"modern": modern})) as (r, w):
+        async with _stdio(_params(tmp_path, {"modern": modern})) as (r, w):
             async with ClientSession(r, w, sampling_callback=_sampled) as s:
                 init = await s.initialize()
                 assert init.protocol_version == "2025-11-25"
@@ -288,11 +305,19 @@ def test_mcplugs_own_client_through_the_gateway(tmp_path: Path) -> None:
     import mcplug
 
     params = _params(tmp_path, {"everything": _everything()})
-    with mcplug.Client.connect({"command": params.command, "args": params.args, "env": params.env, "cwd": params.cwd}, connect_timeout=30) as c:
-        names = [t["name"] for t in c.list_tools()]
-        assert "mcp__everything__echo" in names
-        result = c.call_tool("mcp__everything__echo", {"message": "nested"})
-        assert result["content"][0]["text"] == "Echo: nested"
+    spec = {"command": params.command, "args": params.args, "env": params.env, "cwd": params.cwd}
+    # Both eras; in 2025-11-25 a tool that requires a task runs as one through the gateway
+    # (tasks/get and tasks/result relayed), in 2026-07-28 the gateway awaits it upstream.
+    for versions, era in ((["2025-11-25"], "legacy"), (None, "modern")):
+        options = {"protocol_versions": versions} if versions else None
+        with mcplug.Client.connect(spec, connect_timeout=30, options=options) as c:
+            assert c.era == era, (c.era, c.protocol_version)
+            names = [t["name"] for t in c.list_tools()]
+            assert "mcp__everything__echo" in names
+            result = c.call_tool("mcp__everything__echo", {"message": "nested"})
+            assert result["content"][0]["text"] == "Echo: nested"
+            research = c.call_tool("mcp__everything__simulate-research-query", {"topic": "rust"})
+            assert research["content"][0]["text"].startswith("# Research Report: rust"), research
 
 
 def _children(pid: int) -> List[int]:
@@ -380,7 +405,6 @@ def test_a_cancelled_call_is_cancelled_upstream_and_the_next_one_answered(tmp_pa
 
 # --- Streamable HTTP (`mcplug serve --http`) ------------------------------------------------
 
-import contextlib  # noqa: E402
 import urllib.error  # noqa: E402
 import urllib.request  # noqa: E402
 from typing import Iterator, Tuple  # noqa: E402
@@ -664,6 +688,152 @@ def test_a_broken_sse_stream_is_resumed_from_its_last_event_id(tmp_path: Path) -
         assert refused.value.code == 409
 
 
+# --- The experimental tasks of 2025-11-25, relayed --------------------------------------------
+
+import queue  # noqa: E402
+import threading  # noqa: E402
+
+
+class _Lines:
+    """A raw 2025-11-25 client of `mcplug serve` over stdio: requests by id, the server's own
+    requests answered by `answer`, everything it sent kept in `seen`."""
+
+    def __init__(self, child: "subprocess.Popen[bytes]") -> None:
+        self.child = child
+        self.lines: "queue.Queue[bytes]" = queue.Queue()
+        self.seen: List[Dict[str, Any]] = []
+        self.next = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.child.stdout is not None
+        for line in self.child.stdout:
+            self.lines.put(line)
+
+    def send(self, message: Dict[str, Any]) -> None:
+        assert self.child.stdin is not None
+        self.child.stdin.write((json.dumps(message) + "\n").encode())
+        self.child.stdin.flush()
+
+    def call(self, method: str, params: Optional[Dict[str, Any]] = None, answer: Any = None) -> Dict[str, Any]:
+        self.next += 1
+        me = self.next
+        self.send({"jsonrpc": "2.0", "id": me, "method": method, **({"params": params} if params else {})})
+        while True:
+            message = json.loads(self.lines.get(timeout=30))
+            self.seen.append(message)
+            if "method" in message and "id" in message:
+                assert answer is not None, f"the server asked {message} during {method}"
+                self.send({"jsonrpc": "2.0", "id": message["id"], "result": answer(message)})
+            elif message.get("id") == me:
+                return message
+
+
+def test_a_2025_11_25_client_runs_a_task_through_the_gateway(tmp_path: Path) -> None:
+    """A 2025-11-25 client asks for a task: the upstream's CreateTaskResult comes back, tasks/get,
+    tasks/list and tasks/result follow it to server-everything, the elicitation the task needs is
+    asked of this client while its tasks/result waits, and tasks/cancel cancels one."""
+    params = _params(tmp_path, {"everything": _everything()})
+    child = subprocess.Popen(
+        [params.command, *params.args], env=params.env, cwd=params.cwd,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )
+    try:
+        c = _Lines(child)
+        init = c.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
+                                     "clientInfo": {"name": "tasks", "version": "1"}})
+        tasks = init["result"]["capabilities"]["tasks"]
+        assert tasks == {"requests": {"tools": {"call": {}}}, "list": {}, "cancel": {}}, tasks
+        c.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        listed = c.call("tools/list")["result"]["tools"]
+        research = next(t for t in listed if t["name"] == "mcp__everything__simulate-research-query")
+        assert research["execution"]["taskSupport"] in ("optional", "required"), research
+        name = research["name"]
+
+        created = c.call("tools/call", {"name": name, "arguments": {"topic": "tides", "ambiguous": True},
+                                        "task": {"ttl": 60000}})
+        task = created["result"]["task"]
+        assert task["status"] == "working" and task["taskId"], created
+        got = c.call("tasks/get", {"taskId": task["taskId"]})["result"]
+        assert got["taskId"] == task["taskId"] and got["status"] in ("working", "input_required"), got
+        assert task["taskId"] in [t["taskId"] for t in c.call("tasks/list")["result"]["tasks"]]
+
+        asked: List[Dict[str, Any]] = []
+
+        def clarify(request: Dict[str, Any]) -> Dict[str, Any]:
+            asked.append(request)
+            choice = request["params"]["requestedSchema"]["properties"]["interpretation"]["oneOf"][1]["const"]
+            return {"action": "accept", "content": {"interpretation": choice}}
+
+        final = c.call("tasks/result", {"taskId": task["taskId"]}, answer=clarify)
+        assert [a["method"] for a in asked] == ["elicitation/create"], asked
+        report = final["result"]["content"][0]["text"]
+        assert "Research Report: tides (historical)" in report, report
+        # The task's status notifications came to its client.
+        statuses = [m["params"]["status"] for m in c.seen
+                    if m.get("method") == "notifications/tasks/status" and m["params"]["taskId"] == task["taskId"]]
+        assert "input_required" in statuses, c.seen
+
+        second = c.call("tools/call", {"name": name, "arguments": {"topic": "ice"}, "task": {"ttl": 60000}})
+        cancelled = c.call("tasks/cancel", {"taskId": second["result"]["task"]["taskId"]})
+        assert cancelled["result"]["status"] == "cancelled", cancelled
+        unknown = c.call("tasks/get", {"taskId": "no-such-task"})
+        assert unknown["error"]["code"] == -32602 and "no-such-task" in unknown["error"]["message"], unknown
+        # A call that asks for no task is answered with the tool's result, the gateway waiting.
+        plain = c.call("tools/call", {"name": "mcp__everything__echo", "arguments": {"message": "hi"}})
+        assert plain["result"]["content"][0]["text"] == "Echo: hi", plain
+    finally:
+        if child.stdin:
+            child.stdin.close()
+        assert child.wait(15) == 0
+
+
+def _rpc(url: str, body: Any, headers: Dict[str, str]) -> Dict[str, Any]:
+    """A request's answer over Streamable HTTP, whether it came as JSON or on an SSE stream."""
+    status, _, text = _post(url, body, headers)
+    assert status == 200, (status, text)
+    if text.lstrip().startswith("{"):
+        return json.loads(text)
+    for line in text.splitlines():
+        if line.startswith("data:") and line[5:].strip():
+            message = json.loads(line[5:])
+            if message.get("id") == body["id"]:
+                return message
+    raise AssertionError(f"no answer to {body} in {text}")
+
+
+def test_a_task_is_its_clients_alone(tmp_path: Path) -> None:
+    """Two 2025-11-25 clients of one `mcplug serve --http`: the task one created is in its
+    tasks/list and not in the other's, whose tasks/get and tasks/cancel of it are refused."""
+    with _served_http(tmp_path, {"everything": _everything()}) as url:
+        def opened(name: str) -> Dict[str, str]:
+            hello = {**_INIT, "params": {**_INIT["params"], "clientInfo": {"name": name, "version": "1"}}}
+            status, headers, _ = _post(url, hello)
+            assert status == 200
+            common = {"mcp-session-id": {k.lower(): v for k, v in headers.items()}["mcp-session-id"],
+                      "mcp-protocol-version": "2025-11-25"}
+            assert _post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, common)[0] == 202
+            return common
+
+        owner, other = opened("owner"), opened("other")
+        created = _rpc(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "mcp__everything__simulate-research-query", "arguments": {"topic": "ice"},
+            "task": {"ttl": 60000}}}, owner)
+        task = created["result"]["task"]["taskId"]
+
+        def listed(who: Dict[str, str]) -> List[str]:
+            answer = _rpc(url, {"jsonrpc": "2.0", "id": 3, "method": "tasks/list"}, who)
+            return [t["taskId"] for t in answer["result"]["tasks"]]
+
+        assert listed(owner) == [task]
+        assert listed(other) == []
+        for method in ("tasks/get", "tasks/cancel", "tasks/result"):
+            refused = _rpc(url, {"jsonrpc": "2.0", "id": 4, "method": method, "params": {"taskId": task}}, other)
+            assert refused["error"]["code"] == -32602, refused
+        got = _rpc(url, {"jsonrpc": "2.0", "id": 5, "method": "tasks/get", "params": {"taskId": task}}, owner)
+        assert got["result"]["taskId"] == task
+
+
 # --- A host serving its own manager (Manager.serve) -----------------------------------------
 
 
@@ -736,7 +906,7 @@ def test_an_upstream_that_crashes_hangs_or_garbles_gives_the_client_an_error_not
         return why
 
     async def body() -> None:
-        async with stdio_client(_params(tmp_path, servers)) as (r, w):
+        async with _stdio(_params(tmp_path, servers)) as (r, w):
             async with ClientSession(r, w) as s:
                 await s.initialize()
                 assert _texts(await s.call_tool("mcp__faulty__echo", {"message": "ok"})) == "Echo: ok"
@@ -751,7 +921,7 @@ def test_an_upstream_that_crashes_hangs_or_garbles_gives_the_client_an_error_not
                 # Garbage: half an answer, then the process is gone.
                 assert await failed(s, "mcp__faulty__half", {})
         # A fresh gateway for the crash (the first one's upstream is reconnecting).
-        async with stdio_client(_params(tmp_path, servers)) as (r, w):
+        async with _stdio(_params(tmp_path, servers)) as (r, w):
             async with ClientSession(r, w) as s:
                 await s.initialize()
                 assert await failed(s, "mcp__faulty__crash", {})
