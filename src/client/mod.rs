@@ -23,6 +23,7 @@ mod schema;
 mod skills;
 mod spec;
 pub(crate) use skills::fuzz_frontmatter;
+pub(crate) use tasks::legacy_task_id;
 #[cfg(test)]
 mod core_tests;
 mod factory;

@@ -146,7 +146,10 @@ impl InputRounds {
         // A relayed request: its client resolves what comes back.
         let relayed = options.relayed.is_some();
         let (input_rounds, url_retry) = (input_rounds && !relayed, url_retry && !relayed);
-        let task = if tool_call && !modern && first.is_none() && !relayed {
+        // A call whose params ask for a task already (a host's own `request`, a served client's
+        // relayed call): its task is the caller's, its CreateTaskResult returned as it is.
+        let asked_task = matches!(&call, Call::Params(Some(p)) if p.get("task").is_some());
+        let task = if tool_call && !modern && first.is_none() && !relayed && !asked_task {
             let name = match &call {
                 Call::Tool { name, .. } => Some(*name),
                 Call::Params(p) => p

@@ -38,6 +38,13 @@ pub(super) fn legacy_created_task(result: &RawJson) -> Option<Value> {
     Some(task)
 }
 
+/// The id of the task a legacy `CreateTaskResult` names (a relayed one, `mcplug serve`).
+pub(crate) fn legacy_task_id(result: &RawJson) -> Option<String> {
+    legacy_created_task(result)?["taskId"]
+        .as_str()
+        .map(str::to_string)
+}
+
 impl HostState {
     /// A legacy server that runs tool calls as tasks, on a connection that takes part in tasks
     /// (found once, at connect: see `note_legacy_tool_tasks`).

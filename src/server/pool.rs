@@ -78,9 +78,8 @@ struct State {
     listeners: Mutex<Vec<Listener>>,
     /// The legacy clients' resource subscriptions: who, and which URI.
     subscribed: Mutex<Vec<(Downstream, String)>>,
-    /// The tasks upstreams created for clients, and which upstream has each (the latest
-    /// `MAX_TASKS_KNOWN`).
-    tasks: Mutex<std::collections::VecDeque<(String, String)>>,
+    /// The tasks upstreams created for clients (the latest `MAX_TASKS_KNOWN`).
+    tasks: Mutex<std::collections::VecDeque<KnownTask>>,
     /// Ends the router.
     stop: Arc<CancelSignal>,
 }
@@ -183,6 +182,7 @@ impl Handler for Relay {
         }
         Offer {
             capabilities,
+            legacy_tasks: self.0.legacy_tasks(),
             server_info: json!({"name": "mcplug", "version": env!("CARGO_PKG_VERSION")}),
             instructions: (!instructions.is_empty()).then(|| {
                 instructions
@@ -271,6 +271,12 @@ impl State {
                 let server = self.task_owner(&task)?;
                 self.relay(&server, &call, params).await
             }
+            "tasks/get" | "tasks/result" | "tasks/cancel" => {
+                let task = text_param(&params, "taskId", &call.method)?;
+                let server = self.legacy_task_owner(&task, &call.downstream)?;
+                self.relay(&server, &call, params).await
+            }
+            "tasks/list" if !call.downstream.is_modern() => self.legacy_tasks_listed(&call).await,
             "skills/list" => {
                 let servers = self
                     .manager
@@ -512,6 +518,17 @@ impl State {
             upstream["name"] = json!(tool.tool);
             return self.pass_through(&call, &tool.server, upstream, meta).await;
         }
+        if params.get("task").is_some() && self.runs_legacy_tasks(&call, &tool.server) {
+            // A 2025-11-25 task: the upstream's CreateTaskResult goes back as it is, and the
+            // client's `tasks/*` follow it there.
+            let mut upstream = params;
+            upstream["name"] = json!(tool.tool);
+            let created = self.relay(&tool.server, &call, upstream).await?;
+            if let Some(task) = crate::client::legacy_task_id(&created) {
+                self.task_created(task, &tool.server, &call.downstream);
+            }
+            return Ok(created);
+        }
         let arguments = match params.get("arguments") {
             None | Some(Value::Null) => None,
             Some(a) => Some(serde_json::value::to_raw_value(a).map_err(|e| {
@@ -674,26 +691,146 @@ impl State {
             if call.method == "tools/call"
                 && era::result_type(raw.as_str()).as_deref() == Some("task")
             {
-                self.task_created(raw, server);
+                #[derive(serde::Deserialize)]
+                struct Created {
+                    #[serde(rename = "taskId")]
+                    task_id: String,
+                }
+                if let Ok(created) = serde_json::from_str::<Created>(raw.as_str()) {
+                    self.task_created(created.task_id, server, &call.downstream);
+                }
             }
         }
         outcome
     }
 
     /// A task an upstream created for a client: its `tasks/*` requests go to that upstream.
-    fn task_created(&self, raw: &RawJson, server: &str) {
-        #[derive(serde::Deserialize)]
-        struct Created {
-            #[serde(rename = "taskId")]
-            task_id: String,
+    fn task_created(&self, id: String, server: &str, downstream: &Downstream) {
+        let mut tasks = self.tasks.lock();
+        if tasks.len() >= MAX_TASKS_KNOWN {
+            tasks.pop_front();
         }
-        if let Ok(created) = serde_json::from_str::<Created>(raw.as_str()) {
-            let mut tasks = self.tasks.lock();
-            if tasks.len() >= MAX_TASKS_KNOWN {
-                tasks.pop_front();
+        tasks.push_back(KnownTask {
+            id,
+            server: server.to_string(),
+            downstream: downstream.clone(),
+        });
+    }
+
+    /// The experimental `tasks` capability (2025-11-25) a client of that revision is offered:
+    /// what the legacy upstreams that run tool calls as tasks offer between them; `None` when
+    /// none does.
+    fn legacy_tasks(&self) -> Option<Value> {
+        let runs = self
+            .manager
+            .servers_declaring(&["tasks", "requests", "tools", "call"]);
+        let runs: Vec<&String> = runs
+            .iter()
+            .filter(|s| !self.manager.speaks_modern(s))
+            .collect();
+        if runs.is_empty() {
+            return None;
+        }
+        let mut tasks = json!({"requests": {"tools": {"call": {}}}});
+        for part in ["list", "cancel"] {
+            let declaring = self.manager.servers_declaring(&["tasks", part]);
+            if runs.iter().any(|s| declaring.contains(s)) {
+                tasks[part] = json!({});
             }
-            tasks.push_back((created.task_id, server.to_string()));
         }
+        Some(tasks)
+    }
+
+    /// Whether a tool call of this legacy client that asks for a task is relayed as one: its
+    /// upstream is legacy and runs tool calls as tasks. Otherwise the call runs as any other
+    /// (the `task` asked for is ignored, as the spec lets a receiver that does not offer it).
+    fn runs_legacy_tasks(&self, call: &Call, server: &str) -> bool {
+        !call.downstream.is_modern()
+            && !self.manager.speaks_modern(server)
+            && self
+                .manager
+                .servers_declaring(&["tasks", "requests", "tools", "call"])
+                .iter()
+                .any(|s| s == server)
+    }
+
+    /// The upstream of a legacy client's task: one this client created through the gateway
+    /// (another client's task is unknown to it, as the spec keeps tasks to their requestor).
+    fn legacy_task_owner(
+        &self,
+        task: &str,
+        downstream: &Downstream,
+    ) -> crate::error::Result<String> {
+        if let Some(t) = self
+            .tasks
+            .lock()
+            .iter()
+            .rev()
+            .find(|t| t.id == task && t.downstream.same_client(downstream))
+        {
+            return Ok(t.server.clone());
+        }
+        let mut e =
+            Error::invalid(format!("unknown taskId {task:?}")).with_code(codes::INVALID_PARAMS);
+        e.data = Some(json!({ "taskId": task }));
+        Err(e)
+    }
+
+    /// A legacy client's `tasks/list`: its own tasks, as their upstreams list them now (those
+    /// that list tasks), in one page.
+    async fn legacy_tasks_listed(&self, call: &Call) -> crate::error::Result<RawJson> {
+        let mine: Vec<(String, String)> = self
+            .tasks
+            .lock()
+            .iter()
+            .filter(|t| t.downstream.same_client(&call.downstream))
+            .map(|t| (t.id.clone(), t.server.clone()))
+            .collect();
+        let listing = self.manager.servers_declaring(&["tasks", "list"]);
+        let mut servers: Vec<&String> = mine.iter().map(|(_, s)| s).collect();
+        servers.sort();
+        servers.dedup();
+        let mut all = Vec::new();
+        for server in servers.into_iter().filter(|s| listing.contains(s)) {
+            let options = CallOptions {
+                caller: call.downstream.caller(call.params.as_ref()),
+                ..CallOptions::default()
+            };
+            let mut cursor: Option<Value> = None;
+            // Every page, but never forever.
+            for _ in 0..MAX_TASK_PAGES {
+                let params = cursor.take().map(|c| json!({ "cursor": c }));
+                let mut page = self
+                    .manager
+                    .request(server, "tasks/list", params, &options)
+                    .await?
+                    .value()?;
+                if let Some(Value::Array(tasks)) = page.get_mut("tasks").map(Value::take) {
+                    all.extend(tasks.into_iter().filter(|t| {
+                        t["taskId"]
+                            .as_str()
+                            .is_some_and(|id| mine.iter().any(|(m, s)| m == id && s == server))
+                    }));
+                }
+                match page.get("nextCursor") {
+                    Some(c) if !c.is_null() => cursor = Some(c.clone()),
+                    _ => break,
+                }
+            }
+        }
+        Ok(RawJson::from_value(&json!({ "tasks": all })))
+    }
+
+    /// The legacy client whose task an upstream's message names
+    /// (`io.modelcontextprotocol/related-task` in its `_meta`, or the `taskId` of a status).
+    fn task_client(&self, server: &str, task: Option<&str>) -> Option<Downstream> {
+        let task = task?;
+        self.tasks
+            .lock()
+            .iter()
+            .rev()
+            .find(|t| t.id == task && t.server == server && !t.downstream.is_modern())
+            .map(|t| t.downstream.clone())
     }
 
     /// Every skill of every server with the skills extension (their first pages), not cached.
@@ -752,8 +889,8 @@ impl State {
     /// The upstream a task belongs to: the one that created it, else the only one with the
     /// tasks extension (whose answer says whether it knows it).
     fn task_owner(&self, task: &str) -> crate::error::Result<String> {
-        if let Some((_, server)) = self.tasks.lock().iter().rev().find(|(t, _)| t == task) {
-            return Ok(server.clone());
+        if let Some(t) = self.tasks.lock().iter().rev().find(|t| t.id == task) {
+            return Ok(t.server.clone());
         }
         if let [only] = self
             .manager
@@ -1084,12 +1221,21 @@ impl State {
                     known.then_some(true)
                 }
                 "notifications/message" | "notifications/resources/updated" => Some(false),
+                "notifications/tasks/status" => self
+                    .task_client(
+                        event["server"].as_str()?,
+                        event["params"]["taskId"].as_str(),
+                    )
+                    .map(|_| true),
                 _ => None,
             },
             // An upstream asks while a client's request runs on it (a host's own sdk tool
             // calls, `tools/call`, are the host's).
             "request" if event["method"] != "tools/call" => {
                 let server = event["server"].as_str()?;
+                if self.task_client(server, related_task(event)).is_some() {
+                    return Some(true);
+                }
                 self.calls
                     .lock()
                     .iter()
@@ -1177,6 +1323,12 @@ impl State {
                     let _ = s.downstream().log(&level, Some(server), data.clone()).await;
                 }
             }
+            "notifications/tasks/status" => {
+                // To the client whose task it is.
+                if let Some(d) = self.task_client(server, params["taskId"].as_str()) {
+                    let _ = d.notify("notifications/tasks/status", Some(&params)).await;
+                }
+            }
             "notifications/resources/updated" => {
                 // To the legacy clients that subscribed to it, and the listen streams naming it.
                 let uri = params["uri"].as_str().unwrap_or_default().to_string();
@@ -1223,13 +1375,17 @@ impl State {
         };
         let method = event["method"].as_str().unwrap_or_default().to_string();
         let params = event.get("params").cloned();
-        let route = {
-            let calls = self.calls.lock();
-            calls
-                .iter()
-                .rev()
-                .find(|(_, s, _)| *s == server)
-                .map(|(_, _, r)| r.clone())
+        // A task's request goes to the client whose task it is (its `tasks/result` waits).
+        let route = match self.task_client(&server, related_task(&event)) {
+            Some(d) => Some(Route::Ask(d)),
+            None => {
+                let calls = self.calls.lock();
+                calls
+                    .iter()
+                    .rev()
+                    .find(|(_, s, _)| *s == server)
+                    .map(|(_, _, r)| r.clone())
+            }
         };
         let state = self.clone();
         let refused = id.clone();
@@ -1368,6 +1524,23 @@ const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
 
 /// How many tasks' upstreams the gateway remembers.
 const MAX_TASKS_KNOWN: usize = 4096;
+
+/// How many pages of an upstream's `tasks/list` a client's listing reads at most.
+const MAX_TASK_PAGES: usize = 64;
+
+/// A task an upstream created for a client.
+struct KnownTask {
+    id: String,
+    /// The upstream that has it.
+    server: String,
+    /// The client it was created for.
+    downstream: Downstream,
+}
+
+/// The task an upstream's request (an event of the manager) says it is made for.
+fn related_task(event: &Value) -> Option<&str> {
+    event["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"].as_str()
+}
 
 /// What a `subscriptions/listen` filter names, and the list change each key asks for.
 const LIST_CHANGES: &[(&str, &str)] = &[

@@ -45,6 +45,9 @@ pub(crate) trait Handler: Send + Sync + 'static {
 #[derive(Clone, Debug)]
 pub(crate) struct Offer {
     pub(crate) capabilities: Value,
+    /// The experimental `tasks` capability of 2025-11-25, offered to clients of that revision
+    /// alone (the 2026-07-28 era has the tasks extension instead).
+    pub(crate) legacy_tasks: Option<Value>,
     pub(crate) server_info: Value,
     pub(crate) instructions: Option<String>,
 }
@@ -105,6 +108,9 @@ pub(crate) struct ServerSession {
     /// upstream), so that closing waits for them to finish what a cancel asks of them.
     running: Running,
 }
+
+/// The revision whose clients may be offered the experimental `tasks` capability.
+const TASKS_VERSION: &str = "2025-11-25";
 
 /// How long closing a session waits for its handler's tasks to finish after their cancel (a
 /// relayed call's is one `notifications/cancelled` upstream; a host tool may ignore it).
@@ -283,7 +289,13 @@ impl ServerSession {
             capabilities: param("capabilities").unwrap_or_else(|| json!({})),
             client_info: param("clientInfo").unwrap_or(Value::Null),
         };
-        let offer = self.handler.offer();
+        let mut offer = self.handler.offer();
+        if let (Some(tasks), Some(c)) = (
+            offer.legacy_tasks.filter(|_| version == TASKS_VERSION),
+            offer.capabilities.as_object_mut(),
+        ) {
+            c.insert("tasks".into(), tasks);
+        }
         let mut result = Map::new();
         result.insert("protocolVersion".into(), json!(version));
         result.insert("capabilities".into(), offer.capabilities);

@@ -16,6 +16,7 @@ struct Tools {
 impl Handler for Tools {
     fn offer(&self) -> Offer {
         Offer {
+            legacy_tasks: None,
             capabilities: json!({"tools": {}, "logging": {}}),
             server_info: json!({"name": "test-tools", "version": "1"}),
             instructions: Some("be kind".into()),
