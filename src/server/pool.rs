@@ -271,7 +271,7 @@ impl State {
                 let server = self.task_owner(&task)?;
                 self.relay(&server, &call, params).await
             }
-            "tasks/get" | "tasks/result" | "tasks/cancel" => {
+            "tasks/get" | "tasks/result" | "tasks/cancel" if !call.downstream.is_modern() => {
                 let task = text_param(&params, "taskId", &call.method)?;
                 let server = self.legacy_task_owner(&task, &call.downstream)?;
                 self.relay(&server, &call, params).await
