@@ -386,9 +386,45 @@ pub const CONNECT_KEYS: &[&str] = &[
     "cancel_token",
 ];
 
+/// A Claude Code environment variable that holds a whole number (`MCP_TIMEOUT` and
+/// `MCP_TOOL_TIMEOUT` in milliseconds, `MAX_MCP_OUTPUT_TOKENS`), read through `env`: `None`
+/// when unset or empty; anything but a number above 0 is refused, named.
+pub(crate) fn env_number(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Result<Option<u64>> {
+    let Some(text) = env(name).filter(|t| !t.trim().is_empty()) else {
+        return Ok(None);
+    };
+    match text.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(Some(n)),
+        _ => Err(Error::invalid(format!(
+            "environment variable {name} must be a whole number above 0 (got {text:?})"
+        ))),
+    }
+}
+
+/// The process's environment, as `env_number` reads it.
+pub(crate) fn process_env(name: &str) -> Option<String> {
+    std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
+}
+
 impl ConnectOptions {
+    /// The options a host gives (`None`: all defaults), over Claude Code's environment
+    /// variables `MCP_TIMEOUT` (the connect timeout) and `MCP_TOOL_TIMEOUT` (a tool call's),
+    /// both in milliseconds, which are defaults under what the options say.
     pub fn parse(value: Option<&Value>) -> Result<Self> {
+        Self::parse_with(value, &process_env)
+    }
+
+    pub(crate) fn parse_with(
+        value: Option<&Value>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self> {
         let mut o = ConnectOptions::default();
+        if let Some(ms) = env_number(env, "MCP_TIMEOUT")? {
+            o.connect_timeout = Some(Duration::from_millis(ms));
+        }
+        if let Some(ms) = env_number(env, "MCP_TOOL_TIMEOUT")? {
+            o.tool_timeout = Some(Duration::from_millis(ms));
+        }
         let Some(value) = value else { return Ok(o) };
         if value.is_null() {
             return Ok(o);

@@ -187,8 +187,24 @@ impl ListingOptions {
 }
 
 impl ManagerOptions {
+    /// The options a host gives (`None`: all defaults), over Claude Code's environment
+    /// variable `MAX_MCP_OUTPUT_TOKENS`, a default under `max_output_tokens`/`max_output_chars`
+    /// (and `MCP_TIMEOUT`/`MCP_TOOL_TIMEOUT` under `connection`, see `ConnectOptions::parse`).
     pub fn parse(value: Option<&Value>) -> Result<Self> {
+        Self::parse_with(value, &crate::client::options::process_env)
+    }
+
+    pub(crate) fn parse_with(
+        value: Option<&Value>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self> {
         let mut o = ManagerOptions::default();
+        if let Some(tokens) = crate::client::options::env_number(env, "MAX_MCP_OUTPUT_TOKENS")? {
+            o.max_output_chars = Some((tokens as usize).saturating_mul(CHARS_PER_TOKEN));
+        }
+        // What the connections will read, refused now (the manager's error, not every server's).
+        crate::client::options::env_number(env, "MCP_TIMEOUT")?;
+        crate::client::options::env_number(env, "MCP_TOOL_TIMEOUT")?;
         let value = match value {
             None | Some(Value::Null) => return Ok(o),
             Some(v @ Value::Object(_)) => v,
@@ -315,6 +331,27 @@ pub fn entries(config: &Value) -> Result<Vec<(String, Value)>> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn max_mcp_output_tokens_is_a_default_under_the_options() {
+        let env = |n: &str| (n == "MAX_MCP_OUTPUT_TOKENS").then(|| "100".to_string());
+        let o = ManagerOptions::parse_with(None, &env).unwrap();
+        assert_eq!(o.max_output_chars, Some(100 * CHARS_PER_TOKEN));
+        let given = json!({"max_output_tokens": 7});
+        let o = ManagerOptions::parse_with(Some(&given), &env).unwrap();
+        assert_eq!(o.max_output_chars, Some(7 * CHARS_PER_TOKEN));
+        let unset = ManagerOptions::parse_with(None, &|_| None).unwrap();
+        assert_eq!(
+            unset.max_output_chars,
+            Some(DEFAULT_MAX_OUTPUT_TOKENS * CHARS_PER_TOKEN)
+        );
+        // A bad value of any of the three is the manager's error, named.
+        for name in ["MAX_MCP_OUTPUT_TOKENS", "MCP_TIMEOUT", "MCP_TOOL_TIMEOUT"] {
+            let e = ManagerOptions::parse_with(None, &|n: &str| (n == name).then(|| "soon".into()))
+                .unwrap_err();
+            assert!(e.message.contains(name), "{}", e.message);
+        }
+    }
 
     #[test]
     fn every_listing_refuses_a_key_it_does_not_read() {

@@ -1,4 +1,6 @@
-use super::{CallOptions, ConnectOptions, Limit, ServerSpec, TASKS_EXTENSION};
+use super::{
+    CallOptions, ConnectOptions, Limit, ServerSpec, DEFAULT_CONNECT_TIMEOUT, TASKS_EXTENSION,
+};
 use serde_json::json;
 use std::time::Duration;
 
@@ -181,4 +183,39 @@ fn connection_options_read_by_serde_name_the_bad_one() {
     assert!(o.tasks && o.cache);
     assert_eq!(o.max_events, 10_000);
     assert_eq!(o.request_timeout, None);
+}
+
+#[test]
+fn claude_codes_timeouts_from_the_environment_are_defaults_under_the_options() {
+    let env = |name: &str| match name {
+        "MCP_TIMEOUT" => Some("1500".to_string()),
+        "MCP_TOOL_TIMEOUT" => Some(" 2500 ".to_string()),
+        _ => None,
+    };
+    let o = ConnectOptions::parse_with(None, &env).unwrap();
+    assert_eq!(o.connect_timeout, Some(Duration::from_millis(1500)));
+    assert_eq!(o.tool_timeout, Some(Duration::from_millis(2500)));
+    // An option says otherwise: it wins.
+    let given = json!({"connect_timeout_ms": 700, "tool_timeout_ms": 800});
+    let o = ConnectOptions::parse_with(Some(&given), &env).unwrap();
+    assert_eq!(o.connect_timeout, Some(Duration::from_millis(700)));
+    assert_eq!(o.tool_timeout, Some(Duration::from_millis(800)));
+    // Unset or empty: the defaults.
+    let unset = ConnectOptions::parse_with(None, &|_| None).unwrap();
+    assert_eq!(unset.connect_timeout, Some(DEFAULT_CONNECT_TIMEOUT));
+    assert_eq!(unset.tool_timeout, None);
+    let empty = ConnectOptions::parse_with(None, &|_| Some(String::new())).unwrap();
+    assert_eq!(empty.connect_timeout, Some(DEFAULT_CONNECT_TIMEOUT));
+    // Not a number: refused, named.
+    for bad in ["abc", "0", "-5", "1.5"] {
+        let e = ConnectOptions::parse_with(None, &|n: &str| {
+            (n == "MCP_TOOL_TIMEOUT").then(|| bad.to_string())
+        })
+        .unwrap_err();
+        assert!(
+            e.message.contains("MCP_TOOL_TIMEOUT") && e.message.contains(bad),
+            "{}",
+            e.message
+        );
+    }
 }
