@@ -135,3 +135,130 @@ fn the_status_comments_are_the_error_kind_table() {
         assert_eq!(comment, want, "the comment of {name}");
     }
 }
+
+/// Functions a binding leaves out on purpose, each with why; every other `mcplug_*` function of
+/// the header must be declared by both bindings, so a new export cannot silently miss one.
+const PYTHON_SKIPS: &[(&str, &str)] = &[
+    (
+        "mcplug_client_call_tool_start",
+        "Python calls block a worker thread; no event-loop start/complete pair",
+    ),
+    (
+        "mcplug_client_request_start",
+        "as call_tool_start: the blocking request with a cancel token serves Python",
+    ),
+    (
+        "mcplug_client_cancel_call",
+        "Python cancels through cancel tokens (mcplug_cancel_token_*)",
+    ),
+    (
+        "mcplug_client_event_fd",
+        "Python waits in mcplug_client_next_event on a thread, not on a descriptor",
+    ),
+    (
+        "mcplug_client_take_events",
+        "drained by the descriptor-driven loop only (Node)",
+    ),
+    (
+        "mcplug_client_next_events",
+        "Python takes one event per blocking next_event",
+    ),
+    (
+        "mcplug_client_feed",
+        "fd-driven transport pump for hosts with their own loop (Node)",
+    ),
+    (
+        "mcplug_client_flush",
+        "fd-driven transport pump for hosts with their own loop (Node)",
+    ),
+    (
+        "mcplug_client_stdout_fd",
+        "fd-driven transport pump for hosts with their own loop (Node)",
+    ),
+    (
+        "mcplug_manager_event_fd",
+        "Python waits in mcplug_manager_next_event on a thread",
+    ),
+    (
+        "mcplug_log_event_fd",
+        "Python reads logs with mcplug_log_next_events on a thread",
+    ),
+];
+const NODE_SKIPS: &[(&str, &str)] = &[
+    (
+        "mcplug_client_next_event",
+        "Node never blocks its loop: it polls the event descriptor and takes events",
+    ),
+    (
+        "mcplug_client_next_events",
+        "Node drains with mcplug_client_take_events after the descriptor fires",
+    ),
+    (
+        "mcplug_manager_next_event",
+        "Node polls mcplug_manager_event_fd and drains with next_events(timeout 0)",
+    ),
+    (
+        "mcplug_manager_call_tool",
+        "Node uses mcplug_manager_call_tool_start so the loop never blocks",
+    ),
+];
+
+#[test]
+fn every_header_function_is_bound_or_skipped_on_purpose() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let read =
+        |p: &str| std::fs::read_to_string(root.join(p)).unwrap_or_else(|e| panic!("read {p}: {e}"));
+    let header = read("include/mcplug.h");
+    let mut functions: Vec<String> = Vec::new();
+    for line in header.lines().filter(|l| !l.trim_start().starts_with('*')) {
+        let mut rest = line;
+        while let Some(open) = rest.find("mcplug_") {
+            let name: String = rest[open..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            rest = &rest[open + name.len()..];
+            if rest.starts_with('(') && !functions.contains(&name) {
+                functions.push(name);
+            }
+        }
+    }
+    assert!(
+        functions.len() > 50,
+        "found only {} functions in include/mcplug.h: the scan is broken",
+        functions.len()
+    );
+    // A declaration names the function in quotes: `_declare("mcplug_x", ...)`, `lib.func('mcplug_x', ...)`.
+    let declared = |source: &str, name: &str| {
+        source.contains(&format!("\"{name}\"")) || source.contains(&format!("'{name}'"))
+    };
+    let mut missing = Vec::new();
+    for (binding, path, skips) in [
+        ("python", "bindings/python/mcplug/_ffi.py", PYTHON_SKIPS),
+        ("node", "bindings/node/lib/native.js", NODE_SKIPS),
+    ] {
+        let source = read(path);
+        for (skip, _why) in skips {
+            assert!(
+                functions.iter().any(|f| f == skip),
+                "{binding} skip list names {skip}, which include/mcplug.h does not declare: drop it"
+            );
+            assert!(
+                !declared(&source, skip),
+                "{path} declares {skip}, which is on the {binding} skip list: drop it from the list"
+            );
+        }
+        for f in &functions {
+            if !declared(&source, f) && !skips.iter().any(|(s, _)| s == f) {
+                missing.push(format!(
+                    "{f} (in neither {path} nor the {binding} skip list)"
+                ));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "functions of include/mcplug.h no binding declares:\n  {}",
+        missing.join("\n  ")
+    );
+}
