@@ -33,7 +33,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use store::Store;
 
-/// The connection (and manager) options of authorization (see `API.md`).
+/// The connection (and manager) options of authorization: the store, the redirect, the client
+/// identity and the host hooks (the README's "Authorizing a server").
 #[derive(Debug, Clone)]
 pub struct AuthOptions {
     /// `auth_store`: a directory, `"memory"`, or the default directory.

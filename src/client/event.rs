@@ -4,7 +4,7 @@
 //! their fields without parsing text again.
 //!
 //! The JSON shape of each is the `type` tag (the variant's name in snake_case) and its fields;
-//! an absent optional field is left out. `API.md` documents them for hosts.
+//! an absent optional field is left out. These variants are the contract hosts read.
 
 use crate::error::ErrorKind;
 use serde::Serialize;

@@ -1,4 +1,4 @@
-//! Era negotiation (SPEC-CHECKLIST §1): the `server/discover` probe of the 2026-07-28 revision,
+//! Era negotiation (the specification's "Lifecycle" and version negotiation): the `server/discover` probe of the 2026-07-28 revision,
 //! the fallback to the legacy `initialize` handshake, and the era cache.
 
 use super::request::{Body, Send};
@@ -18,7 +18,7 @@ use tokio::time::Instant;
 static LEGACY_SERVERS: Lazy<Mutex<HashSet<String>>> = Lazy::new(Default::default);
 
 impl Negotiated {
-    /// The era negotiation of SPEC-CHECKLIST §1: probe `server/discover`, fall back to
+    /// The era negotiation: probe `server/discover`, fall back to
     /// `initialize` on anything that is not positive evidence of a modern server.
     pub(super) async fn negotiate(&self, conn: &Shared, signature: &str) -> Result<Value> {
         let opts = &conn.options;

@@ -85,7 +85,8 @@ pub(crate) fn config_error(message: impl Into<String>) -> Error {
     Error::new(ErrorKind::Config, message)
 }
 
-/// Merges explicitly given sources (see API.md, "Configuration merge"). Each scope holds a file's
+/// Merges explicitly given sources in Claude Code's order (enterprise, local, project, user,
+/// plugin, claude.ai; policy over all). Each scope holds a file's
 /// content as an object, or its text as a string (then a malformed one is reported with line
 /// and column in `errors`, and the other scopes still merge). Errors: `invalid_argument` (the
 /// input's shape), `config` (a policy entry that cannot be read: policy fails closed).

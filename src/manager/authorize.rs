@@ -1,4 +1,4 @@
-//! Authorization in the manager (FEATURES M10, API.md "Manager"). The manager never starts an
+//! Authorization in the manager (`mcplug_manager_authenticate`, the `authenticate` pseudo-tool). The manager never starts an
 //! authorization on its own, as in Claude Code: its connects are not interactive, so a remote
 //! server without a usable token settles `needs-auth` (its state event carries the `auth`
 //! details of the error) and its only pool tool is `mcp__<server>__authenticate`. The host's

@@ -1,4 +1,5 @@
-//! The Streamable HTTP transport, in both eras (SPEC-CHECKLIST §2).
+//! The Streamable HTTP transport, in both eras (the specification's "Transports" section of
+//! 2025-03-26 to 2025-11-25, and the stateless one of 2026-07-28).
 //!
 //! Every message is its own POST to the MCP endpoint. A request's POST runs as a task of its
 //! own: its answer (a JSON body, or an SSE stream carrying the request's notifications, server
