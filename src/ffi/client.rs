@@ -803,8 +803,8 @@ pub unsafe extern "C" fn mcplug_client_read_skill_file(
 }
 
 /// Closes the connection without freeing the handle: pending calls fail with `MCPLUG_CLOSED`
-/// at once, the server's stdin is closed, then its whole process group gets SIGTERM and SIGKILL
-/// if it lingers; when this returns, the server and its children are gone. Events still queued
+/// at once, the server's stdin is closed, then its whole process group gets SIGINT, SIGTERM and
+/// SIGKILL, each after `shutdown_grace_ms`, if it lingers; when this returns, the server and its children are gone. Events still queued
 /// can be pulled, then `mcplug_client_next_event` returns `MCPLUG_CLOSED`. Safe to call from any
 /// thread while other calls run on the handle, and more than once; this is how a host stops an
 /// event-pump thread cleanly: close, join the pump (it sees `MCPLUG_CLOSED`), then free.

@@ -2,7 +2,7 @@
 //!
 //! The server is spawned as the leader of its own process group, so that shutdown reaches
 //! everything it started (an `npx` wrapper's node child, a shell's children): close stdin, wait,
-//! SIGTERM the group, wait, SIGKILL the group. The leader is always reaped (a task waits on it),
+//! then SIGINT, SIGTERM and SIGKILL to the group as Claude Code does, each after a grace period. The leader is always reaped (a task waits on it),
 //! so no zombie is left. stderr is drained continuously (a full pipe would block the server) and
 //! each line goes to the connection as an event.
 
@@ -463,10 +463,13 @@ impl Transport for StdioTransport {
                 drop(stdin.take());
             }
             let mut exited = self.wait_exit(self.grace).await;
-            // 2. and 3. Then the whole group: SIGTERM, then SIGKILL.
-            if !exited {
-                self.signal_group(Signal::TERM);
-                exited = self.wait_exit(self.grace).await;
+            // 2. to 4. Then the whole group as Claude Code stops it: SIGINT, SIGTERM, SIGKILL,
+            // each after its grace period.
+            for signal in [Signal::INT, Signal::TERM] {
+                if !exited {
+                    self.signal_group(signal);
+                    exited = self.wait_exit(self.grace).await;
+                }
             }
             if !exited {
                 self.signal_group(Signal::KILL);
@@ -845,6 +848,106 @@ mod tests {
         fn stderr(self: Arc<Self>, _line: String) {}
         fn request_failed(self: Arc<Self>, _id: &str, _error: Error) {}
         fn closed(self: Arc<Self>, _error: Error) {}
+    }
+
+    /// Attaches `config`'s server with `grace` and returns the transport (its tasks unstarted).
+    fn attached(
+        config: &StdioConfig,
+        grace: Duration,
+    ) -> (Arc<StdioTransport>, i32, Arc<dyn Inbound>) {
+        let started = Started::start(config).expect("start the server");
+        let pid = started.pid;
+        let sink: Arc<dyn Inbound> = Arc::new(NoSink);
+        let limits = StdioLimits {
+            shutdown_grace: grace,
+            ..StdioLimits::default()
+        };
+        let transport = {
+            let _context = crate::runtime::handle().enter();
+            StdioTransport::attach(started, limits, Arc::downgrade(&sink)).expect("attach")
+        };
+        (transport, pid, sink)
+    }
+
+    #[test]
+    fn close_sends_sigint_then_sigterm_then_sigkill_to_the_group() {
+        // A server that ignores the end of its stdin, SIGINT and SIGTERM, writing down each
+        // signal it gets: close must have sent both, in Claude Code's order, then killed it.
+        let dir = std::env::temp_dir().join(format!("mcplug-signals-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("signals");
+        let _ = std::fs::remove_file(&log);
+        let script = format!(
+            "trap 'echo INT >> {0}' INT; trap 'echo TERM >> {0}' TERM; echo ready >> {0}; \
+             exec 0</dev/null; while :; do sleep 0.02; done",
+            log.display()
+        );
+        let config = StdioConfig {
+            command: "sh".into(),
+            args: vec!["-c".into(), script],
+            ..Default::default()
+        };
+        let (transport, pid, _sink) = attached(&config, Duration::from_millis(300));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("ready")) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server never started"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let started = std::time::Instant::now();
+        crate::runtime::block_on(transport.close());
+        let took = started.elapsed();
+        assert!(gone(pid), "the server {pid} outlived close");
+        let got = std::fs::read_to_string(&log).unwrap();
+        let signals: Vec<&str> = got.lines().filter(|l| *l != "ready").collect();
+        assert_eq!(signals, ["INT", "TERM"], "signals the server saw: {got:?}");
+        // Three graces (stdin, SIGINT, SIGTERM) before SIGKILL: neither skipped nor stuck.
+        assert!(
+            took >= Duration::from_millis(850),
+            "close took only {took:?}"
+        );
+        assert!(took < Duration::from_secs(5), "close took {took:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_server_that_exits_at_sigint_gets_no_more_signals() {
+        let dir = std::env::temp_dir().join(format!("mcplug-sigint-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("signals");
+        let _ = std::fs::remove_file(&log);
+        let script = format!(
+            "trap 'echo INT >> {0}; exit 0' INT; trap 'echo TERM >> {0}' TERM; echo ready >> {0}; \
+             exec 0</dev/null; while :; do sleep 0.02; done",
+            log.display()
+        );
+        let config = StdioConfig {
+            command: "sh".into(),
+            args: vec!["-c".into(), script],
+            ..Default::default()
+        };
+        let (transport, pid, _sink) = attached(&config, Duration::from_millis(300));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("ready")) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server never started"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let started = std::time::Instant::now();
+        crate::runtime::block_on(transport.close());
+        assert!(gone(pid));
+        let got = std::fs::read_to_string(&log).unwrap();
+        assert!(got.ends_with("INT\n"), "signals the server saw: {got:?}");
+        assert!(
+            started.elapsed() < Duration::from_millis(900),
+            "{:?}",
+            started.elapsed()
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -354,14 +354,17 @@ def test_close_leaves_no_process_behind(fault: FaultFactory, tmp_path: Path) -> 
     assert wait_until(lambda: not alive(grandchild), 1.0), f"grandchild {grandchild} outlived close()"
 
 
-def test_close_kills_a_server_that_ignores_sigterm(fault: FaultFactory) -> None:
-    server = fault("ignore-term")
-    client = mcplug.Client.connect(server)
+def test_close_kills_a_server_that_ignores_sigterm(fault: FaultFactory, tmp_path: Path) -> None:
+    record = tmp_path / "signals"
+    server = fault("ignore-term", env={"FAULT_SIGNALS": str(record)})
+    client = mcplug.Client.connect(server, options={"shutdown_grace_ms": 200})
     pid = server_pid(server)
     started = time.monotonic()
     client.close()
     assert time.monotonic() - started < 5
     assert not alive(pid)
+    # Claude Code's order: SIGINT, then SIGTERM, then (ignored both) SIGKILL.
+    assert record.read_text().split() == ["SIGINT", "SIGTERM"]
 
 
 def test_finalizer_closes_a_forgotten_client(fault: FaultFactory) -> None:

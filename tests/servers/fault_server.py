@@ -2,7 +2,8 @@
 """A small fault-injecting MCP server for mcplug's tests (Python 3 standard library only).
 
 It speaks the legacy handshake (initialize -> 2025-11-25) over stdio and does, on demand, what
-real servers will not: exit at once, print garbage, never answer, crash mid-call, ignore SIGTERM,
+real servers will not: exit at once, print garbage, never answer, crash mid-call, ignore SIGINT
+and SIGTERM,
 leave a grandchild behind, send an oversized message. Features are proven against real servers;
 this one exists only for the faults.
 
@@ -293,7 +294,17 @@ def main():
         if MODE == "garbage-exit":
             sys.exit(1)
     if MODE == "ignore-term":
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        # Ignores SIGINT and SIGTERM (only SIGKILL ends it); with FAULT_SIGNALS, appends the name
+        # of each it got to that file.
+        record = os.environ.get("FAULT_SIGNALS")
+
+        def ignored(signum, _frame):
+            if record:
+                with open(record, "a") as f:
+                    f.write(signal.Signals(signum).name + "\n")
+
+        signal.signal(signal.SIGINT, ignored)
+        signal.signal(signal.SIGTERM, ignored)
     if MODE == "grandchild":
         child = subprocess.Popen(["sleep", "300"])
         with open(os.environ["FAULT_PIDFILE"], "w") as f:
