@@ -61,7 +61,7 @@ impl ErrorKind {
             ErrorKind::Timeout => "a local timer ran out (connect, request, tool call, or a wait for events)",
             ErrorKind::Cancelled => "the host cancelled the call (its tag, its cancel token, its started call's cancel)",
             ErrorKind::Closed => "the connection is closed: the server exited, or the handle was closed — or this process is a child forked after mcplug started in its parent, where every call returns it (`data`: `{\"reason\": \"forked\", \"parent_pid\"}`) and freeing a handle does nothing",
-            ErrorKind::Transport => "the transport failed: the server could not start, a pipe or socket broke, an HTTP error, a message too large",
+            ErrorKind::Transport => "the transport failed: the server could not start, a pipe or socket broke, an HTTP error status (then `data.http_status` is its number), a message too large",
             ErrorKind::Protocol => "the server broke the protocol (handshake, version, a malformed message or result)",
             ErrorKind::Rpc => "the server answered with a JSON-RPC error; `code`, `message` and `data` are its own",
             ErrorKind::NeedsAuth => "the server needs authorization (OAuth) first; `data` says what it asked for",
@@ -165,6 +165,28 @@ impl Error {
         self
     }
 
+    /// The HTTP status a server answered with, for a `transport` error that is such an answer
+    /// (`data.http_status`): the server is there and spoke; its connection is not broken.
+    pub fn http_status(&self) -> Option<u16> {
+        if self.kind != ErrorKind::Transport {
+            return None;
+        }
+        let status = self.data.as_ref()?.get("http_status")?.as_u64()?;
+        u16::try_from(status).ok()
+    }
+
+    /// Whether the connection itself failed (reset, refused, timed out at the socket, a broken
+    /// pipe, a closed stream, the process gone), as opposed to an answer the server gave (an HTTP
+    /// error status, a JSON-RPC error, a tool's `isError`): what Claude Code counts toward its
+    /// reconnect.
+    pub fn is_connection_failure(&self) -> bool {
+        match self.kind {
+            ErrorKind::Closed => true,
+            ErrorKind::Transport => self.http_status().is_none(),
+            _ => false,
+        }
+    }
+
     /// The same error with the JSON-RPC `code` a served client gets for it.
     pub fn with_code(mut self, code: i64) -> Self {
         self.code = Some(code);
@@ -230,6 +252,23 @@ fn redacted(message: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_http_status_is_an_answer_not_a_broken_connection() {
+        let answered = Error::transport("HTTP 503").with_data(json!({"http_status": 503}));
+        assert_eq!(answered.http_status(), Some(503));
+        assert!(!answered.is_connection_failure());
+        assert!(Error::transport("connection reset by peer").is_connection_failure());
+        assert!(Error::closed("the server exited").is_connection_failure());
+        for answer in [
+            Error::from_rpc(&json!({"code": -32603, "message": "boom"})),
+            Error::timeout("no answer in 60 s"),
+            Error::new(ErrorKind::NeedsAuth, "401").with_data(json!({"http_status": 401})),
+        ] {
+            assert!(!answer.is_connection_failure(), "{answer}");
+            assert_eq!(answer.http_status(), None);
+        }
+    }
 
     #[test]
     fn rpc_error_keeps_code_and_data() {

@@ -70,8 +70,9 @@ fn wait_of(timeout_ms: i64) -> Option<Duration> {
 /// (2048: longer tool descriptions are cut, ending with "… [truncated]"), `max_output_tokens`
 /// (25000, counted as 4 characters each; or `max_output_chars`; null: no cap — tool output text
 /// beyond it is cut, ending with a line saying how many characters were cut),
-/// `terminal_errors` (3: that many consecutive connection errors — `transport`, `closed` — of
-/// one server's calls close and reconnect it), `reconnect_initial_ms` (1000),
+/// `terminal_errors` (3: that many consecutive connection failures of one server's calls — a
+/// `closed` error, or a `transport` error other than an HTTP error status (which carries
+/// `data.http_status`: the server answered) — close and reconnect it), `reconnect_initial_ms` (1000),
 /// `reconnect_max_ms` (30000), `reconnect_attempts` (5: a lost connection is retried at once,
 /// then after `reconnect_initial_ms`, doubling up to `reconnect_max_ms`, this many attempts in
 /// all before the server is left `failed`; 0: never), `disabled` (server names that start
@@ -200,7 +201,9 @@ pub unsafe extern "C" fn mcplug_manager_list_tools(
 /// and its text capped (`max_output_tokens`; the cut item ends with a line saying how much was
 /// cut). Errors as `mcplug_client_call_tool`, plus `not_found` (no such pool name; the message
 /// says when its server is not connected) and `closed` (the server is not connected now).
-/// A `transport` or `closed` error counts toward `terminal_errors`.
+/// A `closed` error, or a `transport` error without `data.http_status`, counts toward
+/// `terminal_errors`; an answer the server gave (an HTTP error status, a JSON-RPC error,
+/// `isError`) resets the count.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_manager_call_tool(
     manager: *mut mcplug_manager,

@@ -170,11 +170,6 @@ struct Authorizing {
     callback: Mutex<Option<oneshot::Sender<String>>>,
 }
 
-/// Errors that mean the connection itself is broken (M5), as opposed to a tool failing.
-fn is_terminal(e: &Error) -> bool {
-    matches!(e.kind, ErrorKind::Transport | ErrorKind::Closed)
-}
-
 fn state_for(e: &Error) -> State {
     if e.kind == ErrorKind::NeedsAuth {
         State::NeedsAuth
@@ -512,7 +507,7 @@ impl Manager {
                 )))
             }
             Err(e) => {
-                if is_terminal(&e) {
+                if e.is_connection_failure() {
                     let n = server.errors.fetch_add(1, Ordering::Relaxed) + 1;
                     if n >= inner.options.terminal_errors {
                         let why = Error::new(

@@ -612,7 +612,8 @@ pub(crate) fn parse_url(url: &str) -> Result<reqwest::Url, Error> {
     }
 }
 
-/// An HTTP error status as a `transport` error: what was sent, where, and what came back; a 401
+/// An HTTP error status as a `transport` error: what was sent, where, and what came back (the
+/// status also as `data.http_status`, so that it is told from a broken connection); a 401
 /// is `needs_auth` (reached when the entry's own `Authorization` was refused, or the
 /// credentials' retries ran out).
 pub(crate) fn status_error(
@@ -636,6 +637,7 @@ pub(crate) fn status_error(
         status,
         snippet(body)
     ))
+    .with_data(serde_json::json!({"http_status": status.as_u16()}))
 }
 
 /// A fingerprint of credentials (the headers a remote transport sends), keyed per process so

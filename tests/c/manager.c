@@ -7,7 +7,7 @@
  * capped with a marker); a server request answered through the manager's own id; list_changed;
  * the in-process server's calls answered as events (result, error, timeout), set_tools; tool
  * search; resources and prompts across servers by qualified name; three consecutive connection
- * errors (HTTP 500s) close and reconnect a server;
+ * failures (TCP resets; HTTP 500s do not count) close and reconnect a server;
  * a killed server goes failed, reconnects and its tools return; set_enabled; reconnect; free
  * leaves no process. Then 50 stdio servers connect, 3 at a time, and the time is printed. */
 #include "check.h"
@@ -317,23 +317,35 @@ static long initializes(void) {
     return n;
 }
 
-/* Two HTTP 500s, a success, then three 500s in a row: only the three close and reconnect it. */
+/* As Claude Code counts them: HTTP 500s are answers and never close the connection; two TCP resets,
+ * a success, then three resets in a row: only the three close and reconnect it. */
 static void terminal_errors(void) {
     char *out = NULL, *ev;
     mcplug_status st;
     int i;
     long before = initializes();
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < 4; i++) {
         out = mcall("mcp__hfault__fail500", NULL, &st);
-        CHECK_OUT(st == MCPLUG_TRANSPORT, out, "HTTP 500 -> transport (%d)", i + 1);
+        CHECK_OUT(st == MCPLUG_TRANSPORT && contains(out, "\"http_status\":500"), out,
+                  "HTTP 500 -> transport with data.http_status (%d)", i + 1);
+        drop(&out);
+    }
+    {
+        char *s = state_of("hfault");
+        CHECK_OUT(server_in_state(s, "hfault", "connected"), s, "four HTTP 500s leave it connected");
+        drop(&s);
+    }
+    for (i = 0; i < 2; i++) {
+        out = mcall("mcp__hfault__reset", NULL, &st);
+        CHECK_OUT(st == MCPLUG_TRANSPORT && !contains(out, "http_status"), out, "a reset -> transport (%d)", i + 1);
         drop(&out);
     }
     out = mcall("mcp__hfault__echo", "{\"message\":\"fine\"}", &st);
     CHECK_OUT(st == MCPLUG_OK, out, "a success between them resets the count");
     drop(&out);
     for (i = 0; i < 3; i++) {
-        out = mcall("mcp__hfault__fail500", NULL, &st);
-        CHECK_OUT(st == MCPLUG_TRANSPORT, out, "HTTP 500 again (%d of 3)", i + 1);
+        out = mcall("mcp__hfault__reset", NULL, &st);
+        CHECK_OUT(st == MCPLUG_TRANSPORT, out, "a reset again (%d of 3)", i + 1);
         drop(&out);
         if (i < 2) {
             char *s = state_of("hfault");
