@@ -491,6 +491,11 @@ fn c_remote() {
 }
 
 #[test]
+fn c_model_view() {
+    run("model_view");
+}
+
+#[test]
 fn c_manager() {
     let http = peers::everything("streamableHttp");
     let fault = peers::fault_http();
@@ -570,6 +575,7 @@ fn every_c_test_is_run() {
         "schemas",
         "remote",
         "manager",
+        "model_view",
         "serve",
         "oauth",
         "logs",

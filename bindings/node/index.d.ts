@@ -717,7 +717,7 @@ export interface ManagerOptions {
   maxOutputTokens?: number | null;
   /** The same cap in characters. */
   maxOutputChars?: number | null;
-  /** That many consecutive connection errors of one server's calls reconnect it; default 3. */
+  /** That many consecutive connection failures (not HTTP error statuses) of one server's calls reconnect it; default 3. */
   terminalErrors?: number;
   /** Reconnect backoff: the first retry at once, then this, doubling; default 1000. */
   reconnectInitialMs?: number;
@@ -729,6 +729,13 @@ export interface ManagerOptions {
   disabled?: string[];
   /** Default 10000. */
   maxEvents?: number;
+  /** Base64 bytes of one result's images, audio and blobs; beyond it an item is replaced by a
+   *  text saying what was there. Default 5242880, null: no limit. */
+  maxMediaBytes?: number | null;
+  /** A directory: an output over its limit is written there whole (0600) and the result names the file. */
+  outputDir?: string;
+  /** The size cap of `outputDir` (the oldest kept outputs go first); default 1 GiB. */
+  outputDirMaxBytes?: number;
   [key: string]: unknown;
 }
 

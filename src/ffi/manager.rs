@@ -76,7 +76,13 @@ fn wait_of(timeout_ms: i64) -> Option<Duration> {
 /// `reconnect_max_ms` (30000), `reconnect_attempts` (5: a lost connection is retried at once,
 /// then after `reconnect_initial_ms`, doubling up to `reconnect_max_ms`, this many attempts in
 /// all before the server is left `failed`; 0: never), `disabled` (server names that start
-/// `disabled`), `max_events` (10000). An unknown option is `invalid_argument`.
+/// `disabled`), `max_events` (10000), `max_media_bytes` (5242880: base64 images, audio and
+/// blobs of one result beyond it are replaced, item by item, by a text saying what was there;
+/// null: no limit), `output_dir` (a directory, created 0700: an output over its limit is first
+/// written there whole, to a 0600 file of its own — media with their MIME type's extension — that
+/// the marker names), `output_dir_max_bytes` (1 GiB: the oldest kept outputs go first). The
+/// limits and the cleaning apply to tool results, `resources/read` and `prompts/get` alike. An
+/// unknown option is `invalid_argument`.
 /// On `MCPLUG_OK`, `*manager` is the new handle and `out` is `mcplug_manager_status`'s result.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_manager_new(

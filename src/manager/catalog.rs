@@ -241,7 +241,11 @@ impl super::Manager {
             .client
             .request("resources/read", Some(json!({ "uri": uri })), options)
             .await?;
-        self.inner.clean(result)
+        self.inner.clean(
+            result,
+            super::hygiene::Shape::Resource,
+            &format!("{server}-resource"),
+        )
     }
 
     /// Every prompt of the connected servers that have prompts (or of one), with qualified names.
@@ -278,7 +282,7 @@ impl super::Manager {
             .client
             .request("prompts/get", Some(params), options)
             .await?;
-        inner.clean(result)
+        inner.clean(result, super::hygiene::Shape::Prompt, qualified)
     }
 
     /// Any request to one connected server, its result untouched.

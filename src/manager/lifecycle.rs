@@ -5,6 +5,7 @@
 //! learns about an older generation is dropped.
 
 use super::event::ManagerEvent;
+use super::hygiene;
 use super::pool::Listed;
 use super::{state_for, HostCall, Inner, Mode, Server, Spec, State};
 use crate::client::options::{CallOptions, ConnectOptions};
@@ -167,8 +168,14 @@ impl Inner {
                 Err(e) => Err(e),
             };
             match outcome {
-                Ok((client, info, tools)) => {
+                Ok((client, mut info, tools)) => {
                     let client = Arc::new(client);
+                    // The server's instructions reach a model: cleaned and capped as a
+                    // description is (Claude Code caps them at the same 2,048 characters).
+                    if let Some(Value::String(text)) = info.get_mut("instructions") {
+                        let clean = hygiene::clean(text);
+                        *text = hygiene::cap_description(&clean, self.options.max_description).0;
+                    }
                     let stale = self.change(&server, |st| {
                         let stale = st.gen != gen || self.closed.load(Ordering::SeqCst);
                         if !stale {

@@ -451,7 +451,7 @@ impl Manager {
         let result = self
             .call_tool_as_sent(pool_name, arguments, options)
             .await?;
-        self.inner.clean(result)
+        self.inner.clean(result, hygiene::Shape::Tool, pool_name)
     }
 
     /// Routes a call by its pool name; the result as the server sent it (serving relays it).
@@ -847,8 +847,8 @@ impl Server {
             v["attempt"] = json!(st.attempt);
         }
         if let Some(info) = &st.info {
-            for k in ["server_info", "protocol_version", "era"] {
-                if let Some(x) = info.get(k) {
+            for k in ["server_info", "protocol_version", "era", "instructions"] {
+                if let Some(x) = info.get(k).filter(|x| !x.is_null()) {
                     v[k] = x.clone();
                 }
             }
@@ -1090,19 +1090,31 @@ impl Inner {
         }
     }
 
-    /// A result as the host gets it (see `hygiene.rs`); one that must be cleaned but cannot be
-    /// read is a `protocol` error, never a `null`.
-    fn clean(&self, result: RawJson) -> Result<RawJson> {
+    /// A result as the host gets it (see `hygiene.rs`): `shape` says where its items are,
+    /// `label` names a file an output over its limit is kept in. One that must be cleaned but
+    /// cannot be read is a `protocol` error, never a `null`.
+    fn clean(&self, result: RawJson, shape: hygiene::Shape, label: &str) -> Result<RawJson> {
         let text = result.as_str();
-        // Byte length bounds character count; an escaped character may be a dangerous one.
-        let risky = text.len() > self.options.max_output_chars.unwrap_or(usize::MAX)
-            || text.contains("\\u")
-            || text.chars().any(hygiene::is_dangerous);
+        let o = &self.options;
+        // Byte length bounds character count and base64 bytes; an escaped character may be a
+        // dangerous one.
+        let bound = o
+            .max_output_chars
+            .unwrap_or(usize::MAX)
+            .min(o.max_media_bytes.unwrap_or(usize::MAX));
+        let risky =
+            text.len() > bound || text.contains("\\u") || text.chars().any(hygiene::is_dangerous);
         if !risky {
             return Ok(result);
         }
         let mut v = result.value()?;
-        hygiene::clean_result(&mut v, self.options.max_output_chars);
+        let limits = hygiene::Limits {
+            max_chars: o.max_output_chars,
+            max_media_bytes: o.max_media_bytes,
+            keep: o.keeper.as_deref(),
+            label,
+        };
+        hygiene::clean_output(&mut v, shape, &limits);
         Ok(RawJson::from_value(&v))
     }
 

@@ -26,11 +26,19 @@ pub struct ManagerOptions {
     pub reconnect_attempts: u32,
     pub disabled: HashSet<String>,
     pub max_events: usize,
+    /// Base64 media (images, audio, blobs) of one result, in bytes of base64 (`None`: no limit).
+    pub max_media_bytes: Option<usize>,
+    /// `output_dir`: where an output over its limit is kept whole.
+    pub keeper: Option<std::sync::Arc<super::hygiene::Keeper>>,
 }
 
 /// Claude Code's defaults: local 3, remote 20, descriptions 2,048 characters, output 25,000
 /// tokens (about 4 characters each), three terminal errors.
 const DEFAULT_MAX_OUTPUT_TOKENS: usize = 25_000;
+/// The Anthropic API's limit for one image's base64 (5 MiB), the strictest of the model APIs.
+const DEFAULT_MAX_MEDIA_BYTES: usize = 5 * 1024 * 1024;
+/// `output_dir`'s size cap: the oldest kept outputs go first.
+const DEFAULT_OUTPUT_DIR_MAX_BYTES: u64 = 1 << 30;
 const CHARS_PER_TOKEN: usize = 4;
 
 impl Default for ManagerOptions {
@@ -47,6 +55,8 @@ impl Default for ManagerOptions {
             reconnect_attempts: 5,
             disabled: HashSet::new(),
             max_events: 10_000,
+            max_media_bytes: Some(DEFAULT_MAX_MEDIA_BYTES),
+            keeper: None,
         }
     }
 }
@@ -81,6 +91,13 @@ struct RawOptions {
     disabled: Option<Vec<String>>,
     #[serde(default)]
     max_events: Option<AtLeast<1>>,
+    /// Absent: the default limit; `null`: none.
+    #[serde(default, deserialize_with = "present")]
+    max_media_bytes: Option<Option<AtLeast<1>>>,
+    #[serde(default)]
+    output_dir: Option<String>,
+    #[serde(default)]
+    output_dir_max_bytes: Option<AtLeast<1>>,
 }
 
 /// An integer of at least `MIN`.
@@ -267,6 +284,32 @@ impl ManagerOptions {
             o.max_events = n as usize;
         }
         o.disabled.extend(raw.disabled.unwrap_or_default());
+        match raw.max_media_bytes {
+            Some(Some(n)) => o.max_media_bytes = Some(n.0 as usize),
+            Some(None) => o.max_media_bytes = None,
+            None => {}
+        }
+        let cap_given = raw.output_dir_max_bytes.is_some();
+        let cap = raw
+            .output_dir_max_bytes
+            .map_or(DEFAULT_OUTPUT_DIR_MAX_BYTES, |n| n.0);
+        match raw.output_dir {
+            Some(dir) if dir.is_empty() => {
+                return Err(Error::invalid(
+                    "manager option `output_dir` is empty: give a directory, or leave it out",
+                ))
+            }
+            Some(dir) => {
+                let keeper = super::hygiene::Keeper::open(std::path::Path::new(&dir), cap)?;
+                o.keeper = Some(std::sync::Arc::new(keeper));
+            }
+            None if cap_given => {
+                return Err(Error::invalid(
+                    "manager option `output_dir_max_bytes` without `output_dir`",
+                ))
+            }
+            None => {}
+        }
         Ok(o)
     }
 

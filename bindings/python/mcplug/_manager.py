@@ -476,7 +476,9 @@ class Manager(Managed):
     ``Client.connect``'s ``options``), ``max_description_chars`` (2048), ``max_output_tokens``
     (25000) or ``max_output_chars``, ``terminal_errors`` (3), ``reconnect_initial_ms`` (1000),
     ``reconnect_max_ms`` (30000), ``reconnect_attempts`` (5), ``disabled`` (server names),
-    ``max_events`` (10000).
+    ``max_events`` (10000), ``max_media_bytes`` (5242880, base64 bytes of one result's media;
+    None: no limit), ``output_dir`` (outputs over their limit kept whole in files there, named in
+    the result), ``output_dir_max_bytes`` (1 GiB).
 
     ``handlers`` maps a method or event type to a function, as for ``Client.connect``, except
     that request and notification handlers are called with ``(params, server)`` — the name of

@@ -1,0 +1,118 @@
+"""What the host hands the model, through the manager against server-everything: every text of
+tool results, resources and prompts cleaned and capped alike; base64 media under a limit of their
+own; with `output_dir`, what is cut kept whole in a 0600 file the result names; the servers'
+`instructions` in the status."""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import stat
+from pathlib import Path
+from typing import Any, Dict
+
+import pytest
+
+import mcplug
+import mcplug.aio
+from conftest import FaultFactory
+
+
+def kept_path(text: str) -> Path:
+    found = re.search(r"(?:kept whole in|the whole output is in) (\S+?)(?:\]| by mcplug)", text)
+    assert found, f"no kept file named in {text!r}"
+    return Path(found.group(1))
+
+
+def private(path: Path) -> bool:
+    return stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+@pytest.fixture()
+def manager(everything_server: Dict[str, Any], fault: FaultFactory, tmp_path: Path) -> Any:
+    everything = {k: v for k, v in everything_server.items() if k != "name"}
+    fault_entry = {k: v for k, v in fault("normal").items() if k != "name"}
+    options = {"max_output_chars": 40, "max_media_bytes": 64, "output_dir": str(tmp_path / "kept")}
+    with mcplug.Manager(options) as m:
+        m.connect({"mcpServers": {"everything": everything, "fault": fault_entry}})
+        status = m.wait(45)
+        assert {s["state"] for s in status["servers"].values()} == {"connected"}, status
+        yield m
+
+
+def test_a_tool_image_over_the_media_limit_is_kept_in_a_png_file(manager: Any, tmp_path: Path) -> None:
+    result = manager.call_tool("mcp__everything__get-tiny-image", {})
+    notes = [c["text"] for c in result["content"] if c["type"] == "text" and "image (image/png" in c["text"]]
+    assert len(notes) == 1, result
+    assert all(c["type"] != "image" for c in result["content"]), "the image is over 64 bytes of base64"
+    path = kept_path(notes[0])
+    assert path.parent == tmp_path / "kept" and path.suffix == ".png", path
+    assert private(path)
+    assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_tool_text_over_the_limit_is_cut_and_kept_whole(manager: Any) -> None:
+    message = "m" * 100
+    result = manager.call_tool("mcp__fault__echo", {"message": message})
+    text = result["content"][0]["text"]
+    assert text.startswith("Echo: " + "m" * 34) and "characters cut; the limit is 40" in text, text
+    assert kept_path(text).read_text() == "Echo: " + message
+
+
+def test_a_resource_read_is_cut_and_its_blob_limited_like_tool_output(manager: Any) -> None:
+    read = manager.read_resource("everything", "demo://resource/dynamic/text/1")
+    text = read["contents"][0]["text"]
+    assert "characters cut; the limit is 40" in text, read
+    whole = kept_path(text).read_text()
+    assert whole.startswith("Resource 1: This is a plaintext resource") and private(kept_path(text))
+    blob = manager.read_resource("everything", "demo://resource/dynamic/blob/1")
+    item = blob["contents"][0]
+    assert item["uri"] == "demo://resource/dynamic/blob/1" and "blob" not in item, blob
+    kept = kept_path(item["text"])
+    assert kept.suffix == ".txt" and kept.read_bytes().startswith(b"Resource 1: This is a base64 blob")
+
+
+def test_a_prompt_is_cut_like_tool_output(manager: Any) -> None:
+    got = manager.get_prompt("mcp__everything__resource-prompt", {"resourceType": "Text", "resourceId": "2"})
+    texts = [m["content"].get("text") or m["content"].get("resource", {}).get("text", "") for m in got["messages"]]
+    assert any("characters cut; the limit is 40" in t for t in texts), got
+    assert sum(len(t) for t in texts) < 40 + 300, "cut near the limit (plus the marker)"
+
+
+def test_status_carries_each_servers_instructions(manager: Any) -> None:
+    servers = manager.status()["servers"]
+    assert servers["fault"]["instructions"] == "mode normal"
+    assert servers["everything"]["instructions"], servers["everything"]
+
+
+def test_bad_output_options_are_named(tmp_path: Path) -> None:
+    with pytest.raises(mcplug.InvalidArgumentError, match="output_dir_max_bytes` without `output_dir"):
+        mcplug.Manager({"output_dir_max_bytes": 10})
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(mcplug.InvalidArgumentError, match="output_dir"):
+        mcplug.Manager({"output_dir": str(blocker / "sub")})
+    with pytest.raises(mcplug.InvalidArgumentError, match="max_media_bytes"):
+        mcplug.Manager({"max_media_bytes": 0})
+
+
+def test_the_asyncio_manager_hands_the_same_view(everything_server: Dict[str, Any], fault: FaultFactory, tmp_path: Path) -> None:
+    everything = {k: v for k, v in everything_server.items() if k != "name"}
+    fault_entry = {k: v for k, v in fault("normal").items() if k != "name"}
+    options = {"max_output_chars": 40, "max_media_bytes": 64, "output_dir": str(tmp_path / "kept")}
+
+    async def main() -> None:
+        async with mcplug.aio.Manager(options) as m:
+            await m.connect({"mcpServers": {"everything": everything, "fault": fault_entry}})
+            status = await m.wait(45)
+            assert {s["state"] for s in status["servers"].values()} == {"connected"}, status
+            image = await m.call_tool("mcp__everything__get-tiny-image", {})
+            note = next(c["text"] for c in image["content"] if "image (image/png" in c.get("text", ""))
+            assert private(kept_path(note)) and kept_path(note).suffix == ".png"
+            read = await m.read_resource("everything", "demo://resource/dynamic/text/1")
+            assert "characters cut; the limit is 40" in read["contents"][0]["text"]
+            prompt = await m.get_prompt("mcp__everything__resource-prompt", {"resourceType": "Text", "resourceId": "4"})
+            assert "characters cut" in json.dumps(prompt)
+            assert (await m.status())["servers"]["fault"]["instructions"] == "mode normal"
+
+    asyncio.run(asyncio.wait_for(main(), 55))
