@@ -317,6 +317,8 @@ enum mcplug_status mcplug_client_connect(const char *server_json,
  * reached through `properties` alone, duplicated without regard to case) is left out of the
  * result, the rest kept byte for byte, and the host gets the event `{"type": "warning",
  * "reason": "invalid_tool_headers", "tool", "message"}` once per tool and reason.
+ * `format` (`"anthropic"`, `"openai"`): each tool as that model API's tool definition (see
+ * `mcplug_manager_list_tools`).
  */
 enum mcplug_status mcplug_client_list_tools(struct mcplug_client *client,
                                             const char *options_json,
@@ -354,6 +356,15 @@ enum mcplug_status mcplug_client_list_tools(struct mcplug_client *client,
  * still there. With `validate_arguments`, arguments that break the `inputSchema` are
  * `MCPLUG_INVALID_ARGUMENT` (with `data` `{"tool", "errors"}`) and nothing is sent. A tool
  * never seen listed is not checked (no `tools/list` is sent for it).
+ *
+ * `format`: `"mcp"` (the default: the `CallToolResult` untouched), `"anthropic"` (what a
+ * Messages API `tool_result` block holds, `{"content": [blocks], "is_error"}`: text blocks;
+ * JPEG/PNG/GIF/WebP images as base64 image blocks; embedded PDFs as base64 document blocks;
+ * embedded text resources and resource links as text naming their URI; audio and other media as
+ * a text note; `structuredContent` as JSON text when there is no content) or `"openai"` (a Chat
+ * Completions tool message `{"role": "tool", "content": "<text>", "is_error"}`: tool messages
+ * take text only, so media are named in a note). Checks run on the MCP result first. Any other
+ * function given `format` refuses it (`invalid_argument`).
  *
  * Custom headers (Streamable HTTP, 2026-07-28 era, SEP-2243): the arguments of the properties
  * the tool's last listed `inputSchema` marks `"x-mcp-header": "<Name>"` also go as request
@@ -875,7 +886,10 @@ enum mcplug_status mcplug_manager_status(struct mcplug_manager *manager, char **
  * servers (`data.collision`: the entries). Prompts follow the same rule. Only connected
  * servers' tools are in the pool. `options_json` (NULL: all): `{"server": "<name>"}` for one
  * server's tools; any other key is `invalid_argument` naming it and the keys there are, as in
- * every listing function's options.
+ * every listing function's options. `format` (`"mcp"`, the default; `"anthropic"`, `"openai"`):
+ * each tool as that model API's tool definition instead of the pool entry (Messages API
+ * `{name, description, input_schema}`; Chat Completions `{"type": "function", "function":
+ * {name, description, parameters}}`), so the host hands the list on as it is.
  */
 enum mcplug_status mcplug_manager_list_tools(struct mcplug_manager *manager,
                                              const char *options_json,
@@ -890,7 +904,8 @@ enum mcplug_status mcplug_manager_list_tools(struct mcplug_manager *manager,
  * says when its server is not connected) and `closed` (the server is not connected now).
  * A `closed` error, or a `transport` error without `data.http_status`, counts toward
  * `terminal_errors`; an answer the server gave (an HTTP error status, a JSON-RPC error,
- * `isError`) resets the count.
+ * `isError`) resets the count. The option `format` (`"anthropic"`, `"openai"`) maps the
+ * cleaned result as `mcplug_client_call_tool` says.
  */
 enum mcplug_status mcplug_manager_call_tool(struct mcplug_manager *manager,
                                             const char *pool_name,
@@ -906,7 +921,9 @@ enum mcplug_status mcplug_manager_call_tool(struct mcplug_manager *manager,
  * exactly (pool names, or the servers' own names), in that order. `options_json` (NULL: the
  * defaults): `max_results` (5), `server` (one server's tools only). `out`: `{"tools": [the pool
  * entries of `mcplug_manager_list_tools`, each with `score`, best first], "total": N (every
- * match, before `max_results`)}`. Errors: `invalid_argument` (an empty query, bad options, an unknown key).
+ * match, before `max_results`)}`; with `format` (as `mcplug_manager_list_tools`), each entry is
+ * that API's tool definition. Errors: `invalid_argument` (an empty query, bad options, an
+ * unknown key).
  */
 enum mcplug_status mcplug_manager_search_tools(struct mcplug_manager *manager,
                                                const char *query,

@@ -24,6 +24,7 @@ pub mod ffi;
 pub mod fuzzing;
 pub mod log;
 pub mod manager;
+pub mod model;
 pub(crate) mod protocol;
 pub mod queue;
 pub(crate) mod redact;

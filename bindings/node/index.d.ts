@@ -328,7 +328,23 @@ export interface TaskAndSchemaOptions {
   validateArguments?: boolean;
 }
 
+/** A model API's shape of tools and results: 'mcp' (untouched, the default), 'anthropic'
+ *  (Messages API tool definitions; a result as a tool_result block's `{content, is_error}`),
+ *  'openai' (Chat Completions function tools; a result as the tool message). */
+export type ModelFormat = 'mcp' | 'anthropic' | 'openai';
+
+/** A tool result in the 'anthropic' or 'openai' format. */
+export interface ModelToolResult {
+  /** 'anthropic': the blocks of a tool_result (text, image, document); 'openai': the text. */
+  content: Json[] | string;
+  is_error: boolean;
+  /** 'openai': 'tool'. */
+  role?: 'tool';
+}
+
 export interface CallToolOptions extends CallOptions, TaskAndSchemaOptions {
+  /** The result as a model API takes it (the checks run on the MCP result first). */
+  format?: ModelFormat;
   /** Asks the server for progress; each notification the server sends before its result is
    *  delivered here before the promise settles. */
   onProgress?: (params: ProgressParams) => void;
@@ -514,7 +530,9 @@ export declare class Client extends EventEmitter {
   readonly state: 'open' | 'closing' | 'closed';
 
   /** Every tool, all pages followed. */
-  listTools(options?: CallOptions): Promise<Tool[]>;
+  listTools(options?: CallOptions & { format?: 'mcp' }): Promise<Tool[]>;
+  /** Each tool as that model API's tool definition. */
+  listTools(options: CallOptions & { format: ModelFormat }): Promise<JsonObject[]>;
   /** The skills extension (SEP-2640): every `skills/list` entry, as the server sent it; each is
    *  held for loadSkill() and no skill file is read. Kind 'not_found' when the server does not
    *  declare `io.modelcontextprotocol/skills`. */
@@ -531,7 +549,8 @@ export declare class Client extends EventEmitter {
    *  refused unread ('invalid_result', `data.check` 'unlisted'); 'not_found' when not loaded. */
   readSkillFile(skill: string, file: string, options?: CallOptions): Promise<SkillFile>;
   /** Calls a tool; an `isError: true` result resolves (it is the tool's answer). */
-  callTool(name: string, args?: JsonObject | null, options?: CallToolOptions): Promise<CallToolResult>;
+  callTool(name: string, args?: JsonObject | null, options?: CallToolOptions & { format?: 'mcp' }): Promise<CallToolResult>;
+  callTool(name: string, args: JsonObject | null | undefined, options: CallToolOptions & { format: ModelFormat }): Promise<ModelToolResult | CallToolResult>;
   /** Every resource (`resources/list`, all pages followed). */
   listResources(options?: CallOptions): Promise<Resource[]>;
   /** Every resource template (`resources/templates/list`, all pages followed). */
@@ -926,13 +945,17 @@ export declare class Manager extends EventEmitter {
   wait(timeoutMs?: TimeoutMs | { timeoutMs?: TimeoutMs }): Promise<ManagerStatus>;
   status(): Promise<ManagerStatus>;
   /** The pool (or one server's tools); `dropped`: tools left out for a name clash. */
-  listTools(server?: string | null): Promise<{ tools: PoolTool[]; dropped: DroppedTool[] }>;
+  listTools(server?: string | null, options?: { format?: 'mcp' }): Promise<{ tools: PoolTool[]; dropped: DroppedTool[] }>;
+  /** Each tool as that model API's tool definition. */
+  listTools(server: string | null | undefined, options: { format: ModelFormat }): Promise<{ tools: JsonObject[]; dropped: DroppedTool[] }>;
   /** Ranks the pool by a query: words against names, search hints and descriptions; `+word` must
    *  match; `select:a,b` picks by name. */
-  searchTools(query: string, options?: { maxResults?: number; server?: string }): Promise<{ tools: PoolTool[]; total: number }>;
+  searchTools(query: string, options?: { maxResults?: number; server?: string; format?: 'mcp' }): Promise<{ tools: PoolTool[]; total: number }>;
+  searchTools(query: string, options: { maxResults?: number; server?: string; format: ModelFormat }): Promise<{ tools: JsonObject[]; total: number }>;
   /** Calls a tool by pool name; the result's text is cleaned and capped. Kind 'not_found' for a
    *  name not in the pool (the message says when its server is not connected). */
-  callTool(poolName: string, args?: JsonObject | null, options?: CallToolOptions): Promise<CallToolResult>;
+  callTool(poolName: string, args?: JsonObject | null, options?: CallToolOptions & { format?: 'mcp' }): Promise<CallToolResult>;
+  callTool(poolName: string, args: JsonObject | null | undefined, options: CallToolOptions & { format: ModelFormat }): Promise<ModelToolResult | CallToolResult>;
   /** Resources and templates of every server with the resources capability (each with `server`);
    *  `errors` by server. */
   listResources(options?: ListOptions): Promise<{ resources: JsonObject[]; templates: JsonObject[]; errors: { [server: string]: { kind: ErrorKind; message: string } } }>;

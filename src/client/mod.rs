@@ -585,7 +585,7 @@ impl Client {
             .tools
             .schemas
             .check_result(name, &result, &shared.events)?;
-        Ok(result)
+        crate::model::tool_result_raw(result, options.format)
     }
 
     /// `tools/list`, every page, as `{"tools": [...]}`; with `options.cursor`, that one page as
@@ -612,7 +612,7 @@ impl Client {
                 .tools
                 .schemas
                 .learn(page.as_str(), false, &shared.events);
-            return Ok(page);
+            return crate::model::listing_raw(page, options.format);
         }
         let all = self.list_all("tools/list", "tools", None, options).await?;
         let all = shared
@@ -622,7 +622,7 @@ impl Client {
             .tools
             .schemas
             .learn(all.as_str(), true, &shared.events);
-        Ok(all)
+        crate::model::listing_raw(all, options.format)
     }
 
     /// Follows `nextCursor` to the end (`""` is a valid cursor; a missing one ends the list) and

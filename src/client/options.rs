@@ -384,6 +384,7 @@ pub const CONNECT_KEYS: &[&str] = &[
     "listen",
     "tag",
     "cancel_token",
+    "format",
 ];
 
 /// A Claude Code environment variable that holds a whole number (`MCP_TIMEOUT` and
@@ -673,6 +674,9 @@ pub struct CallOptions {
     /// `server::session::Downstream::caller`): named in the log; where a gateway's per-client
     /// authorization will look.
     pub(crate) caller: Option<std::sync::Arc<str>>,
+    /// `format`: a tool call's result (and a tool listing) as a model API takes it; only the
+    /// functions that call or list tools accept it.
+    pub format: crate::model::Format,
 }
 
 /// A started call's cancel signal, carried in its options.
@@ -780,6 +784,7 @@ impl CallOptions {
             ("validate_arguments", wire.validate_arguments),
             ("cache", wire.cache),
             ("cancel_token", wire.cancel_token),
+            ("format", wire.format),
         ] {
             let Some(raw) = raw else { continue };
             let v: Value = serde_json::from_str(raw.get()).ok()?;
@@ -788,6 +793,17 @@ impl CallOptions {
             }
         }
         Some(Ok(o))
+    }
+
+    /// `format` set by a function that neither calls nor lists tools: `invalid_argument`
+    /// naming `what` the options were given to.
+    pub fn refuse_format(&self, what: &str) -> Result<()> {
+        if self.format == crate::model::Format::Mcp {
+            return Ok(());
+        }
+        Err(Error::invalid(format!(
+            "option `format` is for call_tool, list_tools and search_tools, not {what}"
+        )))
     }
 
     /// Applies one option; whether `key` is one.
@@ -842,6 +858,11 @@ impl CallOptions {
                     o.own_cancel = Some(OwnCancel(signal));
                 }
             }
+            "format" => {
+                if !v.is_null() {
+                    o.format = crate::model::Format::parse(v)?;
+                }
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -879,6 +900,8 @@ struct Wire<'a> {
     cache: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "raw")]
     cancel_token: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw")]
+    format: Option<&'a RawValue>,
 }
 
 fn raw<'de, D: serde::Deserializer<'de>>(

@@ -85,9 +85,10 @@ impl Client {
         Ok(shared
             .started
             .start_task(shared, options, move |shared, options| async move {
-                shared
+                let result = shared
                     .checked_tool_call(&name, arguments.as_deref(), timeout, &options, None)
-                    .await
+                    .await?;
+                crate::model::tool_result_raw(result, options.format)
             }))
     }
 
@@ -272,7 +273,7 @@ impl Drop for SelfDriving {
 
 /// Whether a started call can take the direct way: nothing that needs a timer or a task.
 fn direct_ok(options: &CallOptions) -> bool {
-    options.tag.is_none() && !options.progress
+    options.tag.is_none() && !options.progress && options.format == crate::model::Format::Mcp
 }
 
 /// What a direct call keeps to resume itself when its answer asks for more (input, a task, a

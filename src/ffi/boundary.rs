@@ -159,9 +159,18 @@ pub fn str_arg<'a>(ptr: *const c_char, name: &str) -> Result<&'a str, Error> {
     })
 }
 
-/// A call's `options_json` (NULL: the defaults), parsed without a tree when it is a plain object
-/// of options; otherwise through the tree, whose errors say what is wrong.
+/// A call's `options_json` (NULL: the defaults) for a function that neither calls nor lists
+/// tools: `format` is refused.
 pub fn call_options(ptr: *const c_char) -> Result<crate::client::options::CallOptions, Error> {
+    let o = tool_call_options(ptr)?;
+    o.refuse_format("this function")?;
+    Ok(o)
+}
+
+/// A tool call's or tool listing's `options_json` (NULL: the defaults), `format` included,
+/// parsed without a tree when it is a plain object of options; otherwise through the tree,
+/// whose errors say what is wrong.
+pub fn tool_call_options(ptr: *const c_char) -> Result<crate::client::options::CallOptions, Error> {
     use crate::client::options::CallOptions;
     if ptr.is_null() {
         return Ok(CallOptions::default());

@@ -2,7 +2,7 @@
 
 use super::boundary::{
     call_options, ffi_boundary, ffi_boundary_quiet, json_arg, json_required, raw_object_arg,
-    str_arg,
+    str_arg, tool_call_options,
 };
 use super::handle::{self, Entered, Entries, Handle};
 use super::mcplug_status;
@@ -179,6 +179,8 @@ pub unsafe extern "C" fn mcplug_client_connect(
 /// reached through `properties` alone, duplicated without regard to case) is left out of the
 /// result, the rest kept byte for byte, and the host gets the event `{"type": "warning",
 /// "reason": "invalid_tool_headers", "tool", "message"}` once per tool and reason.
+/// `format` (`"anthropic"`, `"openai"`): each tool as that model API's tool definition (see
+/// `mcplug_manager_list_tools`).
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_client_list_tools(
     client: *mut mcplug_client,
@@ -187,7 +189,7 @@ pub unsafe extern "C" fn mcplug_client_list_tools(
 ) -> mcplug_status {
     ffi_boundary!(out, {
         let h = enter(client)?;
-        let opts = call_options(options_json)?;
+        let opts = tool_call_options(options_json)?;
         let v = runtime::block_on(h.0.client.list_tools(&opts))?;
         Ok(v.into_string())
     })
@@ -225,6 +227,15 @@ pub unsafe extern "C" fn mcplug_client_list_tools(
 /// `MCPLUG_INVALID_ARGUMENT` (with `data` `{"tool", "errors"}`) and nothing is sent. A tool
 /// never seen listed is not checked (no `tools/list` is sent for it).
 ///
+/// `format`: `"mcp"` (the default: the `CallToolResult` untouched), `"anthropic"` (what a
+/// Messages API `tool_result` block holds, `{"content": [blocks], "is_error"}`: text blocks;
+/// JPEG/PNG/GIF/WebP images as base64 image blocks; embedded PDFs as base64 document blocks;
+/// embedded text resources and resource links as text naming their URI; audio and other media as
+/// a text note; `structuredContent` as JSON text when there is no content) or `"openai"` (a Chat
+/// Completions tool message `{"role": "tool", "content": "<text>", "is_error"}`: tool messages
+/// take text only, so media are named in a note). Checks run on the MCP result first. Any other
+/// function given `format` refuses it (`invalid_argument`).
+///
 /// Custom headers (Streamable HTTP, 2026-07-28 era, SEP-2243): the arguments of the properties
 /// the tool's last listed `inputSchema` marks `"x-mcp-header": "<Name>"` also go as request
 /// headers `Mcp-Param-<Name>` (strings as they are, integers in decimal, booleans
@@ -246,7 +257,7 @@ pub unsafe extern "C" fn mcplug_client_call_tool(
         let name = str_arg(name, "name")?;
         // Validated but not parsed into a tree: the arguments travel as the text the host gave.
         let args = raw_object_arg(arguments_json, "arguments_json")?;
-        let opts = call_options(options_json)?;
+        let opts = tool_call_options(options_json)?;
         let v = runtime::run_now(Box::pin(h.0.client.call_tool(name, args, &opts)))?;
         Ok(v.into_string())
     })
@@ -410,7 +421,7 @@ pub unsafe extern "C" fn mcplug_client_call_tool_start(
         let h = enter(client)?;
         let name = str_arg(name, "name")?;
         let args = raw_object_arg(arguments_json, "arguments_json")?;
-        let opts = call_options(options_json)?;
+        let opts = tool_call_options(options_json)?;
         let call = call_out(call)?;
         let n = runtime::run_now(h.0.client.start_call_tool(name, args, &opts))?;
         *call = n;

@@ -2,6 +2,7 @@
 
 use super::boundary::{
     call_options, ffi_boundary, json_arg, json_required, on_spare_stack, raw_object_arg, str_arg,
+    tool_call_options,
 };
 use super::handle::{self, Entered, Entries, Handle};
 use super::mcplug_status;
@@ -185,7 +186,10 @@ pub unsafe extern "C" fn mcplug_manager_status(
 /// servers (`data.collision`: the entries). Prompts follow the same rule. Only connected
 /// servers' tools are in the pool. `options_json` (NULL: all): `{"server": "<name>"}` for one
 /// server's tools; any other key is `invalid_argument` naming it and the keys there are, as in
-/// every listing function's options.
+/// every listing function's options. `format` (`"mcp"`, the default; `"anthropic"`, `"openai"`):
+/// each tool as that model API's tool definition instead of the pool entry (Messages API
+/// `{name, description, input_schema}`; Chat Completions `{"type": "function", "function":
+/// {name, description, parameters}}`), so the host hands the list on as it is.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_manager_list_tools(
     manager: *mut mcplug_manager,
@@ -194,10 +198,15 @@ pub unsafe extern "C" fn mcplug_manager_list_tools(
 ) -> mcplug_status {
     ffi_boundary!(out, {
         let h = enter(manager)?;
-        let server = listing_options(options_json, Listing::Pool)?.server;
+        let ListingOptions { server, format, .. } = listing_options(options_json, Listing::Pool)?;
         // Written from the pool without a tree: the servers' schemas, however deep, are copied
         // as text, so no recursion depends on them (a 128 KiB host thread is enough).
-        Ok(h.0.manager.list_tools_text(server.as_deref()))
+        let text = h.0.manager.list_tools_text(server.as_deref());
+        if format == crate::model::Format::Mcp {
+            return Ok(text);
+        }
+        let raw = crate::protocol::RawJson::from_built(text);
+        on_spare_stack(|| crate::model::listing_raw(raw, format).map(|r| r.into_string()))?
     })
 }
 
@@ -209,7 +218,8 @@ pub unsafe extern "C" fn mcplug_manager_list_tools(
 /// says when its server is not connected) and `closed` (the server is not connected now).
 /// A `closed` error, or a `transport` error without `data.http_status`, counts toward
 /// `terminal_errors`; an answer the server gave (an HTTP error status, a JSON-RPC error,
-/// `isError`) resets the count.
+/// `isError`) resets the count. The option `format` (`"anthropic"`, `"openai"`) maps the
+/// cleaned result as `mcplug_client_call_tool` says.
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_manager_call_tool(
     manager: *mut mcplug_manager,
@@ -222,7 +232,7 @@ pub unsafe extern "C" fn mcplug_manager_call_tool(
         let h = enter(manager)?;
         let name = str_arg(pool_name, "pool_name")?;
         let args = raw_object_arg(arguments_json, "arguments_json")?;
-        let opts = call_options(options_json)?;
+        let opts = tool_call_options(options_json)?;
         let v = runtime::block_on(Box::pin(h.0.manager.call_tool(name, args, &opts)))?;
         Ok(v.into_string())
     })
@@ -235,7 +245,9 @@ pub unsafe extern "C" fn mcplug_manager_call_tool(
 /// exactly (pool names, or the servers' own names), in that order. `options_json` (NULL: the
 /// defaults): `max_results` (5), `server` (one server's tools only). `out`: `{"tools": [the pool
 /// entries of `mcplug_manager_list_tools`, each with `score`, best first], "total": N (every
-/// match, before `max_results`)}`. Errors: `invalid_argument` (an empty query, bad options, an unknown key).
+/// match, before `max_results`)}`; with `format` (as `mcplug_manager_list_tools`), each entry is
+/// that API's tool definition. Errors: `invalid_argument` (an empty query, bad options, an
+/// unknown key).
 #[no_mangle]
 pub unsafe extern "C" fn mcplug_manager_search_tools(
     manager: *mut mcplug_manager,
@@ -249,6 +261,7 @@ pub unsafe extern "C" fn mcplug_manager_search_tools(
         let ListingOptions {
             server,
             max_results,
+            format,
             ..
         } = listing_options(options_json, Listing::Search)?;
         let max = max_results.unwrap_or(5);
@@ -256,7 +269,7 @@ pub unsafe extern "C" fn mcplug_manager_search_tools(
         on_spare_stack(|| {
             manager
                 .search_tools(query, max, server.as_deref())
-                .map(|v| v.to_string())
+                .map(|v| crate::model::listing(v, format).to_string())
         })?
     })
 }
@@ -419,7 +432,7 @@ pub unsafe extern "C" fn mcplug_manager_call_tool_start(
             .ok_or_else(|| Error::invalid("`call` (the call number out-parameter) is NULL"))?;
         let name = str_arg(pool_name, "pool_name")?;
         let args = raw_object_arg(arguments_json, "arguments_json")?.map(|a| a.to_owned());
-        let opts = call_options(options_json)?;
+        let opts = tool_call_options(options_json)?;
         *call = h.0.manager.call_tool_start(name, args, opts)?;
         Ok(())
     })

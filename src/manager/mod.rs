@@ -448,10 +448,18 @@ impl Manager {
         arguments: Option<&RawValue>,
         options: &CallOptions,
     ) -> Result<RawJson> {
-        let result = self
-            .call_tool_as_sent(pool_name, arguments, options)
-            .await?;
-        self.inner.clean(result, hygiene::Shape::Tool, pool_name)
+        let format = options.format;
+        let result = if format == crate::model::Format::Mcp {
+            self.call_tool_as_sent(pool_name, arguments, options)
+                .await?
+        } else {
+            // The server's result in MCP's form: cleaned as such, then mapped.
+            let mut plain = options.clone();
+            plain.format = crate::model::Format::Mcp;
+            self.call_tool_as_sent(pool_name, arguments, &plain).await?
+        };
+        let cleaned = self.inner.clean(result, hygiene::Shape::Tool, pool_name)?;
+        crate::model::tool_result_raw(cleaned, format)
     }
 
     /// Routes a call by its pool name; the result as the server sent it (serving relays it).

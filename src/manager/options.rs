@@ -133,6 +133,8 @@ pub struct ListingOptions {
     pub max_results: Option<usize>,
     /// The call options of a listing that asks the servers (`timeout_ms`, ...).
     pub call: crate::client::options::CallOptions,
+    /// `format` of a tool listing (`list_tools`, `search_tools`).
+    pub format: crate::model::Format,
 }
 
 /// Which keys a listing function reads besides `server`.
@@ -162,8 +164,9 @@ impl ListingOptions {
             }
         };
         let own: &[&str] = match listing {
-            Listing::Pool | Listing::Servers => &["server"],
-            Listing::Search => &["max_results", "server"],
+            Listing::Pool => &["server", "format"],
+            Listing::Servers => &["server"],
+            Listing::Search => &["max_results", "server", "format"],
         };
         let call: &[&str] = if listing == Listing::Servers {
             CALL_KEYS
@@ -196,8 +199,12 @@ impl ListingOptions {
                 }
             },
         };
+        if let Some(f) = obj.get("format").filter(|f| !f.is_null()) {
+            o.format = crate::model::Format::parse(f)?;
+        }
         if listing == Listing::Servers {
             o.call = CallOptions::parse_with(value, own)?;
+            o.call.refuse_format("a resource or prompt listing")?;
         }
         Ok(o)
     }

@@ -2,7 +2,10 @@
  * server with max_output_chars 40, max_media_bytes 64 and an output_dir. Shown: a tool's image over
  * the media limit is kept whole in a 0600 .png the result names; tool text, a resource read and a
  * prompt are cut alike, each naming the file that keeps it whole; a blob over the media limit is
- * replaced; the status carries each server's instructions; bad output options are named. */
+ * replaced; the status carries each server's instructions; bad output options are named. Then
+ * `format`: a second manager and a single client hand tools and results over as the Anthropic
+ * Messages API and OpenAI Chat Completions take them; a function that neither calls nor lists
+ * tools refuses `format`. */
 #include "check.h"
 
 #include <sys/stat.h>
@@ -87,5 +90,50 @@ int main(void) {
     CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && is_error(out, "invalid_argument", "max_media_bytes"), out,
               "a bad max_media_bytes is named");
     drop(&out);
+    {
+        mcplug_manager *p = manager_or_die(NULL);
+        mcplug_client *c;
+        char e_only[4096];
+        snprintf(e_only, sizeof e_only, "{\"mcpServers\":{\"everything\":%s}}", e_everything);
+        manager_connect_or_die(p, e_only, "everything");
+        st = mcplug_manager_list_tools(p, "{\"format\":\"anthropic\"}", &out);
+        CHECK_OUT(st == MCPLUG_OK && contains(out, "\"input_schema\"") && !contains(out, "\"inputSchema\""), out,
+                  "list_tools format anthropic: Messages API tool definitions");
+        drop(&out);
+        st = mcplug_manager_search_tools(p, "echo", "{\"format\":\"openai\",\"max_results\":2}", &out);
+        CHECK_OUT(st == MCPLUG_OK && contains(out, "\"type\":\"function\"") && contains(out, "\"parameters\""), out,
+                  "search_tools format openai: function tools");
+        drop(&out);
+        st = mcplug_manager_call_tool(p, "mcp__everything__get-tiny-image", "{}", "{\"format\":\"anthropic\"}", &out);
+        CHECK_OUT(st == MCPLUG_OK && contains(out, "\"media_type\":\"image/png\"") && contains(out, "\"is_error\":false"), out,
+                  "call_tool format anthropic: an image block");
+        drop(&out);
+        st = mcplug_manager_call_tool(p, "mcp__everything__echo", "{\"message\":\"hi\"}", "{\"format\":\"openai\"}", &out);
+        CHECK_OUT(st == MCPLUG_OK && contains(out, "\"content\":\"Echo: hi\"") && contains(out, "\"role\":\"tool\"") && contains(out, "\"is_error\":false"), out,
+                  "call_tool format openai: the tool message");
+        drop(&out);
+        st = mcplug_manager_read_resource(p, "everything", "demo://resource/dynamic/text/1", "{\"format\":\"anthropic\"}", &out);
+        CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && is_error(out, "invalid_argument", "call_tool, list_tools and search_tools"), out,
+                  "read_resource refuses format, naming where it applies");
+        drop(&out);
+        st = mcplug_manager_call_tool(p, "mcp__everything__echo", "{\"message\":\"hi\"}", "{\"format\":\"gemini\"}", &out);
+        CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && is_error(out, "invalid_argument", "format"), out, "an unknown format is named");
+        drop(&out);
+        mcplug_manager_free(p);
+
+        c = connect_or_die(e_everything, NULL, "everything");
+        st = mcplug_client_list_tools(c, "{\"format\":\"openai\"}", &out);
+        CHECK_OUT(st == MCPLUG_OK && contains(out, "\"name\":\"echo\"") && contains(out, "\"type\":\"function\""), out,
+                  "a single client lists tools as function tools");
+        drop(&out);
+        st = mcplug_client_call_tool(c, "echo", "{\"message\":\"x\"}", "{\"format\":\"anthropic\"}", &out);
+        CHECK_OUT(st == MCPLUG_OK && contains(out, "\"content\":[{\"type\":\"text\",\"text\":\"Echo: x\"}]") && contains(out, "\"is_error\":false"), out,
+                  "and calls a tool for the Messages API");
+        drop(&out);
+        st = mcplug_client_request(c, "ping", NULL, "{\"format\":\"openai\"}", &out);
+        CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && is_error(out, "invalid_argument", "format"), out, "request refuses format");
+        drop(&out);
+        mcplug_client_free(c);
+    }
     return finish("model_view");
 }

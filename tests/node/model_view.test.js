@@ -2,7 +2,8 @@
 // What the host hands the model, through the Node manager against server-everything and the fault
 // server: tool results, resources and prompts cleaned and capped alike; base64 media under
 // `maxMediaBytes`; with `outputDir`, what is cut kept whole in a 0600 file the result names; each
-// server's `instructions` in the status.
+// server's `instructions` in the status. Then `format`: tools and results as the Anthropic
+// Messages API and OpenAI Chat Completions take them, through a manager and a single client.
 
 const h = require('./helpers');
 const { test, describe, before, after } = require('node:test');
@@ -74,5 +75,52 @@ describe('the model view of a manager', () => {
     const { servers } = await m.status();
     assert.equal(servers.fault.instructions, 'mode normal');
     assert.ok(servers.everything.instructions.length > 0);
+  });
+});
+
+describe('format', () => {
+  let m;
+  let c;
+  before(async () => {
+    const everything = h.everythingServer();
+    m = new Manager();
+    await m.connect({ mcpServers: { everything: { command: everything.command, args: everything.args } } });
+    const status = await h.within(60000, m.wait(60000), 'wait()');
+    assert.equal(status.servers.everything.state, 'connected');
+    c = await h.mcplug.Client.connect(everything, { connectTimeoutMs: 30000 });
+  });
+  after(async () => {
+    if (m) await h.within(20000, m.close(), 'close()');
+    if (c) await c.close();
+  });
+
+  test("'anthropic': Messages API tool definitions and tool_result content", async () => {
+    const { tools } = await m.listTools(null, { format: 'anthropic' });
+    const echo = tools.find((t) => t.name === 'mcp__everything__echo');
+    assert.deepEqual(Object.keys(echo).sort(), ['description', 'input_schema', 'name']);
+    const found = await m.searchTools('echo', { maxResults: 1, format: 'anthropic' });
+    assert.ok('input_schema' in found.tools[0]);
+    const image = await m.callTool('mcp__everything__get-tiny-image', {}, { format: 'anthropic' });
+    assert.equal(image.is_error, false);
+    const block = image.content.find((b) => b.type === 'image');
+    assert.deepEqual([block.source.type, block.source.media_type], ['base64', 'image/png']);
+    const links = await c.callTool('get-resource-links', { count: 2 }, { format: 'anthropic' });
+    assert.equal(links.content.filter((b) => b.text.startsWith('[Resource link: ')).length, 2, JSON.stringify(links));
+  });
+
+  test("'openai': Chat Completions function tools and the tool message", async () => {
+    const tools = await c.listTools({ format: 'openai' });
+    assert.ok(tools.every((t) => t.type === 'function' && t.function.parameters));
+    const echo = await m.callTool('mcp__everything__echo', { message: 'hi' }, { format: 'openai' });
+    assert.deepEqual(echo, { role: 'tool', content: 'Echo: hi', is_error: false });
+    const direct = await c.callTool('echo', { message: 'yo' }, { format: 'openai' });
+    assert.equal(direct.content, 'Echo: yo');
+    const plain = await c.callTool('echo', { message: 'yo' });
+    assert.equal(plain.content[0].type, 'text', "'mcp' (no format) stays untouched");
+  });
+
+  test('an unknown format is named', async () => {
+    await assert.rejects(m.callTool('mcp__everything__echo', { message: 'x' }, { format: 'claude' }), { kind: 'invalid_argument', message: /format/ });
+    await assert.rejects(m.listTools(null, { format: 'x' }), { kind: 'invalid_argument' });
   });
 });

@@ -116,3 +116,66 @@ def test_the_asyncio_manager_hands_the_same_view(everything_server: Dict[str, An
             assert (await m.status())["servers"]["fault"]["instructions"] == "mode normal"
 
     asyncio.run(asyncio.wait_for(main(), 55))
+
+
+@pytest.fixture()
+def plain_manager(everything_server: Dict[str, Any]) -> Any:
+    everything = {k: v for k, v in everything_server.items() if k != "name"}
+    with mcplug.Manager() as m:
+        m.connect({"mcpServers": {"everything": everything}})
+        assert m.wait(45)["servers"]["everything"]["state"] == "connected"
+        yield m
+
+
+def test_format_anthropic_maps_tools_and_results_for_the_messages_api(plain_manager: Any) -> None:
+    m = plain_manager
+    listed = m.list_tools(format="anthropic")["tools"]
+    echo = next(t for t in listed if t["name"] == "mcp__everything__echo")
+    assert set(echo) == {"name", "description", "input_schema"}, echo
+    assert echo["input_schema"]["properties"]["message"]["type"] == "string"
+    found = m.search_tools("echo", 1, format="anthropic")["tools"]
+    assert set(found[0]) == {"name", "description", "input_schema"}
+    image = m.call_tool("mcp__everything__get-tiny-image", {}, format="anthropic")
+    assert image["is_error"] is False
+    kinds = [b["type"] for b in image["content"]]
+    assert "image" in kinds and set(kinds) <= {"text", "image"}, kinds
+    block = next(b for b in image["content"] if b["type"] == "image")
+    assert block["source"]["type"] == "base64" and block["source"]["media_type"] == "image/png"
+    ref = m.call_tool("mcp__everything__get-resource-reference", {"resourceType": "Text", "resourceId": 2}, format="anthropic")
+    assert any(b["type"] == "text" and b["text"].startswith("[Resource <demo://resource/dynamic/text/2>]") for b in ref["content"]), ref
+    links = m.call_tool("mcp__everything__get-resource-links", {"count": 2}, format="anthropic")
+    assert sum(b["text"].startswith("[Resource link: ") for b in links["content"]) == 2, links
+
+
+def test_format_openai_maps_tools_and_results_for_chat_completions(plain_manager: Any) -> None:
+    m = plain_manager
+    listed = m.list_tools(format="openai")["tools"]
+    assert all(t["type"] == "function" and set(t["function"]) >= {"name", "parameters"} for t in listed), listed[0]
+    result = m.call_tool("mcp__everything__echo", {"message": "hi"}, format="openai")
+    assert result == {"role": "tool", "content": "Echo: hi", "is_error": False}
+    image = m.call_tool("mcp__everything__get-tiny-image", {}, format="openai")
+    assert isinstance(image["content"], str) and "image (image/png" in image["content"], image
+    assert m.call_tool("mcp__everything__echo", {"message": "hi"}) ["content"][0]["type"] == "text", "mcp stays untouched"
+
+
+def test_format_through_a_single_client_and_asyncio(everything: mcplug.Client, everything_server: Dict[str, Any]) -> None:
+    tools = everything.list_tools(format="openai")
+    assert any(t["function"]["name"] == "echo" for t in tools)
+    assert everything.call_tool("echo", {"message": "x"}, format="anthropic") == {
+        "content": [{"type": "text", "text": "Echo: x"}], "is_error": False}
+
+    async def main() -> None:
+        async with await mcplug.aio.Client.connect(everything_server) as c:
+            r = await c.call_tool("get-structured-content", {"location": "Chicago"}, format="anthropic")
+            assert r["is_error"] is False and r["content"][0]["type"] == "text", r
+            listed = await c.list_tools(format="anthropic")
+            assert all("input_schema" in t for t in listed)
+
+    asyncio.run(asyncio.wait_for(main(), 55))
+
+
+def test_a_format_where_none_applies_or_unknown_is_named(plain_manager: Any, everything: mcplug.Client) -> None:
+    with pytest.raises(mcplug.InvalidArgumentError, match="format"):
+        plain_manager.call_tool("mcp__everything__echo", {"message": "x"}, format="claude")
+    with pytest.raises(mcplug.InvalidArgumentError, match="format"):
+        everything.list_tools(format="gemini")

@@ -4,7 +4,7 @@
 const { Status, errorOf, errorFromNative, cancelledError } = require('./errors');
 const { EVENT_BATCH, native, callAsync, workGate, textOut, lenOut, stdoutBuf, takeLen, utf8Slice, takeText } = require('./native');
 const { authRegister, authUnregister } = require('./auth');
-const { toJson, handlerAnswer, answerText, checkString, optionalObject, checkPlainObject, timeoutValue, mergeCapabilities, checkLogLevel, checkBoolean, checkCount, taskAndSchemaOptions, cacheOption, NAMED_NOTIFICATIONS, checkHandlers } = require('./values');
+const { toJson, handlerAnswer, answerText, checkString, optionalObject, checkPlainObject, timeoutValue, mergeCapabilities, checkLogLevel, checkBoolean, checkCount, taskAndSchemaOptions, cacheOption, formatOption, NAMED_NOTIFICATIONS, checkHandlers } = require('./values');
 const { internalTag, Op, runOp, NO_OPTIONS, openStdoutSocket } = require('./calls');
 const { Handle } = require('./handle');
 
@@ -162,9 +162,10 @@ class Client extends Handle {
   get instructions() { return this._info.instructions ?? null; }
   /** Everything mcplug_client_connect returned, including the server's raw `result`. */
   get connectResult() { return this._info; }
-  /** Lists every tool (all pages). */
-  async listTools({ timeoutMs, tag, signal, cache } = {}) {
-    const extra = cacheOption(null, { cache }) || undefined;
+  /** Lists every tool (all pages); with `format` ('anthropic', 'openai'), each as that model
+   *  API's tool definition. */
+  async listTools({ timeoutMs, tag, signal, cache, format } = {}) {
+    const extra = formatOption(cacheOption(null, { cache }), { format }) || undefined;
     const res = await this._work('tools/list', native.list_tools, { timeoutMs, tag, signal, extra }, (options) => [options]);
     return res.tools;
   }

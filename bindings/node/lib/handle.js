@@ -8,7 +8,7 @@
 const { EventEmitter } = require('events');
 const { Status, McpError, errorOf, errorFromNative, cancelledError } = require('./errors');
 const { FALLBACK_POLL_MS, callAsync, workGate, controlGate, textOut, callOut, takeCall, takeText, controlGateRun } = require('./native');
-const { toJson, checkString, optionalObject, timeoutValue, taskAndSchemaOptions } = require('./values');
+const { toJson, checkString, optionalObject, timeoutValue, taskAndSchemaOptions, formatOption } = require('./values');
 const { internalTag, Op, runOp, NO_OPTIONS, TOOL_LABEL, DEFER_OPTIONS, Started, openEventSocket } = require('./calls');
 
 /**
@@ -163,7 +163,7 @@ class Handle extends EventEmitter {
       if (resetTimeoutOnProgress) extra = { reset_timeout_on_progress: true };
       const maxTotal = timeoutValue(maxTotalTimeoutMs, 'maxTotalTimeoutMs');
       if (maxTotal !== undefined) (extra || (extra = {})).max_total_timeout_ms = maxTotal;
-      extra = taskAndSchemaOptions(extra, options);
+      extra = formatOption(taskAndSchemaOptions(extra, options), options);
       return this._start(fn, TOOL_LABEL, name, argsJson, { timeoutMs, tag, signal, onProgress }, extra);
     } catch (e) {
       return Promise.reject(e);

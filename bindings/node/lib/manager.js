@@ -2,7 +2,7 @@
 
 const { Status, McpError, errorOf, decode, errorFromNative } = require('./errors');
 const { EVENT_BATCH, libraryPath, mnative, callAsync, workGate, controlGate, textOut, takeText } = require('./native');
-const { checkPlainObject, toJson, handlerAnswer, answerText, checkString, optionalObject, timeoutValue, mergeCapabilities, checkBoolean, checkCount, NAMED_NOTIFICATIONS, snakeKeys, checkHandlers, hostToolResult } = require('./values');
+const { formatOption, checkPlainObject, toJson, handlerAnswer, answerText, checkString, optionalObject, timeoutValue, mergeCapabilities, checkBoolean, checkCount, NAMED_NOTIFICATIONS, snakeKeys, checkHandlers, hostToolResult } = require('./values');
 const { Op, runOp } = require('./calls');
 const { Handle } = require('./handle');
 
@@ -208,9 +208,9 @@ class Manager extends Handle {
    * server, tool, description, inputSchema, read_only, destructive, ...}`; the array's `dropped`
    * lists the tools left out for a name clash.
    */
-  async listTools(server) {
-    const options = server === undefined || server === null ? null : JSON.stringify({ server: checkString(server, 'server') });
-    const res = this._sync(mnative.list_tools, [options]);
+  async listTools(server, { format } = {}) {
+    const opts = formatOption(server === undefined || server === null ? null : { server: checkString(server, 'server') }, { format });
+    const res = this._sync(mnative.list_tools, [opts === null ? null : JSON.stringify(opts)]);
     return { tools: res.tools, dropped: res.dropped || [] };
   }
 
@@ -218,10 +218,10 @@ class Manager extends Handle {
    * Ranks the pool by `query` (words matched against names, search hints and descriptions;
    * `+word` must match; `select:a,b` picks by name). Resolves `{tools: [entry + score], total}`.
    */
-  async searchTools(query, { maxResults, server } = {}) {
+  async searchTools(query, { maxResults, server, format } = {}) {
     const fn = this._need(mnative.search_tools, 'mcplug_manager_search_tools');
     checkString(query, 'query');
-    const options = {};
+    const options = formatOption({}, { format });
     if (maxResults !== undefined) options.max_results = checkCount(maxResults, 'maxResults');
     if (server !== undefined && server !== null) options.server = checkString(server, 'server');
     return this._sync(fn, [query, JSON.stringify(options)]);

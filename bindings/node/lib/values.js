@@ -193,6 +193,20 @@ function taskAndSchemaOptions(extra, { task, taskTtlMs, validateArguments }) {
   return extra;
 }
 
+const FORMATS = ['mcp', 'anthropic', 'openai'];
+
+/** The option `format` of tool calls and tool listings ('mcp', 'anthropic', 'openai'), added to
+ *  `extra` (created if null). */
+function formatOption(extra, { format }) {
+  if (format !== undefined && format !== null) {
+    if (!FORMATS.includes(format)) {
+      throw errorOf('invalid_argument', `\`format\` must be 'mcp', 'anthropic' or 'openai' (got ${JSON.stringify(format)})`);
+    }
+    (extra || (extra = {})).format = format;
+  }
+  return extra;
+}
+
 /** The per-call option `cache` (false: a cacheable request asks the server even when the
  *  connection's cache holds a fresh result), added to `extra` (created if null). */
 function cacheOption(extra, { cache }) {
@@ -245,6 +259,7 @@ function hostToolResult(value, tool) {
 }
 
 module.exports = {
+  formatOption,
   toJson,
   handlerAnswer,
   answerText,

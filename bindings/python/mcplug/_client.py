@@ -13,6 +13,7 @@ from ._core import (
     connect_blocking,
     connect_options,
     put_cache_option,
+    put_format,
     put_task_options,
 )
 from . import _auth
@@ -208,12 +209,18 @@ class Client(_Info, Managed):
         return client
 
     def list_tools(
-        self, *, timeout: Timeout = None, tag: Optional[str] = None, cache: Optional[bool] = None
+        self,
+        *,
+        timeout: Timeout = None,
+        tag: Optional[str] = None,
+        cache: Optional[bool] = None,
+        format: Optional[str] = None,
     ) -> List[Dict[str, Any]]:
         """Every tool, following pagination. The client keeps their schemas for ``call_tool``'s
         checks (a schema that does not compile comes as a ``"warning"`` event). ``cache=False``
-        asks the server even when the connection's cache holds the pages."""
-        return self._core.list_tools(put_cache_option(call_options(timeout, tag), cache))
+        asks the server even when the connection's cache holds the pages. ``format``
+        (``"anthropic"``, ``"openai"``): each tool as that model API's tool definition."""
+        return self._core.list_tools(put_format(put_cache_option(call_options(timeout, tag), cache), format))
 
     def call_tool(
         self,
@@ -226,8 +233,10 @@ class Client(_Info, Managed):
         task: Union[bool, str, None] = None,
         task_ttl: Timeout = None,
         validate_arguments: Optional[bool] = None,
+        format: Optional[str] = None,
     ) -> Dict[str, Any]:
-        """The raw CallToolResult (``isError`` results are returned, not raised).
+        """The raw CallToolResult (``isError`` results are returned, not raised); with ``format``
+        (``"anthropic"``, ``"openai"``), the result as that model API takes it (see the README).
 
         Whatever the server needs on the way (sampling, elicitation, roots — as requests, or as
         the input requests of a 2026-07-28 ``InputRequiredResult``) goes to the handlers, and the
@@ -251,9 +260,9 @@ class Client(_Info, Managed):
         ProtocolError (too many input rounds, an input request of a capability not declared),
         TimeoutError, CancelledError, ClosedError, InvalidArgumentError.
         """
-        if timeout is None and tag is None and progress is None and task is None and task_ttl is None and validate_arguments is None:
+        if timeout is None and tag is None and progress is None and task is None and task_ttl is None and validate_arguments is None and format is None:
             return self._core.call_tool(name, arguments, None, None)  # no options to build
-        opts = put_task_options(call_options(timeout, tag), task, task_ttl, validate_arguments)
+        opts = put_format(put_task_options(call_options(timeout, tag), task, task_ttl, validate_arguments), format)
         return self._core.call_tool(name, arguments, opts, progress)
 
     def request(

@@ -348,6 +348,20 @@ def put_task_options(
     return opts
 
 
+FORMATS = ("mcp", "anthropic", "openai")
+
+
+def put_format(opts: Dict[str, Any], format: Optional[str]) -> Dict[str, Any]:
+    """Adds ``format``: ``"mcp"`` (the default, untouched), ``"anthropic"`` (Messages API tool
+    definitions; a result as a ``tool_result`` block's ``{"content", "is_error"}``) or
+    ``"openai"`` (Chat Completions function tools; a result as the tool message)."""
+    if format is not None:
+        if format not in FORMATS:
+            raise InvalidArgumentError(f"`format` must be \"mcp\", \"anthropic\" or \"openai\" (got {format!r})")
+        opts["format"] = format
+    return opts
+
+
 def connect_blocking(server: Mapping[str, Any], options: Mapping[str, Any]) -> Tuple[int, Dict[str, Any]]:
     """Starts the server and negotiates; returns the new handle and the connect result."""
     if not isinstance(server, Mapping):

@@ -26,6 +26,7 @@ from ._core import (
     connect_options,
     dumps,
     encode,
+    put_format,
     put_task_options,
     put_timeout,
 )
@@ -168,8 +169,8 @@ def list_options(server: Optional[str], timeout: Timeout) -> Dict[str, Any]:
     return opts
 
 
-def search_options(max_results: Optional[int], server: Optional[str]) -> Dict[str, Any]:
-    opts: Dict[str, Any] = {}
+def search_options(max_results: Optional[int], server: Optional[str], format: Optional[str] = None) -> Dict[str, Any]:
+    opts: Dict[str, Any] = put_format({}, format)
     if max_results is not None:
         if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
             raise InvalidArgumentError(f"`max_results` must be a positive int (got {max_results!r})")
@@ -377,9 +378,10 @@ class ManagerCore(HandleCore):
         result: Dict[str, Any] = self._checked(_lib.mcplug_manager_status)
         return result
 
-    def list_tools(self, server: Optional[str]) -> Dict[str, Any]:
-        opts = {"server": server} if _server_arg(server) is not None else None
-        result: Dict[str, Any] = self._checked(_lib.mcplug_manager_list_tools, self._opts(opts))
+    def list_tools(self, server: Optional[str], format: Optional[str] = None) -> Dict[str, Any]:
+        opts: Dict[str, Any] = {"server": server} if _server_arg(server) is not None else {}
+        put_format(opts, format)
+        result: Dict[str, Any] = self._checked(_lib.mcplug_manager_list_tools, self._opts(opts or None))
         return result
 
     def call_tool(self, pool_name: str, arguments: Optional[Mapping[str, Any]], options: Optional[Dict[str, Any]], progress: Progress) -> Dict[str, Any]:
@@ -526,7 +528,7 @@ class Manager(Managed):
         ``needs-auth``, ``disabled``."""
         return self._core.status()
 
-    def list_tools(self, server: Optional[str] = None) -> Dict[str, Any]:
+    def list_tools(self, server: Optional[str] = None, *, format: Optional[str] = None) -> Dict[str, Any]:
         """The pool (of one server's tools, given ``server``): ``{"tools": [...], "dropped":
         [...]}``. Each tool: ``name`` (the pool name ``mcp__<server>__<tool>``), ``server``,
         ``tool`` (the server's own name), ``description`` (cleaned and capped), ``inputSchema``,
@@ -535,7 +537,7 @@ class Manager(Managed):
         server took is in ``dropped`` (``reason`` ``"duplicate"``); a name tools of two servers
         make (``mcp__x__y__z``: x's ``y__z``, x__y's ``z``) goes to neither, both in ``dropped``
         (``reason`` ``"collision"``), and call_tool by it raises NotFoundError naming both. Only connected servers' tools are in the pool."""
-        return self._core.list_tools(server)
+        return self._core.list_tools(server, format)
 
     def call_tool(
         self,
@@ -548,21 +550,22 @@ class Manager(Managed):
         task: Union[bool, str, None] = None,
         task_ttl: Timeout = None,
         validate_arguments: Optional[bool] = None,
+        format: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Calls a pool tool by its pool name on its server; the CallToolResult, its text cleaned
-        (bidirectional controls and zero-width characters removed) and capped. The options are
-        ``Client.call_tool``'s. Raises NotFoundError (no such pool name; the message says when
+        (bidirectional controls and zero-width characters removed) and capped, then in
+        ``format`` when given. The options are ``Client.call_tool``'s. Raises NotFoundError (no such pool name; the message says when
         its server is not connected), ClosedError (the server is not connected now), and the
         errors of ``Client.call_tool``."""
-        opts = put_task_options(call_options(timeout, tag), task, task_ttl, validate_arguments)
+        opts = put_format(put_task_options(call_options(timeout, tag), task, task_ttl, validate_arguments), format)
         return self._core.call_tool(pool_name, arguments, opts, progress)
 
-    def search_tools(self, query: str, max_results: Optional[int] = 5, *, server: Optional[str] = None) -> Dict[str, Any]:
+    def search_tools(self, query: str, max_results: Optional[int] = 5, *, server: Optional[str] = None, format: Optional[str] = None) -> Dict[str, Any]:
         """Ranks the pool by ``query``: words matched against each tool's name, search hint and
         description (case-insensitive); ``"+word"``: must match; ``"select:a,b"``: exactly those
         pool names (or server tool names). ``{"tools": [pool entries with "score"], "total":
         <matches before the cut>}``."""
-        return self._core.search_tools(query, search_options(max_results, server))
+        return self._core.search_tools(query, search_options(max_results, server, format))
 
     def list_resources(self, server: Optional[str] = None, *, timeout: Timeout = None) -> Dict[str, Any]:
         """The resources of every connected server that has them (all pages, servers at once):

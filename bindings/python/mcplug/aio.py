@@ -46,6 +46,7 @@ from ._core import (
     connect_options,
     new_tag,
     put_cache_option,
+    put_format,
     put_task_options,
 )
 from ._errors import CancelledError, ClosedError, InvalidArgumentError, McpError
@@ -348,9 +349,9 @@ class Client(_Info, AsyncManaged):
         return client
 
     async def list_tools(
-        self, *, timeout: Timeout = None, tag: Optional[str] = None, cache: Optional[bool] = None
+        self, *, timeout: Timeout = None, tag: Optional[str] = None, cache: Optional[bool] = None, format: Optional[str] = None
     ) -> List[Dict[str, Any]]:
-        opts = put_cache_option(call_options(timeout, tag or new_tag()), cache)
+        opts = put_format(put_cache_option(call_options(timeout, tag or new_tag()), cache), format)
         return await _run(lambda: self._core.list_tools(opts), opts)
 
     async def list_skills(self, *, timeout: Timeout = None, tag: Optional[str] = None) -> List[Dict[str, Any]]:
@@ -385,12 +386,13 @@ class Client(_Info, AsyncManaged):
         task: Union[bool, str, None] = None,
         task_ttl: Timeout = None,
         validate_arguments: Optional[bool] = None,
+        format: Optional[str] = None,
     ) -> Dict[str, Any]:
         """The raw CallToolResult; cancelling the task cancels the call on the server too (and
         ``tasks/cancel`` for a call that became a task). See ``mcplug.Client.call_tool``."""
         if arguments is not None and not isinstance(arguments, Mapping):
             raise InvalidArgumentError(f"`arguments` must be a dict (got {type(arguments).__name__})")
-        opts = put_task_options(call_options(timeout, tag or new_tag()), task, task_ttl, validate_arguments)
+        opts = put_format(put_task_options(call_options(timeout, tag or new_tag()), task, task_ttl, validate_arguments), format)
         return await _run(lambda: self._core.call_tool(name, arguments, opts, progress), opts)
 
     async def request(
@@ -564,9 +566,9 @@ class Manager(AsyncManaged):
         """See ``mcplug.Manager.status``."""
         return await _run(self._core.status, None)
 
-    async def list_tools(self, server: Optional[str] = None) -> Dict[str, Any]:
+    async def list_tools(self, server: Optional[str] = None, *, format: Optional[str] = None) -> Dict[str, Any]:
         """The pool: ``{"tools", "dropped"}``; see ``mcplug.Manager.list_tools``."""
-        return await _run(lambda: self._core.list_tools(server), None)
+        return await _run(lambda: self._core.list_tools(server, format), None)
 
     async def call_tool(
         self,
@@ -579,19 +581,22 @@ class Manager(AsyncManaged):
         task: Union[bool, str, None] = None,
         task_ttl: Timeout = None,
         validate_arguments: Optional[bool] = None,
+        format: Optional[str] = None,
     ) -> Dict[str, Any]:
         """See ``mcplug.Manager.call_tool``; cancelling the awaiting task cancels the call. No
         thread waits for the call: many thousands may be in flight at once."""
         if arguments is not None and not isinstance(arguments, Mapping):
             raise InvalidArgumentError(f"`arguments` must be a dict (got {type(arguments).__name__})")
-        opts = put_task_options(call_options(timeout, tag), task, task_ttl, validate_arguments)
+        opts = put_format(put_task_options(call_options(timeout, tag), task, task_ttl, validate_arguments), format)
         core = self._core
         result: Dict[str, Any] = await _await_started(core, lambda done: core.call_tool_start(pool_name, arguments, opts, progress, done))
         return result
 
-    async def search_tools(self, query: str, max_results: Optional[int] = 5, *, server: Optional[str] = None) -> Dict[str, Any]:
+    async def search_tools(
+        self, query: str, max_results: Optional[int] = 5, *, server: Optional[str] = None, format: Optional[str] = None
+    ) -> Dict[str, Any]:
         """See ``mcplug.Manager.search_tools``."""
-        opts = search_options(max_results, server)
+        opts = search_options(max_results, server, format)
         return await _run(lambda: self._core.search_tools(query, opts), None)
 
     async def list_resources(self, server: Optional[str] = None, *, timeout: Timeout = None) -> Dict[str, Any]:

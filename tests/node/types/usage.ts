@@ -5,6 +5,7 @@ import {
   Client, Manager, McpError, type Server, mergeConfig, cancel, version, captureLogs,
   type CallToolResult, type Completion, type GetPromptResult, type ManagerConfig, type PoolTool,
   type Prompt, type ReadResourceResult, type Resource, type ResourceTemplate, type Tool,
+  type JsonObject, type ModelToolResult,
 } from '../../../bindings/node';
 
 async function client(): Promise<void> {
@@ -12,6 +13,8 @@ async function client(): Promise<void> {
     { connectTimeoutMs: 30_000, clientInfo: { name: 'usage', version: version() } });
   try {
     const tools: Tool[] = await c.listTools();
+    const asTools: JsonObject[] = await c.listTools({ format: 'anthropic' });
+    console.log(asTools.length);
     const names: string[] = tools.map((t) => t.name);
     const result: CallToolResult = await c.callTool('echo', { message: 'hi' }, { timeoutMs: 5_000 });
     const resources: Resource[] = await c.listResources({ cache: false });
@@ -51,6 +54,10 @@ async function manager(): Promise<void> {
     const { tools, dropped }: { tools: PoolTool[]; dropped: { reason: string }[] } = await m.listTools();
     const first: string = tools[0].name;
     const called: CallToolResult = await m.callTool(first, {});
+    const forModel = (await m.callTool(first, {}, { format: 'anthropic' })) as ModelToolResult;
+    const defs: JsonObject[] = (await m.listTools(null, { format: 'openai' })).tools;
+    const found: JsonObject[] = (await m.searchTools('echo', { format: 'anthropic' })).tools;
+    console.log(forModel.is_error, defs.length, found.length);
     const { prompts } = await m.listPrompts();
     console.log(dropped.map((d) => d.reason), called.content, prompts.length);
     const served: Server = await m.serve({ http: '127.0.0.1:0', names: 'unprefixed' });
