@@ -821,7 +821,11 @@ enum mcplug_status mcplug_log_event_fd(int32_t *fd, char **out);
  * blobs of one result beyond it are replaced, item by item, by a text saying what was there;
  * null: no limit), `output_dir` (a directory, created 0700: an output over its limit is first
  * written there whole, to a 0600 file of its own — media with their MIME type's extension — that
- * the marker names), `output_dir_max_bytes` (1 GiB: the oldest kept outputs go first). The
+ * the marker names), `output_dir_max_bytes` (1 GiB: the oldest kept outputs go first),
+ * `resource_tools` (false; true: while a connected server offers resources, the pool holds
+ * Claude Code's `ListMcpResourcesTool` `{server?}` — the resources as JSON text, each with
+ * `server` — and `ReadMcpResourceTool` `{server, uri}` — the contents as embedded resources —
+ * under those names, `server` ""; a model's mistake there is an `isError` result). The
  * limits and the cleaning apply to tool results, `resources/read` and `prompts/get` alike. An
  * unknown option is `invalid_argument`.
  * On `MCPLUG_OK`, `*manager` is the new handle and `out` is `mcplug_manager_status`'s result.
@@ -968,8 +972,12 @@ enum mcplug_status mcplug_manager_list_prompts(struct mcplug_manager *manager,
 
 /**
  * Gets a prompt (`prompts/get`) by its qualified name `mcp__{server}__{prompt}`, with
- * `arguments_json` (a JSON object of strings, or NULL). `out`: the `GetPromptResult`, its text
- * cleaned like tool output. Every server whose name begins the qualified name is asked for its
+ * `arguments_json` (a JSON object of strings, or NULL; or a JSON string holding a command line as
+ * a user types it after `/mcp__server__prompt`, `"\"New York\" NY"`: its words, split as a POSIX
+ * shell splits them, go to the prompt's declared arguments in order, as Claude Code maps its
+ * slash commands — more words than arguments, a required one missing or an unbalanced quote is
+ * `invalid_argument` naming the arguments). `out`: the `GetPromptResult`, its text cleaned and
+ * capped like tool output. Every server whose name begins the qualified name is asked for its
  * prompts. Errors: `not_found` (no server or prompt of that name, or prompts of two servers
  * make the name: the message names both), `closed`,
  * `invalid_argument`, and the server's own.

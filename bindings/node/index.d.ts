@@ -755,6 +755,9 @@ export interface ManagerOptions {
   outputDir?: string;
   /** The size cap of `outputDir` (the oldest kept outputs go first); default 1 GiB. */
   outputDirMaxBytes?: number;
+  /** Claude Code's ListMcpResourcesTool and ReadMcpResourceTool in the pool while a connected
+   *  server offers resources; default false. */
+  resourceTools?: boolean;
   [key: string]: unknown;
 }
 
@@ -963,7 +966,9 @@ export declare class Manager extends EventEmitter {
   /** Prompts of every server with the prompts capability: `name` is `mcp__<server>__<prompt>`,
    *  `prompt` the server's own name. */
   listPrompts(options?: ListOptions): Promise<{ prompts: JsonObject[]; errors: { [server: string]: { kind: ErrorKind; message: string } }; dropped: DroppedPrompt[] }>;
-  getPrompt(qualifiedName: string, args?: { [name: string]: string } | null, options?: CallOptions): Promise<JsonObject>;
+  /** `args`: an object, or a command line as typed after `/mcp__server__prompt` (`'a "b c"'`),
+   *  split as a shell splits words and mapped onto the prompt's declared arguments in order. */
+  getPrompt(qualifiedName: string, args?: { [name: string]: string } | string | null, options?: CallOptions): Promise<JsonObject>;
   /** Any request to one server (`resources/subscribe`, `completion/complete`, ...). */
   request<T = JsonObject>(server: string, method: string, params?: JsonObject | null, options?: CallOptions): Promise<T>;
   /** Closes the server's connection and connects it again (awaited); resolves with its status. */

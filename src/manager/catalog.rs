@@ -168,7 +168,7 @@ pub async fn resolve_prompt(
     targets: Vec<Target>,
     qualified: &str,
     options: &CallOptions,
-) -> Result<(Target, String)> {
+) -> Result<(Target, String, Value)> {
     let runs = targets
         .iter()
         .map(|t| async move { list_of(t, "prompts/list", "prompts", options).await });
@@ -200,9 +200,10 @@ pub async fn resolve_prompt(
         Some((
             p.get("server")?.as_str()?.to_string(),
             p.get("prompt")?.as_str()?.to_string(),
+            p.get("arguments").cloned().unwrap_or(Value::Null),
         ))
     });
-    let Some((server, own)) = found else {
+    let Some((server, own, declared)) = found else {
         return Err(Error::new(
             ErrorKind::NotFound,
             format!(
@@ -214,11 +215,150 @@ pub async fn resolve_prompt(
         .into_iter()
         .find(|t| t.server == server)
         .expect("the server was among the targets");
-    Ok((t, own))
+    Ok((t, own, declared))
+}
+
+/// A command line (`a "b c"`, as a user types after `/mcp__server__prompt`) mapped onto the
+/// prompt's declared arguments in their order, as Claude Code maps a prompt's slash command:
+/// words split as a POSIX shell splits them (quotes, backslashes), the first word to the first
+/// argument and so on. More words than arguments, a required argument left without one, or an
+/// unbalanced quote is `invalid_argument` naming the prompt's arguments.
+pub fn command_line_arguments(qualified: &str, line: &str, declared: &Value) -> Result<Value> {
+    let names: Vec<(&str, bool)> = declared
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|d| {
+                    let name = d.get("name")?.as_str()?;
+                    Some((
+                        name,
+                        d.get("required").and_then(Value::as_bool) == Some(true),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let listed = || {
+        if names.is_empty() {
+            "it takes no arguments".to_string()
+        } else {
+            let all: Vec<String> = names
+                .iter()
+                .map(|(n, required)| {
+                    if *required {
+                        format!("{n} (required)")
+                    } else {
+                        n.to_string()
+                    }
+                })
+                .collect();
+            format!("its arguments, in order: {}", all.join(", "))
+        }
+    };
+    let words = shlex::split(line).ok_or_else(|| {
+        Error::invalid(format!(
+            "the command line of prompt {qualified:?} has an unbalanced quote: {line:?}"
+        ))
+    })?;
+    if words.len() > names.len() {
+        return Err(Error::invalid(format!(
+            "prompt {qualified:?} got {} words on its command line ({line:?}); {}",
+            words.len(),
+            listed()
+        )));
+    }
+    let mut out = serde_json::Map::new();
+    for (i, (name, required)) in names.iter().enumerate() {
+        match words.get(i) {
+            Some(word) => {
+                out.insert(name.to_string(), Value::String(word.clone()));
+            }
+            None if *required => {
+                return Err(Error::invalid(format!(
+                    "prompt {qualified:?} needs its argument {name:?}, which the command line {line:?} does not give; {}",
+                    listed()
+                )))
+            }
+            None => {}
+        }
+    }
+    Ok(Value::Object(out))
 }
 
 /// The manager's side: what a host asks of the servers' resources and prompts.
 impl super::Manager {
+    /// A call of `ListMcpResourcesTool` or `ReadMcpResourceTool` (`resource_tools`), answered
+    /// as Claude Code answers it: the listing as JSON text; a read's contents as embedded
+    /// resources (cleaned and capped as any read). What the model got wrong (an unknown server,
+    /// a missing argument, a server's error) is an `isError` result it can read.
+    pub(crate) async fn call_resource_tool(
+        &self,
+        tool: &str,
+        arguments: Option<&serde_json::value::RawValue>,
+        options: &CallOptions,
+    ) -> Result<RawJson> {
+        let args: Value = match arguments {
+            Some(a) => serde_json::from_str(a.get())
+                .map_err(|e| Error::invalid(format!("{tool}: arguments: {e}")))?,
+            None => json!({}),
+        };
+        let arg = |k: &str| {
+            args.get(k)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+        };
+        let told = |text: String| {
+            RawJson::from_value(
+                &json!({"content": [{"type": "text", "text": text}], "isError": true}),
+            )
+        };
+        let model_error = |e: &Error| {
+            matches!(
+                e.kind,
+                ErrorKind::InvalidArgument | ErrorKind::NotFound | ErrorKind::Rpc
+            )
+        };
+        if tool == pool::LIST_RESOURCES_TOOL {
+            let listed = match self.list_resources(arg("server"), options).await {
+                Ok(l) => l,
+                Err(e) if model_error(&e) => return Ok(told(e.message)),
+                Err(e) => return Err(e),
+            };
+            let resources = listed.get("resources").cloned().unwrap_or(json!([]));
+            let empty = resources.as_array().is_none_or(|a| a.is_empty());
+            let text = if empty {
+                "No resources found. MCP servers may still offer tools without resources."
+                    .to_string()
+            } else {
+                resources.to_string()
+            };
+            return Ok(RawJson::from_value(
+                &json!({"content": [{"type": "text", "text": text}]}),
+            ));
+        }
+        let (Some(server), Some(uri)) = (arg("server"), arg("uri")) else {
+            return Ok(told(format!(
+                "{tool} needs `server` and `uri` (as {} lists them)",
+                pool::LIST_RESOURCES_TOOL
+            )));
+        };
+        let read = match self.read_resource(server, uri, options).await {
+            Ok(r) => r.value()?,
+            Err(e) if model_error(&e) => return Ok(told(e.message)),
+            Err(e) => return Err(e),
+        };
+        let content: Vec<Value> = read
+            .get("contents")
+            .and_then(Value::as_array)
+            .map(|c| {
+                c.iter()
+                    .map(|item| json!({"type": "resource", "resource": item}))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(RawJson::from_value(&json!({ "content": content })))
+    }
+
     /// Every resource and template of the connected servers that have resources (or of one).
     pub async fn list_resources(
         &self,
@@ -268,15 +408,24 @@ impl super::Manager {
             .into_iter()
             .filter(|t| pool::may_name(&t.server, qualified))
             .collect();
-        let (t, own) = resolve_prompt(targets, qualified, options).await?;
-        let mut params = json!({ "name": own });
-        if let Some(a) = arguments {
-            if !a.is_object() {
+        if let Some(a) = &arguments {
+            if !a.is_object() && !a.is_string() {
                 return Err(Error::invalid(format!(
-                    "prompt arguments must be a JSON object (got {a})"
+                    "prompt arguments must be a JSON object, or a command line as a string (got {a})"
                 )));
             }
-            params["arguments"] = a;
+        }
+        let (t, own, declared) = resolve_prompt(targets, qualified, options).await?;
+        let mut params = json!({ "name": own });
+        match arguments {
+            Some(Value::String(line)) => {
+                let mapped = command_line_arguments(qualified, &line, &declared)?;
+                if mapped.as_object().is_some_and(|m| !m.is_empty()) {
+                    params["arguments"] = mapped;
+                }
+            }
+            Some(a) => params["arguments"] = a,
+            None => {}
         }
         let result = t
             .client
@@ -309,5 +458,43 @@ impl super::Manager {
     ) -> Result<RawJson> {
         let t = self.inner.target(server)?;
         t.client.relay(method, params, options).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn declared() -> Value {
+        json!([{"name": "city", "required": true}, {"name": "state"}])
+    }
+
+    #[test]
+    fn a_command_line_maps_onto_the_declared_arguments_in_order() {
+        let got = command_line_arguments("mcp__w__p", r#""New York" NY"#, &declared()).unwrap();
+        assert_eq!(got, json!({"city": "New York", "state": "NY"}));
+        let got = command_line_arguments("mcp__w__p", r"San\ Jose", &declared()).unwrap();
+        assert_eq!(
+            got,
+            json!({"city": "San Jose"}),
+            "an optional argument left out"
+        );
+        let none = command_line_arguments("mcp__w__p", "  ", &Value::Null).unwrap();
+        assert_eq!(none, json!({}));
+    }
+
+    #[test]
+    fn a_command_line_that_does_not_fit_is_named() {
+        let e = command_line_arguments("mcp__w__p", "a b c", &declared()).unwrap_err();
+        assert!(
+            e.message.contains("3 words") && e.message.contains("city (required), state"),
+            "{e}"
+        );
+        let e = command_line_arguments("mcp__w__p", "", &declared()).unwrap_err();
+        assert!(e.message.contains("needs its argument \"city\""), "{e}");
+        let e = command_line_arguments("mcp__w__p", "\"open", &declared()).unwrap_err();
+        assert!(e.message.contains("unbalanced quote"), "{e}");
+        let e = command_line_arguments("mcp__w__p", "x", &Value::Null).unwrap_err();
+        assert!(e.message.contains("takes no arguments"), "{e}");
     }
 }

@@ -471,15 +471,18 @@ impl Manager {
     ) -> Result<RawJson> {
         let inner = &self.inner;
         inner.check_open()?;
-        let (server_name, tool, pseudo) = {
+        let (server_name, tool, pseudo, resources) = {
             let pool = inner.pool.read();
             match pool.get(pool_name) {
-                Some(t) => (t.server.clone(), t.tool.clone(), t.auth),
+                Some(t) => (t.server.clone(), t.tool.clone(), t.auth, t.resources),
                 None => return Err(inner.no_tool(&pool, pool_name)),
             }
         };
         if pseudo {
             return inner.call_authenticate(&server_name).await;
+        }
+        if resources {
+            return self.call_resource_tool(&tool, arguments, options).await;
         }
         let server = inner
             .server(&server_name)
@@ -1073,12 +1076,19 @@ impl Inner {
     }
 
     fn rebuild_into(&self, pool: &mut Arc<Pool>) {
-        let servers: Vec<(String, Source, Arc<Vec<pool::Listed>>)> = self
+        let mut any_resources = false;
+        let mut servers: Vec<(String, Source, Arc<Vec<pool::Listed>>)> = self
             .servers
             .lock()
             .iter()
             .filter_map(|s| {
                 let st = s.st.lock();
+                any_resources |= st.state == State::Connected
+                    && st
+                        .info
+                        .as_ref()
+                        .and_then(|i| i.get("capabilities")?.get("resources"))
+                        .is_some();
                 match st.state {
                     State::Connected if s.is_sdk() => {
                         Some((s.name.clone(), Source::Host, st.tools.clone()))
@@ -1093,6 +1103,10 @@ impl Inner {
                 }
             })
             .collect();
+        if self.options.resource_tools && any_resources {
+            // Named as Claude Code names them, outside every server's prefix.
+            servers.push((String::new(), Source::Resources, pool::resource_tools()));
+        }
         if let Some(rebuilt) = pool.rebuild(&servers, &self.limits) {
             *pool = Arc::new(rebuilt);
         }

@@ -30,6 +30,9 @@ pub struct ManagerOptions {
     pub max_media_bytes: Option<usize>,
     /// `output_dir`: where an output over its limit is kept whole.
     pub keeper: Option<std::sync::Arc<super::hygiene::Keeper>>,
+    /// `resource_tools`: Claude Code's `ListMcpResourcesTool` and `ReadMcpResourceTool` in the
+    /// pool while a connected server offers resources.
+    pub resource_tools: bool,
 }
 
 /// Claude Code's defaults: local 3, remote 20, descriptions 2,048 characters, output 25,000
@@ -57,6 +60,7 @@ impl Default for ManagerOptions {
             max_events: 10_000,
             max_media_bytes: Some(DEFAULT_MAX_MEDIA_BYTES),
             keeper: None,
+            resource_tools: false,
         }
     }
 }
@@ -98,6 +102,8 @@ struct RawOptions {
     output_dir: Option<String>,
     #[serde(default)]
     output_dir_max_bytes: Option<AtLeast<1>>,
+    #[serde(default)]
+    resource_tools: Option<bool>,
 }
 
 /// An integer of at least `MIN`.
@@ -291,6 +297,7 @@ impl ManagerOptions {
             o.max_events = n as usize;
         }
         o.disabled.extend(raw.disabled.unwrap_or_default());
+        o.resource_tools = raw.resource_tools.unwrap_or(false);
         match raw.max_media_bytes {
             Some(Some(n)) => o.max_media_bytes = Some(n.0 as usize),
             Some(None) => o.max_media_bytes = None,

@@ -196,6 +196,42 @@ pub enum Source {
     /// The server needs authorization: its one tool is the `authenticate` pseudo-tool (M10),
     /// which the manager answers itself.
     Auth,
+    /// The manager's own tools over every server's resources (`resource_tools`): Claude Code's
+    /// `ListMcpResourcesTool` and `ReadMcpResourceTool`, named as they are (no prefix).
+    Resources,
+}
+
+/// Claude Code's names for the resource tools.
+pub const LIST_RESOURCES_TOOL: &str = "ListMcpResourcesTool";
+pub const READ_RESOURCE_TOOL: &str = "ReadMcpResourceTool";
+
+/// The resource tools as listed (one list, so that a rebuild sees them unchanged).
+pub fn resource_tools() -> Arc<Vec<Listed>> {
+    static TOOLS: once_cell::sync::Lazy<Arc<Vec<Listed>>> = once_cell::sync::Lazy::new(|| {
+        Arc::new(listed(&[
+            json!({
+                "name": LIST_RESOURCES_TOOL,
+                "description": "Lists the resources of the connected MCP servers. Each resource \
+                    object includes a `server` field naming the server it is from; give `server` to \
+                    list one server's resources only.",
+                "inputSchema": {"type": "object", "properties": {
+                    "server": {"type": "string", "description": "Only this server's resources"}
+                }},
+                "annotations": {"readOnlyHint": true},
+            }),
+            json!({
+                "name": READ_RESOURCE_TOOL,
+                "description": "Reads a resource of an MCP server, named by the server and the \
+                    resource's URI (as ListMcpResourcesTool lists them).",
+                "inputSchema": {"type": "object", "properties": {
+                    "server": {"type": "string", "description": "The server's name"},
+                    "uri": {"type": "string", "description": "The resource's URI"}
+                }, "required": ["server", "uri"]},
+                "annotations": {"readOnlyHint": true},
+            }),
+        ]))
+    });
+    TOOLS.clone()
 }
 
 /// The pseudo-tool of a server in `needs-auth` (M10): calling it starts the authorization.
@@ -233,6 +269,8 @@ pub struct PoolTool {
     pub host: bool,
     /// The `authenticate` pseudo-tool of a server in `needs-auth`.
     pub auth: bool,
+    /// One of the manager's resource tools (`resource_tools`).
+    pub resources: bool,
     /// The server's tools as listed, and this one's index there.
     listed: Arc<Vec<Listed>>,
     index: usize,
@@ -520,10 +558,15 @@ fn pool_tool(
         *slot = members.get(key).and_then(span);
     }
     Some(PoolTool {
-        name: pool_name(server, &tool),
+        name: if source == Source::Resources {
+            tool.clone()
+        } else {
+            pool_name(server, &tool)
+        },
         server: server.to_string(),
         host: source == Source::Host,
         auth: source == Source::Auth,
+        resources: source == Source::Resources,
         listed: listed.clone(),
         index,
         description,

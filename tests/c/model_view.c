@@ -112,12 +112,35 @@ int main(void) {
         CHECK_OUT(st == MCPLUG_OK && contains(out, "\"content\":\"Echo: hi\"") && contains(out, "\"role\":\"tool\"") && contains(out, "\"is_error\":false"), out,
                   "call_tool format openai: the tool message");
         drop(&out);
+        st = mcplug_manager_get_prompt(p, "mcp__everything__args-prompt", "\"\\\"New York\\\" NY\"", NULL, &out);
+        CHECK_OUT(st == MCPLUG_OK && contains(out, "New York, NY"), out, "a prompt takes a command line (a JSON string)");
+        drop(&out);
+        st = mcplug_manager_get_prompt(p, "mcp__everything__args-prompt", "\"a b c\"", NULL, &out);
+        CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && is_error(out, "invalid_argument", "3 words"), out,
+                  "a command line with more words than arguments is named");
+        drop(&out);
         st = mcplug_manager_read_resource(p, "everything", "demo://resource/dynamic/text/1", "{\"format\":\"anthropic\"}", &out);
         CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && is_error(out, "invalid_argument", "call_tool, list_tools and search_tools"), out,
                   "read_resource refuses format, naming where it applies");
         drop(&out);
         st = mcplug_manager_call_tool(p, "mcp__everything__echo", "{\"message\":\"hi\"}", "{\"format\":\"gemini\"}", &out);
         CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && is_error(out, "invalid_argument", "format"), out, "an unknown format is named");
+        drop(&out);
+        mcplug_manager_free(p);
+
+        p = manager_or_die("{\"resource_tools\":true}");
+        manager_connect_or_die(p, e_only, "everything, with resource_tools");
+        st = mcplug_manager_list_tools(p, NULL, &out);
+        CHECK_OUT(st == MCPLUG_OK && contains(out, "\"name\":\"ListMcpResourcesTool\"") && contains(out, "\"name\":\"ReadMcpResourceTool\""), out,
+                  "resource_tools: Claude Code's two resource tools are in the pool");
+        drop(&out);
+        st = mcplug_manager_call_tool(p, "ListMcpResourcesTool", "{}", NULL, &out);
+        CHECK_OUT(st == MCPLUG_OK && contains(out, "\\\"server\\\":\\\"everything\\\"") && !contains(out, "isError"), out,
+                  "ListMcpResourcesTool lists the resources, each naming its server");
+        drop(&out);
+        st = mcplug_manager_call_tool(p, "ReadMcpResourceTool", "{\"server\":\"everything\",\"uri\":\"demo://resource/dynamic/text/1\"}", NULL, &out);
+        CHECK_OUT(st == MCPLUG_OK && contains(out, "\"type\":\"resource\"") && contains(out, "Resource 1: This is a plaintext resource"), out,
+                  "ReadMcpResourceTool reads one as an embedded resource");
         drop(&out);
         mcplug_manager_free(p);
 

@@ -119,8 +119,36 @@ describe('format', () => {
     assert.equal(plain.content[0].type, 'text', "'mcp' (no format) stays untouched");
   });
 
+  test('a prompt takes a command line, mapped onto its declared arguments', async () => {
+    const got = await m.getPrompt('mcp__everything__args-prompt', '"New York" NY');
+    assert.match(JSON.stringify(got), /New York, NY/);
+    await assert.rejects(m.getPrompt('mcp__everything__args-prompt', 'a b c'), { kind: 'invalid_argument', message: /3 words/ });
+  });
+
   test('an unknown format is named', async () => {
     await assert.rejects(m.callTool('mcp__everything__echo', { message: 'x' }, { format: 'claude' }), { kind: 'invalid_argument', message: /format/ });
     await assert.rejects(m.listTools(null, { format: 'x' }), { kind: 'invalid_argument' });
+  });
+});
+
+describe('resourceTools', () => {
+  test("ListMcpResourcesTool and ReadMcpResourceTool, as Claude Code offers them", async () => {
+    const everything = h.everythingServer();
+    const m = new Manager({ resourceTools: true });
+    try {
+      await m.connect({ mcpServers: { everything: { command: everything.command, args: everything.args } } });
+      await h.within(60000, m.wait(60000), 'wait()');
+      const names = (await m.listTools()).tools.map((t) => t.name);
+      assert.ok(names.includes('ListMcpResourcesTool') && names.includes('ReadMcpResourceTool'), names.join(' '));
+      const listed = JSON.parse((await m.callTool('ListMcpResourcesTool', {})).content[0].text);
+      assert.ok(listed.length > 0 && listed.every((r) => r.server === 'everything'));
+      const read = await m.callTool('ReadMcpResourceTool', { server: 'everything', uri: 'demo://resource/dynamic/text/1' });
+      assert.equal(read.content[0].type, 'resource');
+      assert.match(read.content[0].resource.text, /^Resource 1: This is a plaintext resource/);
+      const wrong = await m.callTool('ReadMcpResourceTool', { server: 'nobody', uri: 'x://y' });
+      assert.equal(wrong.isError, true);
+    } finally {
+      await h.within(20000, m.close(), 'close()');
+    }
   });
 });

@@ -15,7 +15,7 @@ import pytest
 
 import mcplug
 import mcplug.aio
-from conftest import FaultFactory
+from conftest import FaultFactory, text_of
 
 
 def kept_path(text: str) -> Path:
@@ -179,3 +179,46 @@ def test_a_format_where_none_applies_or_unknown_is_named(plain_manager: Any, eve
         plain_manager.call_tool("mcp__everything__echo", {"message": "x"}, format="claude")
     with pytest.raises(mcplug.InvalidArgumentError, match="format"):
         everything.list_tools(format="gemini")
+
+
+def test_a_prompt_takes_a_command_line_as_claude_codes_slash_command(plain_manager: Any) -> None:
+    got = plain_manager.get_prompt("mcp__everything__args-prompt", '"New York" NY')
+    assert "New York, NY" in json.dumps(got), got
+    alone = plain_manager.get_prompt("mcp__everything__args-prompt", "Paris")
+    assert "Paris" in json.dumps(alone) and ", " not in alone["messages"][0]["content"]["text"].split("Paris")[1][:2]
+    with pytest.raises(mcplug.InvalidArgumentError, match="city"):
+        plain_manager.get_prompt("mcp__everything__args-prompt", "")
+    with pytest.raises(mcplug.InvalidArgumentError, match="3 words"):
+        plain_manager.get_prompt("mcp__everything__args-prompt", "a b c")
+
+
+def test_resource_tools_offer_the_servers_resources_as_claude_code_does(everything_server: Dict[str, Any], fault: FaultFactory) -> None:
+    everything = {k: v for k, v in everything_server.items() if k != "name"}
+    fault_entry = {k: v for k, v in fault("normal").items() if k != "name"}
+    with mcplug.Manager({"resource_tools": True}) as m:
+        m.connect({"mcpServers": {"fault": fault_entry}})
+        m.wait(30)
+        names = [t["name"] for t in m.list_tools()["tools"]]
+        assert "ListMcpResourcesTool" not in names, "no connected server offers resources yet"
+        m.connect({"mcpServers": {"fault": fault_entry, "everything": everything}})
+        assert m.wait(45)["servers"]["everything"]["state"] == "connected"
+        tools = {t["name"]: t for t in m.list_tools()["tools"]}
+        assert {"ListMcpResourcesTool", "ReadMcpResourceTool"} <= set(tools), sorted(tools)
+        assert tools["ReadMcpResourceTool"]["inputSchema"]["required"] == ["server", "uri"]
+        listed = json.loads(text_of(m.call_tool("ListMcpResourcesTool", {})))
+        assert listed and all(r["server"] == "everything" for r in listed), listed[:2]
+        one = json.loads(text_of(m.call_tool("ListMcpResourcesTool", {"server": "everything"})))
+        assert len(one) == len(listed)
+        read = m.call_tool("ReadMcpResourceTool", {"server": "everything", "uri": "demo://resource/dynamic/text/1"})
+        assert read["content"][0]["type"] == "resource", read
+        assert read["content"][0]["resource"]["text"].startswith("Resource 1: This is a plaintext resource")
+        missing = m.call_tool("ReadMcpResourceTool", {"uri": "demo://resource/dynamic/text/1"})
+        assert missing["isError"] is True and "`server` and `uri`" in text_of(missing)
+        unknown = m.call_tool("ReadMcpResourceTool", {"server": "nobody", "uri": "x://y"})
+        assert unknown["isError"] is True and "nobody" in text_of(unknown)
+        forma = m.call_tool("ReadMcpResourceTool", {"server": "everything", "uri": "demo://resource/dynamic/text/1"}, format="anthropic")
+        assert forma["content"][0]["text"].startswith("[Resource <demo://resource/dynamic/text/1>]")
+    with mcplug.Manager() as m:
+        m.connect({"mcpServers": {"everything": everything}})
+        m.wait(45)
+        assert "ListMcpResourcesTool" not in [t["name"] for t in m.list_tools()["tools"]], "off unless asked"

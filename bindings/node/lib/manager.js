@@ -270,7 +270,8 @@ class Manager extends Handle {
     try {
       const fn = this._need(mnative.get_prompt, 'mcplug_manager_get_prompt');
       checkString(qualifiedName, 'qualifiedName');
-      const argsJson = optionalObject(args, 'arguments');
+      // A string is a command line (`a "b c"`), mapped by the library onto the declared arguments.
+      const argsJson = typeof args === 'string' ? JSON.stringify(args) : optionalObject(args, 'arguments');
       return this._work(`prompts/get ${qualifiedName}`, fn, { timeoutMs, tag, signal }, (opts) => [qualifiedName, argsJson, opts]);
     } catch (e) {
       return Promise.reject(e);

@@ -415,10 +415,10 @@ class ManagerCore(HandleCore):
         result: Dict[str, Any] = self._checked(_lib.mcplug_manager_list_prompts, self._opts(options))
         return result
 
-    def get_prompt(self, name: str, arguments: Optional[Mapping[str, Any]], options: Dict[str, Any]) -> Dict[str, Any]:
-        result: Dict[str, Any] = self._checked(
-            _lib.mcplug_manager_get_prompt, encode(name, "name"), _object_json(arguments, "arguments"), self._opts(options)
-        )
+    def get_prompt(self, name: str, arguments: Union[Mapping[str, Any], str, None], options: Dict[str, Any]) -> Dict[str, Any]:
+        # A str is a command line (`a "b c"`), mapped by the library onto the declared arguments.
+        args = dumps(arguments, "arguments") if isinstance(arguments, str) else _object_json(arguments, "arguments")
+        result: Dict[str, Any] = self._checked(_lib.mcplug_manager_get_prompt, encode(name, "name"), args, self._opts(options))
         return result
 
     def request(self, server: str, method: str, params: Optional[Mapping[str, Any]], options: Dict[str, Any], progress: Progress) -> Dict[str, Any]:
@@ -480,7 +480,9 @@ class Manager(Managed):
     ``reconnect_max_ms`` (30000), ``reconnect_attempts`` (5), ``disabled`` (server names),
     ``max_events`` (10000), ``max_media_bytes`` (5242880, base64 bytes of one result's media;
     None: no limit), ``output_dir`` (outputs over their limit kept whole in files there, named in
-    the result), ``output_dir_max_bytes`` (1 GiB).
+    the result), ``output_dir_max_bytes`` (1 GiB), ``resource_tools`` (True: Claude Code's
+    ``ListMcpResourcesTool`` and ``ReadMcpResourceTool`` in the pool while a server offers
+    resources).
 
     ``handlers`` maps a method or event type to a function, as for ``Client.connect``, except
     that request and notification handlers are called with ``(params, server)`` — the name of
@@ -585,9 +587,12 @@ class Manager(Managed):
         return self._core.list_prompts(list_options(server, timeout))
 
     def get_prompt(
-        self, qualified_name: str, arguments: Optional[Mapping[str, str]] = None, *, timeout: Timeout = None, tag: Optional[str] = None
+        self, qualified_name: str, arguments: Union[Mapping[str, str], str, None] = None, *, timeout: Timeout = None, tag: Optional[str] = None
     ) -> Dict[str, Any]:
-        """``prompts/get`` by the qualified name (``mcp__<server>__<prompt>``): the GetPromptResult."""
+        """``prompts/get`` by the qualified name (``mcp__<server>__<prompt>``): the GetPromptResult,
+        its text cleaned and capped. ``arguments``: a dict, or a command line as a user types it
+        after ``/mcp__server__prompt`` (``'a "b c"'``), split as a shell splits words and mapped
+        onto the prompt's declared arguments in order (as Claude Code maps its slash commands)."""
         return self._core.get_prompt(qualified_name, arguments, call_options(timeout, tag))
 
     def request(

@@ -615,9 +615,9 @@ class Manager(AsyncManaged):
         return await _run(lambda: self._core.list_prompts(opts), None)
 
     async def get_prompt(
-        self, qualified_name: str, arguments: Optional[Mapping[str, str]] = None, *, timeout: Timeout = None, tag: Optional[str] = None
+        self, qualified_name: str, arguments: Union[Mapping[str, str], str, None] = None, *, timeout: Timeout = None, tag: Optional[str] = None
     ) -> Dict[str, Any]:
-        """See ``mcplug.Manager.get_prompt``."""
+        """See ``mcplug.Manager.get_prompt`` (a str is a command line)."""
         opts = call_options(timeout, tag or new_tag())
         return await _run(lambda: self._core.get_prompt(qualified_name, arguments, opts), opts)
 
