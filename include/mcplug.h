@@ -754,6 +754,31 @@ enum mcplug_status mcplug_config_discover(const char *options_json, char **out);
 enum mcplug_status mcplug_config_add_server(const char *options_json, char **out);
 
 /**
+ * Writes a choice of Claude Code's dialog for a project (`.mcp.json`) server as the dialog writes
+ * it, in `<cwd>/.claude/settings.local.json` (keeping the rest of the file): `choice` `"yes"`
+ * (the default) adds `name` to `enabledMcpjsonServers`, `"yes_all"` also sets
+ * `enableAllProjectMcpServers`, `"no"` adds it to `disabledMcpjsonServers`; the name leaves the
+ * other list. The merge then reads the server as approved or rejected.
+ *
+ * `options_json`: `name`, `choice`, `cwd` (default: the current directory). On `MCPLUG_OK`,
+ * `out` is `{"file", "name", "choice", "enabledMcpjsonServers", "disabledMcpjsonServers",
+ * "enableAllProjectMcpServers"}` as the file now has them. Errors: `invalid_argument` (a bad
+ * name, choice or option), `config` (the file is not a JSON object, one of the keys is not what
+ * Claude Code writes there, or it cannot be written).
+ */
+enum mcplug_status mcplug_config_approve(const char *options_json, char **out);
+
+/**
+ * Forgets every approval and rejection of the project's servers, as Claude Code's
+ * `reset-project-choices`: `enabledMcpjsonServers`, `disabledMcpjsonServers` and
+ * `enableAllProjectMcpServers` leave `<cwd>/.claude/settings.local.json`; the rest stays.
+ *
+ * `options_json` (NULL: the current directory): `cwd`. On `MCPLUG_OK`, `out` is `{"file",
+ * "reset": [the keys removed]}`. Errors: `invalid_argument`, `config`.
+ */
+enum mcplug_status mcplug_config_reset_project_choices(const char *options_json, char **out);
+
+/**
  * Removes a server from one scope's file, keeping everything else in the file.
  *
  * `options_json`: `scope`, `name`, `home`, `cwd` (as for `mcplug_config_add_server`).

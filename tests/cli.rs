@@ -241,6 +241,64 @@ fn scopes_are_claude_codes_files_and_project_servers_wait_for_approval() {
 }
 
 #[test]
+fn approve_reject_and_reset_write_what_claude_codes_dialog_writes() {
+    let s = Scratch::new("approve");
+    let js = everything_js();
+    s.ok(&["add", "-s", "project", "ev", "--", "node", &js, "stdio"]);
+    s.ok(&[
+        "add-json",
+        "-s",
+        "project",
+        "other",
+        r#"{"command": "node", "args": ["x.js"]}"#,
+    ]);
+    let (_, out, _) = s.run(&["list"]);
+    assert!(
+        out.contains("ev: (project .mcp.json) - ⏸ Pending approval"),
+        "{out}"
+    );
+
+    let out = s.ok(&["approve", "ev"]);
+    assert!(out.contains("Approved project MCP server ev"), "{out}");
+    let settings = s.project.join(".claude/settings.local.json");
+    assert_eq!(s.json(&settings)["enabledMcpjsonServers"], json!(["ev"]));
+    let (_, out, _) = s.run(&["list"]);
+    assert!(
+        out.contains("ev: node") && out.contains("✓ Connected"),
+        "approved, it connects: {out}"
+    );
+
+    s.ok(&["reject", "other"]);
+    assert_eq!(
+        s.json(&settings)["disabledMcpjsonServers"],
+        json!(["other"])
+    );
+    let out = s.ok(&["explain"]);
+    assert!(out.contains("rejected"), "{out}");
+    s.ok(&["approve", "--all", "other"]);
+    let v = s.json(&settings);
+    assert_eq!(v["enabledMcpjsonServers"], json!(["ev", "other"]));
+    assert_eq!(v["disabledMcpjsonServers"], json!([]));
+    assert_eq!(v["enableAllProjectMcpServers"], true);
+
+    let (code, _, err) = s.run(&["approve", "nosuch"]);
+    assert_eq!(code, 3, "not_found: {err}");
+    assert!(
+        err.contains("no project (.mcp.json) server named \"nosuch\"") && err.contains("ev, other"),
+        "{err}"
+    );
+
+    let out = s.ok(&["reset-project-choices"]);
+    assert!(out.contains("have been reset"), "{out}");
+    assert_eq!(s.json(&settings), json!({}));
+    let (_, out, _) = s.run(&["list"]);
+    assert!(
+        out.contains("ev: (project .mcp.json) - ⏸ Pending approval"),
+        "{out}"
+    );
+}
+
+#[test]
 fn bad_input_is_a_usage_error_naming_what_was_wrong() {
     let s = Scratch::new("usage");
     let cases: &[(&[&str], &str)] = &[

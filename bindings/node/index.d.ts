@@ -714,6 +714,14 @@ export declare function addConfigServer(
 export declare function removeConfigServer(
   scope: 'user' | 'local' | 'project', name: string, options?: { home?: string; cwd?: string },
 ): { file: string; scope: string; name: string; removed: JsonObject };
+/** Writes a choice of Claude Code's project-server dialog in `<cwd>/.claude/settings.local.json`:
+ *  'yes' (default) → `enabledMcpjsonServers`, 'yes_all' → also `enableAllProjectMcpServers`,
+ *  'no' → `disabledMcpjsonServers`. */
+export declare function approveProjectServer(
+  name: string, options?: { choice?: 'yes' | 'yes_all' | 'no'; cwd?: string },
+): { file: string; name: string; choice: string; enabledMcpjsonServers: string[]; disabledMcpjsonServers: string[]; enableAllProjectMcpServers: boolean | null };
+/** Forgets every approval and rejection of the project's servers (Claude Code's `reset-project-choices`). */
+export declare function resetProjectChoices(options?: { cwd?: string }): { file: string; reset: string[] };
 
 // ---------------------------------------------------------------------------------------------
 // Manager: many servers, their tools in one pool

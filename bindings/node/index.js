@@ -87,7 +87,7 @@ const { LOG_LEVELS } = require('./lib/values');
 const { cancel } = require('./lib/calls');
 const { Client } = require('./lib/client');
 const { Manager, Server } = require('./lib/manager');
-const { mergeConfig, discoverConfig, addConfigServer, removeConfigServer, authLogout } = require('./lib/config');
+const { mergeConfig, discoverConfig, addConfigServer, removeConfigServer, approveProjectServer, resetProjectChoices, authLogout } = require('./lib/config');
 const { captureLogs, LogCapture } = require('./lib/logs');
 
 /** The library's version string, e.g. "0.1.0". */
@@ -114,6 +114,8 @@ module.exports = {
   discoverConfig,
   addConfigServer,
   removeConfigServer,
+  approveProjectServer,
+  resetProjectChoices,
   authLogout,
   captureLogs,
   LogCapture,

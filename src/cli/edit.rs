@@ -230,6 +230,64 @@ fn read_json(path: &Path) -> Result<Option<Value>, Error> {
     }
 }
 
+/// `approve NAME [--all]` / `reject NAME`: the project-server dialog's answer, written where
+/// Claude Code writes it. A name no `.mcp.json` here (or above) holds is refused: it is a typo.
+pub fn choose(ctx: &Ctx, name: &str, choice: &str) -> Result<Exit, Error> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::invalid(format!("the current directory is unknown: {e}")))?;
+    let project: Vec<String> = cwd
+        .ancestors()
+        .map(|d| d.join(".mcp.json"))
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .filter_map(|t| serde_json::from_str::<Value>(&config::strip_jsonc(&t)).ok())
+        .filter_map(|v| {
+            v.get("mcpServers")?
+                .as_object()
+                .map(|m| m.keys().cloned().collect::<Vec<_>>())
+        })
+        .flatten()
+        .collect();
+    if !project.iter().any(|n| n == name) {
+        let known = if project.is_empty() {
+            "there is no .mcp.json here or above".to_string()
+        } else {
+            format!("the project servers are: {}", project.join(", "))
+        };
+        return Err(Error::new(
+            ErrorKind::NotFound,
+            format!("no project (.mcp.json) server named {name:?}: {known}"),
+        ));
+    }
+    let out = config::approve_project_server(&json!({"name": name, "choice": choice}))?;
+    if ctx.json {
+        crate::show::json(&out);
+    } else {
+        let what = match choice {
+            "no" => "Rejected",
+            "yes_all" => "Approved (with every future project server)",
+            _ => "Approved",
+        };
+        sayln!("{what} project MCP server {name}");
+        sayln!("File modified: {}", out["file"].as_str().unwrap_or("?"));
+    }
+    Ok(Exit::Ok)
+}
+
+/// `reset-project-choices`, as Claude Code's.
+pub fn reset_choices(ctx: &Ctx) -> Result<Exit, Error> {
+    let out = config::reset_project_choices(&json!({}))?;
+    if ctx.json {
+        crate::show::json(&out);
+    } else if out["reset"].as_array().is_some_and(|r| !r.is_empty()) {
+        sayln!("All project-scoped (.mcp.json) server approvals and rejections have been reset.");
+        sayln!("They wait for approval again (mcplug approve NAME, or reject NAME).");
+        sayln!("File modified: {}", out["file"].as_str().unwrap_or("?"));
+    } else {
+        sayln!("No project-scoped (.mcp.json) server choices to reset.");
+    }
+    Ok(Exit::Ok)
+}
+
 pub fn remove(ctx: &Ctx, name: &str, scope: Option<Scope>) -> Result<Exit, Error> {
     let scope = match scope {
         Some(s) => s,

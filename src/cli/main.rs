@@ -109,6 +109,20 @@ enum Verb {
         #[arg(short, long, value_enum)]
         scope: Option<Scope>,
     },
+    /// Approve a project (.mcp.json) server, as Claude Code's dialog does
+    /// (.claude/settings.local.json `enabledMcpjsonServers`).
+    Approve {
+        name: String,
+        /// Approve every project server from now on (`enableAllProjectMcpServers`), as the
+        /// dialog's "use this and all future MCP servers in this project".
+        #[arg(long)]
+        all: bool,
+    },
+    /// Reject a project (.mcp.json) server (`disabledMcpjsonServers`).
+    Reject { name: String },
+    /// Forget every approval and rejection of this project's servers.
+    #[command(name = "reset-project-choices")]
+    ResetProjectChoices,
     /// Authorize a remote server with OAuth, in the system browser.
     Login { name: String },
     /// Forget a remote server's stored OAuth credentials.
@@ -212,6 +226,11 @@ fn main() -> ExitCode {
         Verb::Add(a) => edit::add(&ctx, &a),
         Verb::AddJson { scope, name, entry } => edit::add_json(&ctx, scope, &name, &entry),
         Verb::Remove { name, scope } => edit::remove(&ctx, &name, scope),
+        Verb::Approve { name, all } => {
+            edit::choose(&ctx, &name, if all { "yes_all" } else { "yes" })
+        }
+        Verb::Reject { name } => edit::choose(&ctx, &name, "no"),
+        Verb::ResetProjectChoices => edit::reset_choices(&ctx),
         Verb::Login { name } => live::login(&ctx, &name),
         Verb::Logout { name } => live::logout(&ctx, &name),
         Verb::Tools { name } => live::tools(&ctx, name.as_deref()),

@@ -255,3 +255,194 @@ pub fn remove_server(o: &Value) -> Result<Value, Error> {
         ))
     })
 }
+
+/// The keys of Claude Code's project-server choices in `.claude/settings.local.json`.
+const ENABLED: &str = "enabledMcpjsonServers";
+const DISABLED: &str = "disabledMcpjsonServers";
+const ENABLE_ALL: &str = "enableAllProjectMcpServers";
+
+/// `<cwd>/.claude/settings.local.json`, where Claude Code writes a project's choices; `keys`:
+/// the options the function reads (any other is refused, naming it).
+fn local_settings(o: &Value, keys: &[&str]) -> Result<Target, Error> {
+    let Some(obj) = o.as_object() else {
+        return Err(Error::invalid(format!(
+            "`options_json` must be a JSON object (got {o})"
+        )));
+    };
+    if let Some(k) = obj.keys().find(|k| !keys.contains(&k.as_str())) {
+        return Err(crate::shape::unknown_option(k, &[keys]));
+    }
+    let cwd = match o.get("cwd") {
+        None | Some(Value::Null) => std::env::current_dir().map_err(|e| {
+            Error::invalid(format!(
+                "no `cwd` option and the current directory is unknown: {e}"
+            ))
+        })?,
+        Some(Value::String(c)) => PathBuf::from(c),
+        Some(v) => {
+            return Err(Error::invalid(format!(
+                "option `cwd` must be a string (got {v})"
+            )))
+        }
+    };
+    Ok(Target {
+        scope: "local settings".into(),
+        file: cwd.join(".claude").join("settings.local.json"),
+        path: Vec::new(),
+    })
+}
+
+/// The names of a string array at `key` of the settings (created empty when absent).
+fn names_mut<'a>(
+    root: &'a mut Map<String, Value>,
+    key: &str,
+    file: &Path,
+) -> Result<&'a mut Vec<Value>, Error> {
+    let v = root.entry(key).or_insert_with(|| json!([]));
+    if !v.as_array().is_some_and(|a| a.iter().all(Value::is_string)) {
+        return Err(Error::new(
+            ErrorKind::Config,
+            format!(
+                "{}: `{key}` must be an array of server names (it is {v}); fix or remove it first",
+                file.display()
+            ),
+        ));
+    }
+    Ok(v.as_array_mut().expect("checked: an array"))
+}
+
+/// Writes a choice of Claude Code's project-server dialog for server `name` as the dialog writes
+/// it: `"yes"` adds it to `enabledMcpjsonServers` (and takes it out of
+/// `disabledMcpjsonServers`), `"yes_all"` does that and sets `enableAllProjectMcpServers`, `"no"`
+/// adds it to `disabledMcpjsonServers` (and takes it out of `enabledMcpjsonServers`). Options:
+/// `name`, `choice`, `cwd`. Returns `{"file", "name", "choice", "enabledMcpjsonServers",
+/// "disabledMcpjsonServers", "enableAllProjectMcpServers"}` as the file now has them.
+pub fn approve_project_server(o: &Value) -> Result<Value, Error> {
+    let name = name_of(o)?;
+    let choice = match o.get("choice").and_then(Value::as_str) {
+        Some(c @ ("yes" | "yes_all" | "no")) => c.to_string(),
+        None if o.get("choice").is_none() => "yes".to_string(),
+        _ => {
+            return Err(Error::invalid(format!(
+                "option `choice` must be \"yes\", \"yes_all\" or \"no\" (got {})",
+                o.get("choice").unwrap_or(&Value::Null)
+            )))
+        }
+    };
+    let t = local_settings(o, &["name", "choice", "cwd"])?;
+    edit(&t, |root, _| {
+        let file = t.file.display().to_string();
+        let Some(root) = root.as_object_mut() else {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("{file} is not a JSON object"),
+            ));
+        };
+        let (add, drop) = if choice == "no" {
+            (DISABLED, ENABLED)
+        } else {
+            (ENABLED, DISABLED)
+        };
+        names_mut(root, drop, &t.file)?.retain(|n| n.as_str() != Some(name.as_str()));
+        let list = names_mut(root, add, &t.file)?;
+        if !list.iter().any(|n| n.as_str() == Some(name.as_str())) {
+            list.push(json!(name));
+        }
+        if choice == "yes_all" {
+            root.insert(ENABLE_ALL.into(), json!(true));
+        }
+        let state = |k: &str| root.get(k).cloned().unwrap_or(Value::Null);
+        Ok((
+            json!({"file": file, "name": name, "choice": choice,
+                   ENABLED: state(ENABLED), DISABLED: state(DISABLED), ENABLE_ALL: state(ENABLE_ALL)}),
+            true,
+        ))
+    })
+}
+
+/// Forgets every choice made for the project's servers, as Claude Code's
+/// `reset-project-choices`: `enabledMcpjsonServers`, `disabledMcpjsonServers` and
+/// `enableAllProjectMcpServers` leave `<cwd>/.claude/settings.local.json` (the rest stays).
+/// Options: `cwd`. Returns `{"file", "reset": [the keys removed]}`.
+pub fn reset_project_choices(o: &Value) -> Result<Value, Error> {
+    let t = local_settings(o, &["cwd"])?;
+    edit(&t, |root, existed| {
+        let file = t.file.display().to_string();
+        if !existed {
+            return Ok((json!({"file": file, "reset": []}), false));
+        }
+        let Some(root) = root.as_object_mut() else {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("{file} is not a JSON object"),
+            ));
+        };
+        let reset: Vec<&str> = [ENABLED, DISABLED, ENABLE_ALL]
+            .into_iter()
+            .filter(|k| root.shift_remove(*k).is_some())
+            .collect();
+        let write = !reset.is_empty();
+        Ok((json!({"file": file, "reset": reset}), write))
+    })
+}
+
+#[cfg(test)]
+mod approval_tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("mcplug-approval-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn choices_are_written_as_claude_codes_dialog_writes_them_and_reset() {
+        let d = dir("choices");
+        let file = d.join(".claude/settings.local.json");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(
+            &file,
+            r#"{"permissions": {"allow": ["Bash"]}, "disabledMcpjsonServers": ["a"]}"#,
+        )
+        .unwrap();
+        let cwd = d.display().to_string();
+        let r = approve_project_server(&json!({"name": "a", "cwd": cwd})).unwrap();
+        assert_eq!(r["enabledMcpjsonServers"], json!(["a"]));
+        assert_eq!(
+            r["disabledMcpjsonServers"],
+            json!([]),
+            "yes takes it out of the rejected"
+        );
+        approve_project_server(&json!({"name": "b", "choice": "no", "cwd": cwd})).unwrap();
+        let r =
+            approve_project_server(&json!({"name": "c", "choice": "yes_all", "cwd": cwd})).unwrap();
+        assert_eq!(r["enableAllProjectMcpServers"], true);
+        let written: Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(
+            written["permissions"]["allow"],
+            json!(["Bash"]),
+            "the rest of the file stays"
+        );
+        assert_eq!(written["enabledMcpjsonServers"], json!(["a", "c"]));
+        assert_eq!(written["disabledMcpjsonServers"], json!(["b"]));
+        let r = reset_project_choices(&json!({"cwd": cwd})).unwrap();
+        assert_eq!(
+            r["reset"],
+            json!([
+                "enabledMcpjsonServers",
+                "disabledMcpjsonServers",
+                "enableAllProjectMcpServers"
+            ])
+        );
+        let written: Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(written, json!({"permissions": {"allow": ["Bash"]}}));
+        let e = approve_project_server(&json!({"name": "a", "choice": "maybe", "cwd": cwd}))
+            .unwrap_err();
+        assert!(e.message.contains("\"yes\", \"yes_all\" or \"no\""), "{e}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}

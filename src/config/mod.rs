@@ -17,7 +17,7 @@ mod policy;
 mod text;
 
 pub use discover::discover;
-pub use edit::{add_server, remove_server};
+pub use edit::{add_server, approve_project_server, remove_server, reset_project_choices};
 pub use text::{strip_jsonc, JsonPath, ParseError};
 
 use crate::error::{Error, ErrorKind};

@@ -1,7 +1,7 @@
 //! `mcplug_config_*`: configuration merge, discovery and editing. Pure or filesystem-only calls:
 //! they never start a server and need no handle.
 
-use super::boundary::{ffi_boundary, json_required};
+use super::boundary::{ffi_boundary, json_arg, json_required};
 use super::mcplug_status;
 use crate::config;
 use std::ffi::c_char;
@@ -83,6 +83,46 @@ pub unsafe extern "C" fn mcplug_config_add_server(
     ffi_boundary!(out, {
         let options = json_required(options_json, "options_json")?;
         Ok(config::add_server(&options)?.to_string())
+    })
+}
+
+/// Writes a choice of Claude Code's dialog for a project (`.mcp.json`) server as the dialog writes
+/// it, in `<cwd>/.claude/settings.local.json` (keeping the rest of the file): `choice` `"yes"`
+/// (the default) adds `name` to `enabledMcpjsonServers`, `"yes_all"` also sets
+/// `enableAllProjectMcpServers`, `"no"` adds it to `disabledMcpjsonServers`; the name leaves the
+/// other list. The merge then reads the server as approved or rejected.
+///
+/// `options_json`: `name`, `choice`, `cwd` (default: the current directory). On `MCPLUG_OK`,
+/// `out` is `{"file", "name", "choice", "enabledMcpjsonServers", "disabledMcpjsonServers",
+/// "enableAllProjectMcpServers"}` as the file now has them. Errors: `invalid_argument` (a bad
+/// name, choice or option), `config` (the file is not a JSON object, one of the keys is not what
+/// Claude Code writes there, or it cannot be written).
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_config_approve(
+    options_json: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let options = json_required(options_json, "options_json")?;
+        Ok(config::approve_project_server(&options)?.to_string())
+    })
+}
+
+/// Forgets every approval and rejection of the project's servers, as Claude Code's
+/// `reset-project-choices`: `enabledMcpjsonServers`, `disabledMcpjsonServers` and
+/// `enableAllProjectMcpServers` leave `<cwd>/.claude/settings.local.json`; the rest stays.
+///
+/// `options_json` (NULL: the current directory): `cwd`. On `MCPLUG_OK`, `out` is `{"file",
+/// "reset": [the keys removed]}`. Errors: `invalid_argument`, `config`.
+#[no_mangle]
+pub unsafe extern "C" fn mcplug_config_reset_project_choices(
+    options_json: *const c_char,
+    out: *mut *mut c_char,
+) -> mcplug_status {
+    ffi_boundary!(out, {
+        let options =
+            json_arg(options_json, "options_json")?.unwrap_or_else(|| serde_json::json!({}));
+        Ok(config::reset_project_choices(&options)?.to_string())
     })
 }
 

@@ -5,7 +5,9 @@
  *  - an empty or relative HOME is no home: discovery does not take the working directory's
  *    .claude.json for the user's, and an edit of the user scope does not change it;
  *  - every listing function refuses an unknown key in its options ({"sever": "x"});
- *  - ${VAR} expansion is bounded per merge in total, naming the field where it stopped.
+ *  - ${VAR} expansion is bounded per merge in total, naming the field where it stopped;
+ *  - (issue 34) a project server's approval, rejection and reset are written where Claude Code's
+ *    dialog writes them, and discovery reads them back.
  *
  * Peers: MCPLUG_OAUTH_URL (tests/servers/oauth_server.py), the fault server (a stdio peer).
  */
@@ -269,10 +271,52 @@ static void expansion_per_merge(void) {
     free(sources);
 }
 
+static void project_choices(const char *tmp) {
+    char dir[512], home[600], mcp[600], opts[1400], disc[3400], *out = NULL, *settings;
+    mcplug_status st;
+    snprintf(dir, sizeof dir, "%s/choices-%ld", tmp, (long)getpid());
+    snprintf(home, sizeof home, "%s/home", dir);
+    mkdir(dir, 0700);
+    mkdir(home, 0700);
+    snprintf(mcp, sizeof mcp, "%s/.mcp.json", dir);
+    write_file(mcp, "{\"mcpServers\":{\"p\":{\"command\":\"node\",\"args\":[\"p.js\"]}}}", 0600);
+    snprintf(disc, sizeof disc, "{\"home\":\"%s\",\"cwd\":\"%s\",\"managed_dir\":\"%s/managed\"}", home, dir, dir);
+    st = mcplug_config_discover(disc, &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"pending_approval\""), out, "a project server waits for approval");
+    drop(&out);
+    snprintf(opts, sizeof opts, "{\"name\":\"p\",\"cwd\":\"%s\"}", dir);
+    st = mcplug_config_approve(opts, &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"enabledMcpjsonServers\":[\"p\"]"), out, "mcplug_config_approve -> enabledMcpjsonServers");
+    drop(&out);
+    snprintf(mcp, sizeof mcp, "%s/.claude/settings.local.json", dir);
+    settings = slurp(mcp);
+    CHECK(settings != NULL && contains(settings, "\"enabledMcpjsonServers\": [\n    \"p\"\n  ]"), "written to .claude/settings.local.json as Claude Code writes it: %s",
+          settings ? settings : "(none)");
+    st = mcplug_config_discover(disc, &out);
+    CHECK_OUT(st == MCPLUG_OK && !contains(out, "\"pending_approval\"") && contains(out, "\"p.js\""), out, "then discovery takes it");
+    drop(&out);
+    snprintf(opts, sizeof opts, "{\"name\":\"p\",\"choice\":\"no\",\"cwd\":\"%s\"}", dir);
+    st = mcplug_config_approve(opts, &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"disabledMcpjsonServers\":[\"p\"]"), out, "choice no -> disabledMcpjsonServers");
+    drop(&out);
+    snprintf(opts, sizeof opts, "{\"cwd\":\"%s\"}", dir);
+    st = mcplug_config_reset_project_choices(opts, &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "\"reset\":[\"enabledMcpjsonServers\",\"disabledMcpjsonServers\"]"), out,
+              "mcplug_config_reset_project_choices forgets both");
+    drop(&out);
+    st = mcplug_config_approve("{\"name\":\"p\",\"choice\":\"maybe\"}", &out);
+    CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && is_error(out, "invalid_argument", "choice"), out, "a bad choice is named");
+    drop(&out);
+    st = mcplug_config_approve("{\"name\":\"p\",\"sever\":1}", &out);
+    CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && is_error(out, "invalid_argument", "sever"), out, "an unknown option is named");
+    drop(&out);
+}
+
 int main(void) {
     const char *url = peer("MCPLUG_OAUTH_URL");
     const char *tmp = peer("MCPLUG_TEST_TMPDIR");
     relative_home(tmp);
+    project_choices(tmp);
     expansion_per_merge();
     unknown_listing_keys();
     unusable_records(url, tmp);

@@ -90,3 +90,29 @@ test('bad input is a clear error', () => {
     (e) => e.kind === 'config' && /exactly one of serverName, serverCommand, serverUrl \(got none\)/.test(e.message),
   );
 });
+
+test('approveProjectServer and resetProjectChoices write what Claude Code\'s dialog writes', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcplug-node-approve-'));
+  try {
+    const home = path.join(dir, 'home');
+    const project = path.join(dir, 'project');
+    fs.mkdirSync(home);
+    fs.mkdirSync(project);
+    fs.writeFileSync(path.join(project, '.mcp.json'), JSON.stringify({ mcpServers: { p: { command: 'node', args: ['p.js'] } } }));
+    const reason = () => {
+      const found = mcplug.discoverConfig({ home, cwd: project, managed_dir: path.join(dir, 'managed') });
+      return found.servers.p ? 'approved' : found.excluded.find((e) => e.name === 'p').reason;
+    };
+    assert.equal(reason(), 'pending_approval');
+    const out = mcplug.approveProjectServer('p', { cwd: project });
+    assert.deepEqual(out.enabledMcpjsonServers, ['p']);
+    assert.equal(reason(), 'approved');
+    mcplug.approveProjectServer('p', { choice: 'no', cwd: project });
+    assert.equal(reason(), 'rejected');
+    assert.deepEqual(mcplug.resetProjectChoices({ cwd: project }).reset, ['enabledMcpjsonServers', 'disabledMcpjsonServers']);
+    assert.equal(reason(), 'pending_approval');
+    assert.throws(() => mcplug.approveProjectServer('p', { choice: 'maybe', cwd: project }), { kind: 'invalid_argument' });
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

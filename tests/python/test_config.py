@@ -93,3 +93,32 @@ def test_bad_input_is_a_clear_error() -> None:
         mcplug.merge_config([])  # type: ignore[arg-type]
     with pytest.raises(mcplug.InvalidArgumentError, match="unknown host"):
         mcplug.discover_config({"hosts": ["emacs"], "home": os.getcwd()})
+
+
+def test_project_choices_are_written_as_claude_codes_dialog_writes_them(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"p": {"command": "node", "args": ["p.js"]}, "q": {"command": "q"}}}))
+    where = {"home": str(home), "cwd": str(project), "managed_dir": str(tmp_path / "managed")}
+
+    def reason(name: str) -> str:
+        found = mcplug.discover_config(dict(where))
+        if name in found["servers"]:
+            return "approved"
+        return next(e["reason"] for e in found["excluded"] if e["name"] == name)
+
+    assert reason("p") == "pending_approval"
+    out = mcplug.approve_project_server("p", cwd=str(project))
+    assert out["enabledMcpjsonServers"] == ["p"] and out["file"] == str(project / ".claude" / "settings.local.json")
+    assert reason("p") == "approved"
+    mcplug.approve_project_server("q", "no", cwd=str(project))
+    assert reason("q") == "rejected"
+    mcplug.approve_project_server("q", "yes_all", cwd=str(project))
+    assert reason("q") == "approved"
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
+    assert settings == {"enabledMcpjsonServers": ["p", "q"], "disabledMcpjsonServers": [], "enableAllProjectMcpServers": True}
+    assert mcplug.reset_project_choices(cwd=str(project))["reset"] == ["enabledMcpjsonServers", "disabledMcpjsonServers", "enableAllProjectMcpServers"]
+    assert reason("p") == "pending_approval" and reason("q") == "pending_approval"
+    with pytest.raises(mcplug.InvalidArgumentError, match="choice"):
+        mcplug.approve_project_server("p", "maybe", cwd=str(project))

@@ -49,6 +49,20 @@ function removeConfigServer(scope, name, { home, cwd } = {}) {
 }
 
 /**
+ * Writes a choice of Claude Code's project-server dialog as the dialog writes it, in
+ * `<cwd>/.claude/settings.local.json`: `choice` 'yes' (default: `enabledMcpjsonServers`),
+ * 'yes_all' (also `enableAllProjectMcpServers`) or 'no' (`disabledMcpjsonServers`).
+ */
+function approveProjectServer(name, { choice, cwd } = {}) {
+  return configCall(native.config_approve, { name, choice, cwd }, 'options');
+}
+
+/** Forgets every approval and rejection of the project's servers (Claude Code's `reset-project-choices`). */
+function resetProjectChoices({ cwd } = {}) {
+  return configCall(native.config_reset_project_choices, { cwd }, 'options');
+}
+
+/**
  * Logs out of a remote server: forgets every credential the auth store holds for it (tokens,
  * registrations, the needs-auth mark). `server` is its entry (`{type, url}`); `authStore` the
  * store (default: the library's default directory). Resolves to `{forgotten: boolean}`.
@@ -64,5 +78,7 @@ module.exports = {
   discoverConfig,
   addConfigServer,
   removeConfigServer,
+  approveProjectServer,
+  resetProjectChoices,
   authLogout,
 };

@@ -114,6 +114,8 @@ const native = {
   config_discover: lib.func('mcplug_config_discover', 'int', ['str', OutString]),
   config_add_server: lib.func('mcplug_config_add_server', 'int', ['str', OutString]),
   config_remove_server: lib.func('mcplug_config_remove_server', 'int', ['str', OutString]),
+  config_approve: lib.func('mcplug_config_approve', 'int', ['str', OutString]),
+  config_reset_project_choices: lib.func('mcplug_config_reset_project_choices', 'int', ['str', OutString]),
 };
 
 // The manager (many servers, one tool pool). Tool calls are started calls (call_tool_start,

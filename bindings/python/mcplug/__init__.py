@@ -68,7 +68,7 @@ from ._client import Client
 from ._manager import Manager
 from ._serve import Server
 from ._logs import LogForwarder, capture_logs, forward_logs, next_log_records, release_logs
-from ._config import add_config_server, discover_config, merge_config, remove_config_server
+from ._config import add_config_server, approve_project_server, discover_config, merge_config, remove_config_server, reset_project_choices
 from ._errors import (
     CancelledError,
     ClosedError,
@@ -121,6 +121,8 @@ __all__ = [
     "discover_config",
     "merge_config",
     "remove_config_server",
+    "approve_project_server",
+    "reset_project_choices",
     "aio",
     "cancel",
     "library_path",

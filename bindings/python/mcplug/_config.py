@@ -56,6 +56,24 @@ def add_config_server(
     return _call(_ffi.lib.mcplug_config_add_server, options, "options")
 
 
+def approve_project_server(name: str, choice: str = "yes", *, cwd: Optional[str] = None) -> Dict[str, Any]:
+    """Writes a choice of Claude Code's project-server dialog as the dialog writes it, in
+    ``<cwd>/.claude/settings.local.json``: ``"yes"`` (``enabledMcpjsonServers``), ``"yes_all"``
+    (also ``enableAllProjectMcpServers``) or ``"no"`` (``disabledMcpjsonServers``). Returns the
+    file and the three settings as they now are."""
+    options: Dict[str, Any] = {"name": name, "choice": choice}
+    if cwd is not None:
+        options["cwd"] = cwd
+    return _call(_ffi.lib.mcplug_config_approve, options, "options")
+
+
+def reset_project_choices(*, cwd: Optional[str] = None) -> Dict[str, Any]:
+    """Forgets every approval and rejection of the project's servers (Claude Code's
+    ``reset-project-choices``). Returns ``{"file", "reset": [keys removed]}``."""
+    options: Dict[str, Any] = {} if cwd is None else {"cwd": cwd}
+    return _call(_ffi.lib.mcplug_config_reset_project_choices, options, "options")
+
+
 def remove_config_server(scope: str, name: str, *, home: Optional[str] = None, cwd: Optional[str] = None) -> Dict[str, Any]:
     """Removes a server from a scope's file, keeping the rest of it. Returns ``{"file", "scope",
     "name", "removed"}``; raises NotFoundError if the file has no such server."""
