@@ -46,8 +46,8 @@ typedef enum mcplug_status {
    */
   MCPLUG_CLOSED = 4,
   /**
-   * The transport failed: the server could not start, a pipe or socket broke, an HTTP error, a
-   * message too large.
+   * The transport failed: the server could not start, a pipe or socket broke, an HTTP error
+   * status (then `data.http_status` is its number), a message too large.
    */
   MCPLUG_TRANSPORT = 5,
   /**

@@ -54,8 +54,8 @@ pub enum mcplug_status {
     /// a child forked after mcplug started in its parent, where every call returns it (`data`:
     /// `{"reason": "forked", "parent_pid"}`) and freeing a handle does nothing.
     MCPLUG_CLOSED = 4,
-    /// The transport failed: the server could not start, a pipe or socket broke, an HTTP error, a
-    /// message too large.
+    /// The transport failed: the server could not start, a pipe or socket broke, an HTTP error
+    /// status (then `data.http_status` is its number), a message too large.
     MCPLUG_TRANSPORT = 5,
     /// The server broke the protocol (handshake, version, a malformed message or result).
     MCPLUG_PROTOCOL = 6,
