@@ -766,6 +766,9 @@ export interface ManagerOptions {
   /** Claude Code's ListMcpResourcesTool and ReadMcpResourceTool in the pool while a connected
    *  server offers resources; default false. */
   resourceTools?: boolean;
+  /** Allow/deny lists (entries as in managed-settings.json) applied to every configuration
+   *  connect() is given; what they refuse is left out and listed in the result's `excluded`. */
+  policy?: { allowedMcpServers?: JsonObject[]; deniedMcpServers?: JsonObject[] };
   [key: string]: unknown;
 }
 

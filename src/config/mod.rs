@@ -20,6 +20,56 @@ pub use discover::discover;
 pub use edit::{add_server, approve_project_server, remove_server, reset_project_choices};
 pub use text::{strip_jsonc, JsonPath, ParseError};
 
+/// An allow/deny policy given with servers that come from no merge (a raw `mcpServers` given
+/// to the manager, the CLI's `--mcp-config`): Claude Code applies its policy to those too.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    allowed: Option<Vec<policy::PolicyEntry>>,
+    denied: Vec<policy::PolicyEntry>,
+}
+
+impl Policy {
+    /// `{"allowedMcpServers": [...]?, "deniedMcpServers": [...]?}`, each entry as in
+    /// `managed-settings.json`; `what` names the option in errors. An entry that cannot be
+    /// read fails the whole policy (closed, never open).
+    pub fn parse(v: &Value, what: &str) -> Result<Policy, Error> {
+        let obj = v.as_object().ok_or_else(|| {
+            Error::invalid(format!("`{what}` must be an object with allowedMcpServers and/or deniedMcpServers (got {v})"))
+        })?;
+        if let Some(k) = obj
+            .keys()
+            .find(|k| !matches!(k.as_str(), "allowedMcpServers" | "deniedMcpServers"))
+        {
+            return Err(crate::shape::unknown_option(
+                k,
+                &[&["allowedMcpServers", "deniedMcpServers"]],
+            ));
+        }
+        let list = |key: &str| {
+            obj.get(key)
+                .map(|l| policy::parse_list(l, key, None))
+                .transpose()
+                .map_err(|e| Error::invalid(format!("`{what}`: {e}")))
+        };
+        Ok(Policy {
+            allowed: list("allowedMcpServers")?,
+            denied: list("deniedMcpServers")?.unwrap_or_default(),
+        })
+    }
+
+    /// `None` when the server may be used; else the merge's reason (`denied`, `not_allowed`)
+    /// and why. An entry that is no valid server entry is left to whoever connects it (its
+    /// error is that one's).
+    pub fn refuses(&self, name: &str, entry: &Value) -> Option<(&'static str, String)> {
+        let kind = entry::validate(entry).ok()?;
+        match policy::judge(name, entry, kind, self.allowed.as_deref(), &self.denied) {
+            policy::Verdict::Allowed => None,
+            policy::Verdict::Denied(why) => Some(("denied", why)),
+            policy::Verdict::NotAllowed(why) => Some(("not_allowed", why)),
+        }
+    }
+}
+
 use crate::error::{Error, ErrorKind};
 use merge::{Format, Inputs, Settings, Source};
 use serde_json::{Map, Value};

@@ -85,7 +85,12 @@ fn wait_of(timeout_ms: i64) -> Option<Duration> {
 /// `resource_tools` (false; true: while a connected server offers resources, the pool holds
 /// Claude Code's `ListMcpResourcesTool` `{server?}` — the resources as JSON text, each with
 /// `server` — and `ReadMcpResourceTool` `{server, uri}` — the contents as embedded resources —
-/// under those names, `server` ""; a model's mistake there is an `isError` result). The
+/// under those names, `server` ""; a model's mistake there is an `isError` result), `policy`
+/// (`{"allowedMcpServers": [...], "deniedMcpServers": [...]}`, entries as in
+/// `managed-settings.json`: `serverName`, `serverCommand`, `serverUrl` with `*`; applied to every
+/// configuration `mcplug_manager_connect` is given, as Claude Code applies its policy to
+/// `--mcp-config` and `setMcpServers`: a server it refuses is left out, and the connect result
+/// lists it in `excluded` with `reason` `denied` or `not_allowed` and `detail`). The
 /// limits and the cleaning apply to tool results, `resources/read` and `prompts/get` alike. An
 /// unknown option is `invalid_argument`.
 /// On `MCPLUG_OK`, `*manager` is the new handle and `out` is `mcplug_manager_status`'s result.

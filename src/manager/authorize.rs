@@ -12,7 +12,7 @@ use super::event::ManagerEvent;
 use super::{Authorizing, Inner, Manager, Mode, Server, Spec, State};
 use crate::auth::host::Hook;
 use crate::client::options::{ConnectOptions, ServerSpec};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::RawJson;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
@@ -250,6 +250,27 @@ impl Inner {
             let name = name.clone();
             let a = a.clone();
             Box::pin(async move {
+                // Only the authorization the host or the model asked for may ask the user: once
+                // it has ended, the connection it made answers a later 401 with needs_auth (the
+                // manager then makes the server needs-auth again), never a new browser flow.
+                let current = inner
+                    .upgrade()
+                    .and_then(|i| i.server(&name))
+                    .is_some_and(|s| {
+                        s.st.lock()
+                            .authorizing
+                            .as_ref()
+                            .is_some_and(|now| Arc::ptr_eq(now, &a))
+                    });
+                if !current {
+                    return Err(Error::new(
+                        ErrorKind::NeedsAuth,
+                        format!(
+                            "server {name:?} needs authorization again; the manager authorizes only when asked (authenticate)"
+                        ),
+                    )
+                    .with_data(json!({"reason": "no_token"})));
+                }
                 let (tx, rx) = oneshot::channel();
                 *a.callback.lock() = Some(tx);
                 let mut about = serde_json::Map::new();

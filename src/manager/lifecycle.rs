@@ -413,6 +413,31 @@ impl Inner {
         });
     }
 
+    /// The connected server of generation `gen` refused a call for want of authorization (a
+    /// 401 after connect: its token revoked, a refresh refused): it goes `needs-auth` as at
+    /// connect — its tools replaced by the `authenticate` pseudo-tool, `auth` in its state
+    /// event — and is not reconnected until the host or the model authenticates.
+    pub(super) fn lost_authorization(self: &Arc<Self>, server: &Arc<Server>, gen: u64, why: Error) {
+        let client = self.change(server, |st| {
+            if st.gen != gen || st.state != State::Connected || self.closed.load(Ordering::SeqCst) {
+                return None;
+            }
+            st.gen += 1;
+            st.state = State::NeedsAuth;
+            st.error = Some(why);
+            st.tools = Arc::default();
+            Some(st.client.take())
+        });
+        let Some(client) = client else { return };
+        self.routes.lock().forget_server(&server.name);
+        self.emit_state(server);
+        crate::runtime::spawn(async move {
+            if let Some(c) = client {
+                c.close().await;
+            }
+        });
+    }
+
     /// A server's event, on its way to the host, with the server's name; a request's id is
     /// replaced by the manager's own (the host answers the manager). The connection's end comes
     /// back as its error.

@@ -310,7 +310,18 @@ impl Manager {
     pub async fn connect(&self, config: &Value) -> Result<Value> {
         let inner = &self.inner;
         inner.check_open()?;
-        let entries = options::entries(config)?;
+        let mut entries = options::entries(config)?;
+        // Policy wherever servers come from (Claude Code applies it to a raw configuration too).
+        let mut excluded = Vec::new();
+        if let Some(policy) = &inner.options.policy {
+            entries.retain(|(name, entry)| match policy.refuses(name, entry) {
+                None => true,
+                Some((reason, detail)) => {
+                    excluded.push(json!({"name": name, "reason": reason, "detail": detail}));
+                    false
+                }
+            });
+        }
         let mut start = Vec::new();
         let mut gone = Vec::new();
         let mut retool = Vec::new();
@@ -376,7 +387,11 @@ impl Manager {
             }
         }
         inner.rebuild_pool();
-        Ok(self.status())
+        let mut status = self.status();
+        if !excluded.is_empty() {
+            status["excluded"] = Value::Array(excluded);
+        }
+        Ok(status)
     }
 
     /// Waits until no server is `pending` (or `wait` ends); returns the status.
@@ -516,6 +531,20 @@ impl Manager {
                 Err(Error::closed(format!(
                     "the manager was closed by the host while {pool_name:?} was running"
                 )))
+            }
+            // Authorization lost after connect (not a step-up to a wider scope, which the
+            // connection asks for itself): needs-auth, as at connect.
+            Err(e)
+                if e.kind == ErrorKind::NeedsAuth
+                    && e.data
+                        .as_ref()
+                        .and_then(|d| d.get("reason"))
+                        .and_then(Value::as_str)
+                        != Some("insufficient_scope") =>
+            {
+                server.errors.store(0, Ordering::Relaxed);
+                inner.lost_authorization(&server, gen, e.clone());
+                Err(e)
             }
             Err(e) => {
                 if e.is_connection_failure() {

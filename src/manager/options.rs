@@ -33,6 +33,8 @@ pub struct ManagerOptions {
     /// `resource_tools`: Claude Code's `ListMcpResourcesTool` and `ReadMcpResourceTool` in the
     /// pool while a connected server offers resources.
     pub resource_tools: bool,
+    /// `policy`: the allow/deny lists applied to every server the manager is given.
+    pub policy: Option<crate::config::Policy>,
 }
 
 /// Claude Code's defaults: local 3, remote 20, descriptions 2,048 characters, output 25,000
@@ -61,6 +63,7 @@ impl Default for ManagerOptions {
             max_media_bytes: Some(DEFAULT_MAX_MEDIA_BYTES),
             keeper: None,
             resource_tools: false,
+            policy: None,
         }
     }
 }
@@ -104,6 +107,8 @@ struct RawOptions {
     output_dir_max_bytes: Option<AtLeast<1>>,
     #[serde(default)]
     resource_tools: Option<bool>,
+    #[serde(default)]
+    policy: Option<Value>,
 }
 
 /// An integer of at least `MIN`.
@@ -298,6 +303,9 @@ impl ManagerOptions {
         }
         o.disabled.extend(raw.disabled.unwrap_or_default());
         o.resource_tools = raw.resource_tools.unwrap_or(false);
+        if let Some(p) = raw.policy.filter(|p| !p.is_null()) {
+            o.policy = Some(crate::config::Policy::parse(&p, "policy")?);
+        }
         match raw.max_media_bytes {
             Some(Some(n)) => o.max_media_bytes = Some(n.0 as usize),
             Some(None) => o.max_media_bytes = None,

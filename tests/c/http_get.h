@@ -12,9 +12,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* GETs `url` (http:// only) and reads its answer's head into `buf` (NUL-terminated); returns
- * the bytes read, or -1 when it could not connect or send. */
-static inline long http_get_head(const char *url, char *buf, size_t cap) {
+/* Sends `method` (no body) to `url` (http:// only) and reads its answer's head into `buf`
+ * (NUL-terminated); returns the bytes read, or -1 when it could not connect or send. */
+static inline long http_request_head(const char *method, const char *url, char *buf, size_t cap) {
     if (strncmp(url, "http://", 7) != 0 || cap < 2) return -1;
     const char *hp = url + 7;
     const char *slash = strchr(hp, '/');
@@ -47,8 +47,8 @@ static inline long http_get_head(const char *url, char *buf, size_t cap) {
     size_t n = strlen(url) + 512;
     char *req = malloc(n);
     if (req == NULL) abort();
-    int len = snprintf(req, n, "GET %s HTTP/1.1\r\nHost: %.*s\r\nConnection: close\r\n\r\n",
-                       slash ? slash : "/", (int)hl, hp);
+    int len = snprintf(req, n, "%s %s HTTP/1.1\r\nHost: %.*s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                       method, slash ? slash : "/", (int)hl, hp);
     if (write(fd, req, (size_t)len) != len) {
         free(req);
         close(fd);
@@ -66,6 +66,11 @@ static inline long http_get_head(const char *url, char *buf, size_t cap) {
     close(fd);
     buf[got] = '\0';
     return (long)got;
+}
+
+/* GETs `url` and reads its answer's head (see http_request_head). */
+static inline long http_get_head(const char *url, char *buf, size_t cap) {
+    return http_request_head("GET", url, buf, cap);
 }
 
 /* The Location of `url`'s answer (malloc'd), or NULL: what a browser does at an authorization

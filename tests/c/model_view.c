@@ -82,6 +82,18 @@ int main(void) {
     drop(&out);
     mcplug_manager_free(m);
 
+    /* A policy applies to a raw mcpServers object. */
+    {
+        mcplug_manager *q = manager_or_die("{\"policy\":{\"deniedMcpServers\":[{\"serverName\":\"bad\"}]}}");
+        char two[6000];
+        snprintf(two, sizeof two, "{\"mcpServers\":{\"good\":%s,\"bad\":%s}}", e_fault, e_fault);
+        st = mcplug_manager_connect(q, two, &out);
+        CHECK_OUT(st == MCPLUG_OK && contains(out, "\"excluded\":[{\"name\":\"bad\",\"reason\":\"denied\"") && !contains(out, "\"bad\":{"), out,
+                  "policy: a denied server of a raw mcpServers is left out, saying why");
+        drop(&out);
+        mcplug_manager_free(q);
+    }
+
     st = mcplug_manager_new("{\"output_dir_max_bytes\":10}", &bad, &out);
     CHECK_OUT(st == MCPLUG_INVALID_ARGUMENT && is_error(out, "invalid_argument", "output_dir"), out,
               "output_dir_max_bytes without output_dir is named");

@@ -5,7 +5,8 @@
  * a headless browser follows it to the library's loopback listener and the server connects,
  * its real tools replacing the pseudo-tool; mcplug_manager_logout forgets the token and the
  * server is needs-auth again; mcplug_manager_authenticate with the callback the host captured
- * itself (`callback_url`); the errors of bad calls; the stored token reused by a new manager. */
+ * itself (`callback_url`); a 401 after connect (every token revoked) makes the connected server
+ * needs-auth again, and authenticate brings its tools back; the errors of bad calls; the stored token reused by a new manager. */
 #include "check.h"
 
 #include "http_get.h"
@@ -114,6 +115,35 @@ int main(void) {
     mcplug_string_free(out);
     free(loc);
     free(auth_url);
+
+    /* A 401 after connect (the tokens revoked, the refresh refused): the call fails NEEDS_AUTH
+     * and the server is needs-auth again, its pseudo-tool in place of its tools. */
+    {
+        char admin[512], head[1024];
+        const char *host_end = strchr(url + 7, '/');
+        snprintf(admin, sizeof admin, "%.*s/admin/revoke-refresh", host_end ? (int)(host_end - url) : (int)strlen(url), url);
+        CHECK(http_request_head("POST", admin, head, sizeof head) > 0 && contains(head, " 200 "), "the server revoked every token: %s", head);
+        st = mcplug_manager_call_tool(M, "mcp__srv__whoami", "{}", NULL, &out);
+        CHECK_OUT(st == MCPLUG_NEEDS_AUTH, out, "a call after the revocation -> NEEDS_AUTH");
+        mcplug_string_free(out);
+        CHECK(wait_status("\"state\":\"needs-auth\"", bound_s(5)), "the connected server is needs-auth again");
+        out = tools_now();
+        CHECK_OUT(contains(out, "mcp__srv__authenticate") && !contains(out, "mcp__srv__whoami"), out,
+                  "its tools replaced by the authenticate pseudo-tool");
+        mcplug_string_free(out);
+        st = mcplug_manager_authenticate(M, "srv", NULL, &out);
+        CHECK_STATUS(st, MCPLUG_OK, out, "authenticate again -> OK");
+        auth_url = string_after(out, "url");
+        mcplug_string_free(out);
+        loc = location_of(auth_url);
+        snprintf(cb, sizeof cb, "{\"callback_url\":\"%s\"}", loc);
+        st = mcplug_manager_authenticate(M, "srv", cb, &out);
+        CHECK_OUT(st == MCPLUG_OK && contains(out, "\"state\":\"connected\"") && contains(out, "mcp__srv__whoami"), out,
+                  "after authenticate the real tools return");
+        mcplug_string_free(out);
+        free(loc);
+        free(auth_url);
+    }
 
     /* Bad calls are clear errors. */
     st = mcplug_manager_authenticate(M, "nope", NULL, &out);

@@ -115,5 +115,20 @@ describe('OAuth in the manager', { timeout: 60000 }, () => {
     assert.equal(done2.state, 'connected');
     assert.equal((await stats()).counts.authorize, 2);
     await assert.rejects(m.authenticate('srv', { wait: 'yes' }), (e) => e instanceof McpError && e.kind === 'invalid_argument');
+    // A 401 after connect (every token revoked, the refresh refused): needs-auth again, with
+    // the pseudo-tool; after authenticate the real tools return.
+    await new Promise((resolve, reject) => {
+      const req = require('http').request(`${peer.base}/admin/revoke-refresh`, { method: 'POST' }, (res) => { res.resume(); res.on('end', resolve); });
+      req.on('error', reject);
+      req.end();
+    });
+    await assert.rejects(m.callTool('mcp__srv__whoami', {}), (e) => e instanceof McpError && e.kind === 'needs_auth');
+    assert.equal((await m.status()).servers.srv.state, 'needs-auth');
+    assert.deepEqual(await pool(), ['mcp__srv__authenticate']);
+    const again = await m.authenticate('srv');
+    const loc3 = (await get(again.authorization.url)).headers.location;
+    const done3 = await m.authenticate('srv', { callbackUrl: loc3 });
+    assert.equal(done3.state, 'connected');
+    assert.equal((await m.callTool('mcp__srv__whoami', {})).content[0].text, 'ok');
   });
 });

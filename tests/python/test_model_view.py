@@ -222,3 +222,19 @@ def test_resource_tools_offer_the_servers_resources_as_claude_code_does(everythi
         m.connect({"mcpServers": {"everything": everything}})
         m.wait(45)
         assert "ListMcpResourcesTool" not in [t["name"] for t in m.list_tools()["tools"]], "off unless asked"
+
+
+def test_a_policy_applies_to_a_raw_mcp_servers_object(fault: FaultFactory) -> None:
+    entry = {k: v for k, v in fault("normal").items() if k != "name"}
+    policy = {"deniedMcpServers": [{"serverName": "bad"}], "allowedMcpServers": [{"serverName": "good"}, {"serverName": "bad"}]}
+    with mcplug.Manager({"policy": policy}) as m:
+        out = m.connect({"mcpServers": {"good": entry, "bad": entry, "other": entry}})
+        assert sorted(out["servers"]) == ["good"], out
+        reasons = {e["name"]: e["reason"] for e in out["excluded"]}
+        assert reasons == {"bad": "denied", "other": "not_allowed"}, out["excluded"]
+        assert "deniedMcpServers[0]" in next(e["detail"] for e in out["excluded"] if e["name"] == "bad")
+        assert m.wait(30)["servers"]["good"]["state"] == "connected"
+    with pytest.raises(mcplug.InvalidArgumentError, match="policy"):
+        mcplug.Manager({"policy": {"deniedMcpServers": [{"serverNme": "x"}]}})
+    with pytest.raises(mcplug.InvalidArgumentError, match="allowedMcpServer"):
+        mcplug.Manager({"policy": {"allowedMcpServer": []}})

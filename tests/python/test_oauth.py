@@ -360,6 +360,40 @@ def test_manager_needs_auth_pseudo_tool_then_the_real_tools(peers: Any, tmp_path
     assert peer.stats()["counts"]["authorize"] == 2
 
 
+def test_manager_a_401_after_connect_is_needs_auth_with_the_pseudo_tool(peers: Any, tmp_path: Path) -> None:
+    peer = peers()
+    store = str(tmp_path / "auth")
+    states: List[str] = []
+    with mcplug.Manager({"connection": {"auth_store": store, "connect_timeout_ms": 20000}},
+                        handlers={"state": lambda e: states.append(e["state"]) if e["server"] == "srv" else None}) as m:
+        m.connect({"mcpServers": {"srv": {"type": "http", "url": peer.url}}})
+        assert m.wait(20)["servers"]["srv"]["state"] == "needs-auth"
+        started = m.authenticate("srv")
+        done = m.authenticate("srv", callback_url=browse(started["authorization"]["url"], started["authorization"]["redirect_uri"]))
+        assert done["state"] == "connected"
+        assert m.call_tool("mcp__srv__whoami", {})["content"][0]["text"] == "ok"
+        # A revoked access token alone is refreshed without a word.
+        peer.admin("revoke")
+        assert m.call_tool("mcp__srv__whoami", {})["content"][0]["text"] == "ok"
+        assert m.status()["servers"]["srv"]["state"] == "connected"
+        # Refresh refused too: the call fails needs_auth and the server is needs-auth again, as at
+        # connect, with its pseudo-tool in place of its tools.
+        peer.admin("revoke-refresh")
+        with pytest.raises(mcplug.NeedsAuthError):
+            m.call_tool("mcp__srv__whoami", {})
+        st = m.status()["servers"]["srv"]
+        assert st["state"] == "needs-auth" and "auth" in st, st
+        assert pool(m) == ["mcp__srv__authenticate"]
+        assert "needs-auth" in states[states.index("connected"):], states
+        with pytest.raises(mcplug.NotFoundError, match="needs-auth"):
+            m.call_tool("mcp__srv__whoami", {})
+        # After authenticate the real tools return.
+        again = m.authenticate("srv")
+        done = m.authenticate("srv", callback_url=browse(again["authorization"]["url"], again["authorization"]["redirect_uri"]))
+        assert done["state"] == "connected" and done["tools"] == ["mcp__srv__whoami"]
+        assert m.call_tool("mcp__srv__whoami", {})["content"][0]["text"] == "ok"
+
+
 def test_manager_authenticate_refuses_what_it_cannot_authorize(peers: Any, tmp_path: Path) -> None:
     peer = peers()
     with mcplug.Manager({"connection": {"auth_store": str(tmp_path / "auth")}}) as m:

@@ -482,7 +482,9 @@ class Manager(Managed):
     None: no limit), ``output_dir`` (outputs over their limit kept whole in files there, named in
     the result), ``output_dir_max_bytes`` (1 GiB), ``resource_tools`` (True: Claude Code's
     ``ListMcpResourcesTool`` and ``ReadMcpResourceTool`` in the pool while a server offers
-    resources).
+    resources), ``policy`` (``{"allowedMcpServers": [...], "deniedMcpServers": [...]}``,
+    applied to every configuration ``connect`` is given; what it refuses is left out and listed
+    in the result's ``excluded``).
 
     ``handlers`` maps a method or event type to a function, as for ``Client.connect``, except
     that request and notification handlers are called with ``(params, server)`` — the name of
