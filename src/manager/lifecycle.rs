@@ -388,19 +388,9 @@ impl Inner {
     /// errors): its tools leave the pool, the state is `failed` with why, and a reconnect
     /// series starts.
     pub(super) fn lost(self: &Arc<Self>, server: &Arc<Server>, gen: u64, why: Error) {
-        let client = self.change(server, |st| {
-            if st.gen != gen || st.state != State::Connected || self.closed.load(Ordering::SeqCst) {
-                return None;
-            }
-            st.gen += 1;
-            st.state = State::Failed;
-            st.error = Some(why);
-            st.tools = Arc::default();
-            Some(st.client.take())
-        });
-        let Some(client) = client else { return };
-        self.routes.lock().forget_server(&server.name);
-        self.emit_state(server);
+        let Some(client) = self.leave_connected(server, gen, State::Failed, why) else {
+            return;
+        };
         let me = self.clone();
         let s = server.clone();
         crate::runtime::spawn(async move {
@@ -413,24 +403,39 @@ impl Inner {
         });
     }
 
-    /// The connected server of generation `gen` refused a call for want of authorization (a
-    /// 401 after connect: its token revoked, a refresh refused): it goes `needs-auth` as at
-    /// connect — its tools replaced by the `authenticate` pseudo-tool, `auth` in its state
-    /// event — and is not reconnected until the host or the model authenticates.
-    pub(super) fn lost_authorization(self: &Arc<Self>, server: &Arc<Server>, gen: u64, why: Error) {
+    /// Moves the server of generation `gen`, if it is still that one and connected, to `state`
+    /// with `why` (its tools out of the pool, its routes forgotten, the state event sent);
+    /// `None` when it was not, else the client it had (to close).
+    fn leave_connected(
+        self: &Arc<Self>,
+        server: &Arc<Server>,
+        gen: u64,
+        state: State,
+        why: Error,
+    ) -> Option<Option<Arc<Client>>> {
         let client = self.change(server, |st| {
             if st.gen != gen || st.state != State::Connected || self.closed.load(Ordering::SeqCst) {
                 return None;
             }
             st.gen += 1;
-            st.state = State::NeedsAuth;
+            st.state = state;
             st.error = Some(why);
             st.tools = Arc::default();
             Some(st.client.take())
-        });
-        let Some(client) = client else { return };
+        })?;
         self.routes.lock().forget_server(&server.name);
         self.emit_state(server);
+        Some(client)
+    }
+
+    /// The connected server of generation `gen` refused a call for want of authorization (a
+    /// 401 after connect: its token revoked, a refresh refused): it goes `needs-auth` as at
+    /// connect — its tools replaced by the `authenticate` pseudo-tool, `auth` in its state
+    /// event — and is not reconnected until the host or the model authenticates.
+    pub(super) fn lost_authorization(self: &Arc<Self>, server: &Arc<Server>, gen: u64, why: Error) {
+        let Some(client) = self.leave_connected(server, gen, State::NeedsAuth, why) else {
+            return;
+        };
         crate::runtime::spawn(async move {
             if let Some(c) = client {
                 c.close().await;

@@ -869,16 +869,24 @@ mod tests {
         (transport, pid, sink)
     }
 
-    #[test]
-    fn close_sends_sigint_then_sigterm_then_sigkill_to_the_group() {
-        // A server that ignores the end of its stdin, SIGINT and SIGTERM, writing down each
-        // signal it gets: close must have sent both, in Claude Code's order, then killed it.
-        let dir = std::env::temp_dir().join(format!("mcplug-signals-{}", std::process::id()));
+    /// A shell server that writes each SIGINT and SIGTERM it gets to a file (`on_int`: what it
+    /// does then besides), ignores the end of its stdin, and is attached with a grace of 300 ms
+    /// once it runs; returns the transport, its pid, the sink and the file.
+    fn signal_recorder(
+        tag: &str,
+        on_int: &str,
+    ) -> (
+        Arc<StdioTransport>,
+        i32,
+        Arc<dyn Inbound>,
+        std::path::PathBuf,
+    ) {
+        let dir = std::env::temp_dir().join(format!("mcplug-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join("signals");
         let _ = std::fs::remove_file(&log);
         let script = format!(
-            "trap 'echo INT >> {0}' INT; trap 'echo TERM >> {0}' TERM; echo ready >> {0}; \
+            "trap 'echo INT >> {0}{on_int}' INT; trap 'echo TERM >> {0}' TERM; echo ready >> {0}; \
              exec 0</dev/null; while :; do sleep 0.02; done",
             log.display()
         );
@@ -887,7 +895,7 @@ mod tests {
             args: vec!["-c".into(), script],
             ..Default::default()
         };
-        let (transport, pid, _sink) = attached(&config, Duration::from_millis(300));
+        let (transport, pid, sink) = attached(&config, Duration::from_millis(300));
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("ready")) {
             assert!(
@@ -896,6 +904,14 @@ mod tests {
             );
             std::thread::sleep(Duration::from_millis(10));
         }
+        (transport, pid, sink, log)
+    }
+
+    #[test]
+    fn close_sends_sigint_then_sigterm_then_sigkill_to_the_group() {
+        // A server that ignores the end of its stdin, SIGINT and SIGTERM: close must have sent
+        // both, in Claude Code's order, then killed it.
+        let (transport, pid, _sink, log) = signal_recorder("signals", "");
         let started = std::time::Instant::now();
         crate::runtime::block_on(transport.close());
         let took = started.elapsed();
@@ -909,34 +925,12 @@ mod tests {
             "close took only {took:?}"
         );
         assert!(took < Duration::from_secs(5), "close took {took:?}");
-        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(log.parent().unwrap());
     }
 
     #[test]
     fn a_server_that_exits_at_sigint_gets_no_more_signals() {
-        let dir = std::env::temp_dir().join(format!("mcplug-sigint-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let log = dir.join("signals");
-        let _ = std::fs::remove_file(&log);
-        let script = format!(
-            "trap 'echo INT >> {0}; exit 0' INT; trap 'echo TERM >> {0}' TERM; echo ready >> {0}; \
-             exec 0</dev/null; while :; do sleep 0.02; done",
-            log.display()
-        );
-        let config = StdioConfig {
-            command: "sh".into(),
-            args: vec!["-c".into(), script],
-            ..Default::default()
-        };
-        let (transport, pid, _sink) = attached(&config, Duration::from_millis(300));
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("ready")) {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the server never started"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let (transport, pid, _sink, log) = signal_recorder("sigint", "; exit 0");
         let started = std::time::Instant::now();
         crate::runtime::block_on(transport.close());
         assert!(gone(pid));
@@ -947,7 +941,7 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
-        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(log.parent().unwrap());
     }
 
     #[test]
