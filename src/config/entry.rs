@@ -30,7 +30,7 @@ pub enum Kind {
 }
 
 pub const KNOWN_TYPES: &str =
-    "\"stdio\", \"http\" (or \"streamable-http\"), \"sse\", \"ws\", \"sdk\"";
+    "\"stdio\", \"http\" (or \"streamable-http\"), \"sse\", \"ws\", \"sse-ide\", \"ws-ide\", \"sdk\"";
 
 /// Checks a server's name: `__` would make `mcp__{server}__{tool}` ambiguous.
 pub fn check_name(name: &str) -> Result<(), String> {
@@ -70,8 +70,9 @@ pub fn validate(entry: &Value) -> Result<Kind, EntryError> {
         Some(Value::String(t)) => match t.as_str() {
             "stdio" => Kind::Stdio,
             "http" | "streamable-http" => Kind::Http,
-            "sse" => Kind::Sse,
-            "ws" => Kind::Ws,
+            // Claude Code's IDE connections: their base transports, with the IDE's name.
+            "sse" | "sse-ide" => Kind::Sse,
+            "ws" | "ws-ide" => Kind::Ws,
             "sdk" => Kind::Sdk,
             other => {
                 return Err(err(
@@ -122,6 +123,7 @@ pub fn validate(entry: &Value) -> Result<Kind, EntryError> {
             }
             string_map(obj, "headers")?;
             string_field(obj, "headersHelper")?;
+            string_field(obj, "ideName")?;
             if let Some(o) = obj.get("oauth") {
                 check_oauth(o)?;
             }
