@@ -299,6 +299,54 @@ fn approve_reject_and_reset_write_what_claude_codes_dialog_writes() {
 }
 
 #[test]
+fn add_from_claude_desktop_imports_its_servers_as_claude_code_does() {
+    let s = Scratch::new("desktop");
+    let js = everything_js();
+    let (code, _, err) = s.run(&["add-from-claude-desktop"]);
+    assert_eq!(code, 3, "no Claude Desktop file: not found: {err}");
+    assert!(err.contains("no Claude Desktop configuration at"), "{err}");
+    let dir = s.home.join(".config/Claude");
+    std::fs::create_dir_all(&dir).unwrap();
+    let desktop = json!({"mcpServers": {
+        "everything": {"command": "node", "args": [js, "stdio"]},
+        "notes": {"command": "node", "args": ["notes.js"]},
+        "broken": {"command": ""},
+    }, "globalShortcut": "Ctrl+Space"});
+    std::fs::write(dir.join("claude_desktop_config.json"), desktop.to_string()).unwrap();
+    s.ok(&["add", "notes", "--", "other"]); // the name is taken in the local scope
+    let (code, out, err) = s.run(&["add-from-claude-desktop"]);
+    assert_eq!(code, 1, "one entry was skipped: {out}{err}");
+    assert!(out.contains("Added 2 MCP server(s) from Claude Desktop to local config: everything, notes (as notes_1)"), "{out}");
+    assert!(
+        err.contains("Skipped broken:") && err.contains("`command` must not be empty"),
+        "{err}"
+    );
+    let home = s.json(&s.home.join(".claude.json"));
+    let local = &home["projects"][s.project.display().to_string()]["mcpServers"];
+    assert_eq!(
+        local["notes"]["command"], "other",
+        "the existing entry is kept"
+    );
+    assert_eq!(local["notes_1"]["args"], json!(["notes.js"]));
+    let out = s.ok(&["tools", "everything"]);
+    assert!(
+        out.contains("mcp__everything__echo"),
+        "the imported server connects: {out}"
+    );
+    let out = s.ok(&["add-from-claude-desktop", "-s", "user", "everything"]);
+    assert!(
+        out.contains("Added 1 MCP server(s) from Claude Desktop to user config: everything"),
+        "{out}"
+    );
+    let (code, _, err) = s.run(&["add-from-claude-desktop", "nosuch"]);
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains("no MCP server named \"nosuch\"") && err.contains("everything, notes, broken"),
+        "{err}"
+    );
+}
+
+#[test]
 fn bad_input_is_a_usage_error_naming_what_was_wrong() {
     let s = Scratch::new("usage");
     let cases: &[(&[&str], &str)] = &[

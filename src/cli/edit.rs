@@ -230,6 +230,138 @@ fn read_json(path: &Path) -> Result<Option<Value>, Error> {
     }
 }
 
+/// Claude Desktop's configuration file here (Linux; macOS keeps it under Application Support).
+fn claude_desktop_file() -> Result<std::path::PathBuf, Error> {
+    let home = mcplug::config::user_home().ok_or_else(|| {
+        Error::invalid("HOME is not an absolute path and the user database has no home directory")
+    })?;
+    let mac = home.join("Library/Application Support/Claude/claude_desktop_config.json");
+    Ok(if cfg!(target_os = "macos") {
+        mac
+    } else {
+        home.join(".config/Claude/claude_desktop_config.json")
+    })
+}
+
+/// `add-from-claude-desktop [-s SCOPE] [NAME…]`, as Claude Code's: every server of Claude
+/// Desktop's configuration (or the ones named) added to the scope; a name the scope already
+/// holds gets the first free suffix `_1`, `_2`, …; an entry the merge would refuse is skipped,
+/// saying why.
+pub fn add_from_claude_desktop(ctx: &Ctx, scope: Scope, names: &[String]) -> Result<Exit, Error> {
+    let file = claude_desktop_file()?;
+    let text = std::fs::read_to_string(&file).map_err(|e| {
+        Error::new(
+            ErrorKind::NotFound,
+            format!("no Claude Desktop configuration at {}: {e}", file.display()),
+        )
+    })?;
+    let v: Value = serde_json::from_str(&config::strip_jsonc(&text)).map_err(|e| {
+        Error::new(
+            ErrorKind::Config,
+            format!("{} is not valid JSON: {e}", file.display()),
+        )
+    })?;
+    let servers = v
+        .get("mcpServers")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    if let Some(missing) = names.iter().find(|n| !servers.contains_key(*n)) {
+        let known: Vec<&str> = servers.keys().map(String::as_str).collect();
+        return Err(Error::new(
+            ErrorKind::NotFound,
+            format!(
+                "Claude Desktop has no MCP server named {missing:?} ({}: {})",
+                file.display(),
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ),
+        ));
+    }
+    let mut added = Vec::new();
+    let mut skipped = Vec::new();
+    for (name, entry) in servers
+        .iter()
+        .filter(|(n, _)| names.is_empty() || names.contains(n))
+    {
+        let mut n = 0;
+        loop {
+            let candidate = if n == 0 {
+                name.clone()
+            } else {
+                format!("{name}_{n}")
+            };
+            let out = config::add_server(
+                &json!({"scope": scope.as_str(), "name": candidate, "config": entry}),
+            );
+            match out {
+                Ok(_) => {
+                    added.push(json!({"from": name, "name": candidate}));
+                    break;
+                }
+                Err(e)
+                    if e.kind == ErrorKind::Config
+                        && e.message.contains("already has a server named") =>
+                {
+                    n += 1
+                }
+                Err(e) => {
+                    skipped.push(json!({"name": name, "error": e.message}));
+                    break;
+                }
+            }
+        }
+    }
+    if ctx.json {
+        crate::show::json(
+            &json!({"file": file.display().to_string(), "scope": scope.as_str(), "added": added, "skipped": skipped}),
+        );
+    } else {
+        if added.is_empty() {
+            sayln!(
+                "No MCP servers were added from Claude Desktop ({})",
+                file.display()
+            );
+        } else {
+            let list: Vec<String> = added
+                .iter()
+                .map(|a| {
+                    let (from, to) = (
+                        a["from"].as_str().unwrap_or(""),
+                        a["name"].as_str().unwrap_or(""),
+                    );
+                    if from == to {
+                        to.to_string()
+                    } else {
+                        format!("{from} (as {to})")
+                    }
+                })
+                .collect();
+            sayln!(
+                "Added {} MCP server(s) from Claude Desktop to {} config: {}",
+                added.len(),
+                scope.as_str(),
+                list.join(", ")
+            );
+        }
+        for s in &skipped {
+            tellln!(
+                "Skipped {}: {}",
+                s["name"].as_str().unwrap_or(""),
+                s["error"].as_str().unwrap_or("")
+            );
+        }
+    }
+    Ok(if skipped.is_empty() {
+        Exit::Ok
+    } else {
+        Exit::Failed
+    })
+}
+
 /// `approve NAME [--all]` / `reject NAME`: the project-server dialog's answer, written where
 /// Claude Code writes it. A name no `.mcp.json` here (or above) holds is refused: it is a typo.
 pub fn choose(ctx: &Ctx, name: &str, choice: &str) -> Result<Exit, Error> {

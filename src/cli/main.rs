@@ -109,6 +109,15 @@ enum Verb {
         #[arg(short, long, value_enum)]
         scope: Option<Scope>,
     },
+    /// Import the MCP servers of Claude Desktop's configuration (all, or the ones named), as
+    /// Claude Code's add-from-claude-desktop; a name already taken gets a suffix (_1, _2, …).
+    #[command(name = "add-from-claude-desktop")]
+    AddFromClaudeDesktop {
+        #[arg(short, long, value_enum, default_value_t = Scope::Local)]
+        scope: Scope,
+        /// Only these servers of Claude Desktop's (default: every one).
+        names: Vec<String>,
+    },
     /// Approve a project (.mcp.json) server, as Claude Code's dialog does
     /// (.claude/settings.local.json `enabledMcpjsonServers`).
     Approve {
@@ -226,6 +235,9 @@ fn main() -> ExitCode {
         Verb::Add(a) => edit::add(&ctx, &a),
         Verb::AddJson { scope, name, entry } => edit::add_json(&ctx, scope, &name, &entry),
         Verb::Remove { name, scope } => edit::remove(&ctx, &name, scope),
+        Verb::AddFromClaudeDesktop { scope, names } => {
+            edit::add_from_claude_desktop(&ctx, scope, &names)
+        }
         Verb::Approve { name, all } => {
             edit::choose(&ctx, &name, if all { "yes_all" } else { "yes" })
         }
