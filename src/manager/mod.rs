@@ -463,18 +463,29 @@ impl Manager {
         arguments: Option<&RawValue>,
         options: &CallOptions,
     ) -> Result<RawJson> {
-        let format = options.format;
-        let result = if format == crate::model::Format::Mcp {
-            self.call_tool_as_sent(pool_name, arguments, options)
-                .await?
-        } else {
-            // The server's result in MCP's form: cleaned as such, then mapped.
-            let mut plain = options.clone();
-            plain.format = crate::model::Format::Mcp;
-            self.call_tool_as_sent(pool_name, arguments, &plain).await?
-        };
+        if options.format != crate::model::Format::Mcp {
+            // Its own future, so that the common call's stays as small as it was (a host thread
+            // with a small stack polls it in place).
+            return Box::pin(self.call_tool_formatted(pool_name, arguments, options)).await;
+        }
+        let result = self
+            .call_tool_as_sent(pool_name, arguments, options)
+            .await?;
+        self.inner.clean(result, hygiene::Shape::Tool, pool_name)
+    }
+
+    /// A call with `format`: the server's result in MCP's form, cleaned as such, then mapped.
+    async fn call_tool_formatted(
+        &self,
+        pool_name: &str,
+        arguments: Option<&RawValue>,
+        options: &CallOptions,
+    ) -> Result<RawJson> {
+        let mut plain = options.clone();
+        plain.format = crate::model::Format::Mcp;
+        let result = self.call_tool_as_sent(pool_name, arguments, &plain).await?;
         let cleaned = self.inner.clean(result, hygiene::Shape::Tool, pool_name)?;
-        crate::model::tool_result_raw(cleaned, format)
+        crate::model::tool_result_raw(cleaned, options.format)
     }
 
     /// Routes a call by its pool name; the result as the server sent it (serving relays it).
@@ -497,7 +508,7 @@ impl Manager {
             return inner.call_authenticate(&server_name).await;
         }
         if resources {
-            return self.call_resource_tool(&tool, arguments, options).await;
+            return Box::pin(self.call_resource_tool(&tool, arguments, options)).await;
         }
         let server = inner
             .server(&server_name)
