@@ -292,6 +292,7 @@ static void project_choices(const char *tmp) {
     settings = slurp(mcp);
     CHECK(settings != NULL && contains(settings, "\"enabledMcpjsonServers\": [\n    \"p\"\n  ]"), "written to .claude/settings.local.json as Claude Code writes it: %s",
           settings ? settings : "(none)");
+    free(settings);
     st = mcplug_config_discover(disc, &out);
     CHECK_OUT(st == MCPLUG_OK && !contains(out, "\"pending_approval\"") && contains(out, "\"p.js\""), out, "then discovery takes it");
     drop(&out);
