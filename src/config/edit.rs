@@ -37,14 +37,7 @@ fn target(o: &Value) -> Result<Target, Error> {
         Error::invalid("option `scope` is required: \"user\", \"local\" or \"project\"")
     })?;
     let home = super::home_option(s("home")?.as_deref())?;
-    let cwd = match s("cwd")? {
-        Some(c) => PathBuf::from(c),
-        None => std::env::current_dir().map_err(|e| {
-            Error::invalid(format!(
-                "no `cwd` option and the current directory is unknown: {e}"
-            ))
-        })?,
-    };
+    let cwd = cwd_option(s("cwd")?)?;
     let mcp = "mcpServers".to_string();
     match scope.as_str() {
         "user" => Ok(Target { scope, file: home.join(".claude.json"), path: vec![mcp] }),
@@ -58,6 +51,18 @@ fn target(o: &Value) -> Result<Target, Error> {
             "option `scope`: {other:?} cannot be edited here; the editable scopes are \"user\" \
              (~/.claude.json), \"local\" (~/.claude.json projects[<cwd>]) and \"project\" (<cwd>/.mcp.json)"
         ))),
+    }
+}
+
+/// The `cwd` option of an edit: the one given, else the current directory.
+fn cwd_option(given: Option<String>) -> Result<PathBuf, Error> {
+    match given {
+        Some(c) => Ok(PathBuf::from(c)),
+        None => std::env::current_dir().map_err(|e| {
+            Error::invalid(format!(
+                "no `cwd` option and the current directory is unknown: {e}"
+            ))
+        }),
     }
 }
 
@@ -273,18 +278,15 @@ fn local_settings(o: &Value, keys: &[&str]) -> Result<Target, Error> {
         return Err(crate::shape::unknown_option(k, &[keys]));
     }
     let cwd = match o.get("cwd") {
-        None | Some(Value::Null) => std::env::current_dir().map_err(|e| {
-            Error::invalid(format!(
-                "no `cwd` option and the current directory is unknown: {e}"
-            ))
-        })?,
-        Some(Value::String(c)) => PathBuf::from(c),
+        None | Some(Value::Null) => None,
+        Some(Value::String(c)) => Some(c.clone()),
         Some(v) => {
             return Err(Error::invalid(format!(
                 "option `cwd` must be a string (got {v})"
             )))
         }
     };
+    let cwd = cwd_option(cwd)?;
     Ok(Target {
         scope: "local settings".into(),
         file: cwd.join(".claude").join("settings.local.json"),
