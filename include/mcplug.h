@@ -729,7 +729,9 @@ enum mcplug_status mcplug_config_merge(const char *sources_json, char **out);
  * `managed_dir` (`/etc/claude-code` on Linux), `hosts` (other hosts' files to read too, each its
  * own scope: `"vscode"`, `"cursor"`, `"windsurf"`, `"claude_desktop"`, `"zed"`), `env`,
  * `settings` (more policy/approval settings from the host), `dynamic`, `plugin`, `claudeai`
- * (contents given by the host).
+ * (contents given by the host), `strict_mcp_config` (`true`: the servers of `dynamic`,
+ * `plugin` and `claudeai` only — and the managed file's, which excludes them as always — as
+ * Claude Code's `--strict-mcp-config`; the allow/deny policy of the settings files applies).
  *
  * On `MCPLUG_OK`, `out` is the result of `mcplug_config_merge` plus `"files"` (`[{"file",
  * "scope", "role": "servers"|"settings"}]`, every file found). A malformed file is an entry of

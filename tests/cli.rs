@@ -347,6 +347,93 @@ fn add_from_claude_desktop_imports_its_servers_as_claude_code_does() {
 }
 
 #[test]
+fn mcp_config_files_add_servers_to_every_verb_and_the_policy_applies_to_them() {
+    let s = Scratch::new("mcpconfig");
+    let js = everything_js();
+    s.ok(&["add", "--scope", "user", "mine", "--", "node", &js, "stdio"]);
+    // The user's settings deny one server by name: Claude Code applies that to --mcp-config too.
+    std::fs::create_dir_all(s.home.join(".claude")).unwrap();
+    std::fs::write(
+        s.home.join(".claude/settings.json"),
+        json!({"deniedMcpServers": [{"serverName": "bad"}]}).to_string(),
+    )
+    .unwrap();
+    let file = s.root.join("servers.json");
+    std::fs::write(
+        &file,
+        json!({"mcpServers": {
+            "given": {"command": "node", "args": [js, "stdio"]},
+            "bad": {"command": "node", "args": [js, "stdio"]},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let f = file.display().to_string();
+    let names = |v: &Value| -> Vec<String> {
+        let mut n: Vec<String> = v["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_string())
+            .collect();
+        n.sort();
+        n
+    };
+    let listed: Value =
+        serde_json::from_str(&s.ok(&["list", "--json", "--mcp-config", &f])).unwrap();
+    assert_eq!(names(&listed), ["given", "mine"], "{listed}");
+    let listed: Value =
+        serde_json::from_str(&s.ok(&["--strict-mcp-config", "--mcp-config", &f, "list", "--json"]))
+            .unwrap();
+    assert_eq!(
+        names(&listed),
+        ["given"],
+        "strict: no configured server: {listed}"
+    );
+    let explained: Value = serde_json::from_str(&s.ok(&[
+        "explain",
+        "--json",
+        "--strict-mcp-config",
+        "--mcp-config",
+        &f,
+    ]))
+    .unwrap();
+    let bad = explained["excluded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "bad")
+        .unwrap_or_else(|| panic!("bad is excluded: {explained}"));
+    assert_eq!(bad["reason"], "denied", "{bad}");
+    assert!(s
+        .ok(&["tools", "given", "--mcp-config", &f, "--strict-mcp-config"])
+        .contains("mcp__given__echo"));
+    let (code, _, err) = s.run(&["call", "bad", "echo", "--mcp-config", &f]);
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains("left out") && err.contains("deniedMcpServers"),
+        "{err}"
+    );
+    let (code, _, err) = s.run(&["tools", "mine", "--strict-mcp-config", "--mcp-config", &f]);
+    assert_eq!(code, 3, "strict leaves the user's server out: {err}");
+    for (args, says) in [
+        (
+            vec!["list", "--strict-mcp-config"],
+            "needs at least one --mcp-config",
+        ),
+        (
+            vec!["list", "--mcp-config", "/nonexistent.json"],
+            "cannot be read",
+        ),
+        (vec!["list", "--mcp-config", &js], "not JSON"),
+    ] {
+        let (code, _, err) = s.run(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
 fn bad_input_is_a_usage_error_naming_what_was_wrong() {
     let s = Scratch::new("usage");
     let cases: &[(&[&str], &str)] = &[

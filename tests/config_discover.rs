@@ -147,6 +147,47 @@ fn managed_file_is_exclusive_and_managed_policy_applies() {
 }
 
 #[test]
+fn strict_mcp_config_takes_only_the_given_servers_under_the_policy() {
+    let t = Tree::new("strict");
+    t.write(
+        "home/.claude.json",
+        r#"{"mcpServers": {"u": {"command": "u"}}}"#,
+    );
+    t.write(
+        "repo/.mcp.json",
+        r#"{"mcpServers": {"p": {"command": "p"}}}"#,
+    );
+    t.write(
+        "home/.claude/settings.json",
+        r#"{"deniedMcpServers": [{"serverCommand": ["bad"]}]}"#,
+    );
+    let given = json!({"mcpServers": {"g": {"command": "g"}, "b": {"command": "bad"}}});
+    let r = discover(&t.options(json!({"dynamic": given, "strict_mcp_config": true}))).unwrap();
+    assert_eq!(names(&r), ["g"], "{r:#}");
+    assert_eq!(excluded(&r, "b")[0]["reason"], "denied");
+    assert!(
+        excluded(&r, "u").is_empty() && excluded(&r, "p").is_empty(),
+        "{r:#}"
+    );
+    let r = discover(&t.options(json!({"dynamic": given}))).unwrap();
+    assert_eq!(names(&r), ["g", "u"], "{r:#}");
+    // The managed file still rules alone.
+    t.write(
+        "managed/managed-mcp.json",
+        r#"{"mcpServers": {"corp": {"command": "corp"}}}"#,
+    );
+    let r = discover(&t.options(json!({"dynamic": given, "strict_mcp_config": true}))).unwrap();
+    assert_eq!(names(&r), ["corp"], "{r:#}");
+    assert_eq!(excluded(&r, "g")[0]["reason"], "enterprise_exclusive");
+    let e = discover(&t.options(json!({"strict_mcp_config": "yes"}))).unwrap_err();
+    assert!(
+        e.message
+            .contains("`strict_mcp_config` must be true or false"),
+        "{e}"
+    );
+}
+
+#[test]
 fn malformed_file_names_file_line_column_and_the_rest_merges() {
     let t = Tree::new("malformed");
     t.write(

@@ -692,6 +692,8 @@ export interface DiscoverOptions {
   home?: string; cwd?: string; managed_dir?: string; hosts?: ConfigHost[];
   env?: { [name: string]: string }; settings?: ConfigSettings;
   dynamic?: JsonObject; plugin?: JsonObject; claudeai?: JsonObject;
+  /** Only the given servers (and the managed file's), as Claude Code's `--strict-mcp-config`. */
+  strict_mcp_config?: boolean;
 }
 export interface DiscoverResult extends MergeResult {
   files: Array<{ file: string; scope: ConfigScope; role: 'servers' | 'settings' }>;

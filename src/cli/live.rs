@@ -12,9 +12,10 @@ use mcplug::{CallOptions, Error, ErrorKind};
 use serde_json::{json, Map, Value};
 use std::future::Future;
 
-/// The merged configuration, its warnings and errors on stderr (text mode).
-pub(crate) fn discover(ctx: &Ctx, options: &Value) -> Result<Value, Error> {
-    let d = mcplug::config::discover(options)?;
+/// The merged configuration (with the `--mcp-config` files' servers as the `dynamic` scope,
+/// and nothing else under `--strict-mcp-config`), its warnings and errors on stderr (text mode).
+pub(crate) fn discover(ctx: &Ctx) -> Result<Value, Error> {
+    let d = mcplug::config::discover(&discover_options(ctx))?;
     if !ctx.json {
         for w in d["warnings"].as_array().into_iter().flatten() {
             tellln!("mcplug: warning: {}", w.as_str().unwrap_or_default());
@@ -103,7 +104,7 @@ where
 }
 
 pub fn list(ctx: &Ctx) -> Result<Exit, Error> {
-    let d = discover(ctx, &json!({}))?;
+    let d = discover(ctx)?;
     // A configuration file that could not be read (unreadable, over the size limit, malformed)
     // fails the listing, as it fails `explain`: its servers are missing from what is shown.
     let config_failed = d["errors"].as_array().is_some_and(|e| !e.is_empty());
@@ -229,7 +230,7 @@ pub(crate) fn only(name: &str, s: &Value) -> Value {
 }
 
 pub fn get(ctx: &Ctx, name: &str) -> Result<Exit, Error> {
-    let d = discover(ctx, &json!({}))?;
+    let d = discover(ctx)?;
     let s = one(&d, name)?;
     let status = with_servers(
         ctx,
@@ -272,7 +273,7 @@ fn server_error(name: &str, st: &Value) -> Error {
 }
 
 pub fn tools(ctx: &Ctx, name: Option<&str>) -> Result<Exit, Error> {
-    let d = discover(ctx, &json!({}))?;
+    let d = discover(ctx)?;
     let config = match name {
         Some(n) => only(n, &one(&d, n)?),
         None => d.clone(),
@@ -331,7 +332,7 @@ fn arguments(text: Option<&str>) -> Result<Box<serde_json::value::RawValue>, Err
 
 pub fn call(ctx: &Ctx, name: &str, tool: &str, args: Option<&str>) -> Result<Exit, Error> {
     let args = arguments(args)?;
-    let d = discover(ctx, &json!({}))?;
+    let d = discover(ctx)?;
     let s = one(&d, name)?;
     let (server, tool_name) = (name.to_string(), tool.to_string());
     let timeout = ctx.timeout;
@@ -395,7 +396,7 @@ fn remote_url(name: &str, s: &Value) -> Result<String, Error> {
 }
 
 pub fn login(ctx: &Ctx, name: &str) -> Result<Exit, Error> {
-    let d = discover(ctx, &json!({}))?;
+    let d = discover(ctx)?;
     let s = one(&d, name)?;
     remote_url(name, &s)?;
     let owned = name.to_string();
@@ -436,7 +437,7 @@ pub fn login(ctx: &Ctx, name: &str) -> Result<Exit, Error> {
 }
 
 pub fn logout(ctx: &Ctx, name: &str) -> Result<Exit, Error> {
-    let d = discover(ctx, &json!({}))?;
+    let d = discover(ctx)?;
     let s = one(&d, name)?;
     let url = remote_url(name, &s)?;
     let options = mcplug::AuthOptions::parse(&Map::new())?;
@@ -455,7 +456,7 @@ pub fn logout(ctx: &Ctx, name: &str) -> Result<Exit, Error> {
 }
 
 pub fn explain(ctx: &Ctx) -> Result<Exit, Error> {
-    let d = mcplug::config::discover(&json!({}))?;
+    let d = mcplug::config::discover(&discover_options(ctx))?;
     if ctx.json {
         show::json(&d);
     } else {
@@ -466,4 +467,37 @@ pub fn explain(ctx: &Ctx) -> Result<Exit, Error> {
     } else {
         Exit::Ok
     })
+}
+
+fn discover_options(ctx: &Ctx) -> Value {
+    match &ctx.given {
+        Some(servers) => json!({
+            "dynamic": {"mcpServers": servers},
+            "strict_mcp_config": ctx.strict,
+        }),
+        None => json!({}),
+    }
+}
+
+/// The servers of the `--mcp-config` files, later files over earlier ones.
+pub(crate) fn given_servers(files: &[String]) -> Result<Map<String, Value>, Error> {
+    let mut out = Map::new();
+    for file in files {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| Error::invalid(format!("--mcp-config {file}: cannot be read: {e}")))?;
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|e| Error::invalid(format!("--mcp-config {file}: not JSON: {e}")))?;
+        let servers = v
+            .get("mcpServers")
+            .and_then(Value::as_object)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "--mcp-config {file}: no `mcpServers` object of servers"
+                ))
+            })?;
+        for (name, entry) in servers {
+            out.insert(name.clone(), entry.clone());
+        }
+    }
+    Ok(out)
 }

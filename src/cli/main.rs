@@ -83,6 +83,14 @@ struct Cli {
     /// Seconds to wait for servers to connect (and for a call or a login to finish).
     #[arg(long, global = true, value_name = "SECONDS", default_value_t = 30.0)]
     timeout: f64,
+    /// A configuration file of servers (`{"mcpServers": {…}}`) on top of the configured ones
+    /// (repeatable), as Claude Code's `--mcp-config`; the managed policy applies to them.
+    #[arg(long = "mcp-config", global = true, value_name = "FILE")]
+    mcp_config: Vec<String>,
+    /// Only the servers of the `--mcp-config` files, none of the configured ones (the managed
+    /// policy still applies).
+    #[arg(long = "strict-mcp-config", global = true)]
+    strict_mcp_config: bool,
 }
 
 #[derive(Subcommand)]
@@ -212,6 +220,9 @@ pub struct AddArgs {
 pub struct Ctx {
     pub json: bool,
     pub timeout: std::time::Duration,
+    /// The `--mcp-config` files' servers, read once.
+    pub given: Option<serde_json::Map<String, serde_json::Value>>,
+    pub strict: bool,
 }
 
 fn main() -> ExitCode {
@@ -225,9 +236,27 @@ fn main() -> ExitCode {
         tellln!("mcplug: --timeout must be a number of seconds above 0 and below a day");
         return ExitCode::from(Exit::Usage as u8);
     }
+    let given = if cli.strict_mcp_config && cli.mcp_config.is_empty() {
+        Err(Error::invalid(
+            "--strict-mcp-config needs at least one --mcp-config FILE",
+        ))
+    } else if cli.mcp_config.is_empty() {
+        Ok(None)
+    } else {
+        live::given_servers(&cli.mcp_config).map(Some)
+    };
+    let given = match given {
+        Ok(g) => g,
+        Err(e) => {
+            tellln!("mcplug: {}", e.message);
+            return ExitCode::from(Exit::of(&e) as u8);
+        }
+    };
     let ctx = Ctx {
         json: cli.json,
         timeout: std::time::Duration::from_secs_f64(cli.timeout),
+        given,
+        strict: cli.strict_mcp_config,
     };
     let outcome = match cli.verb {
         Verb::List => live::list(&ctx),

@@ -6,7 +6,7 @@ use crate::live::{discover, one, only};
 use crate::{Ctx, Exit};
 use mcplug::manager::{Manager, ManagerOptions};
 use mcplug::{Error, ErrorKind};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// `mcplug serve`'s own flags.
 #[derive(clap::Args)]
@@ -18,13 +18,6 @@ pub struct ServeArgs {
     /// Serve this one configured server alone.
     #[arg(long, value_name = "NAME")]
     pub server: Option<String>,
-    /// A configuration file of servers (`{"mcpServers": {…}}`) on top of the configured ones
-    /// (repeatable), as Claude Code's `--mcp-config`.
-    #[arg(long = "mcp-config", value_name = "FILE")]
-    pub mcp_config: Vec<String>,
-    /// Only the servers of the `--mcp-config` files, none of the configured ones.
-    #[arg(long = "strict-mcp-config")]
-    pub strict_mcp_config: bool,
     /// Serve Streamable HTTP at http://ADDR/mcp (and HTTP+SSE at /sse, for old clients)
     /// instead of stdio (ADDR like 127.0.0.1:8808; port 0 picks one). The URL is printed on a
     /// line of its own.
@@ -39,32 +32,10 @@ pub enum NamesArg {
 }
 
 pub fn serve(ctx: &Ctx, args: &ServeArgs) -> Result<Exit, Error> {
-    if args.strict_mcp_config && args.mcp_config.is_empty() {
-        return Err(Error::invalid(
-            "--strict-mcp-config needs at least one --mcp-config FILE",
-        ));
-    }
-    let given = given_servers(&args.mcp_config)?;
-    let config = if args.strict_mcp_config {
-        let servers = given;
-        match &args.server {
-            Some(name) => match servers.get(name) {
-                Some(s) => json!({"mcpServers": {name.as_str(): s}}),
-                None => {
-                    return Err(Error::new(
-                        ErrorKind::NotFound,
-                        format!("no MCP server named {name:?} in the --mcp-config files"),
-                    ))
-                }
-            },
-            None => json!({ "mcpServers": servers }),
-        }
-    } else {
-        let d = discover(ctx, &json!({"dynamic": {"mcpServers": given}}))?;
-        match &args.server {
-            Some(name) => only(name, &one(&d, name)?),
-            None => d,
-        }
+    let d = discover(ctx)?;
+    let config = match &args.server {
+        Some(name) => only(name, &one(&d, name)?),
+        None => d,
     };
     let ms = ctx.timeout.as_millis() as u64;
     // The clients decide what the model sees: results pass as the servers sent them. What an
@@ -169,27 +140,4 @@ async fn stopped() {
         }
         _ => std::future::pending().await,
     }
-}
-
-/// The servers of the `--mcp-config` files, later files over earlier ones.
-fn given_servers(files: &[String]) -> Result<Map<String, Value>, Error> {
-    let mut out = Map::new();
-    for file in files {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| Error::invalid(format!("--mcp-config {file}: cannot be read: {e}")))?;
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|e| Error::invalid(format!("--mcp-config {file}: not JSON: {e}")))?;
-        let servers = v
-            .get("mcpServers")
-            .and_then(Value::as_object)
-            .ok_or_else(|| {
-                Error::invalid(format!(
-                    "--mcp-config {file}: no `mcpServers` object of servers"
-                ))
-            })?;
-        for (name, entry) in servers {
-            out.insert(name.clone(), entry.clone());
-        }
-    }
-    Ok(out)
 }

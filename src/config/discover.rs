@@ -105,6 +105,10 @@ struct Options {
     cwd: PathBuf,
     managed_dir: PathBuf,
     hosts: Vec<String>,
+    /// Only the servers the host gives (and the enterprise's), as Claude Code's
+    /// `--strict-mcp-config`: no file of a scope's is a source of servers, though the settings
+    /// files still give the policy.
+    strict: bool,
 }
 
 fn opt_str<'a>(o: &'a Value, key: &str) -> Result<Option<&'a str>, Error> {
@@ -153,11 +157,21 @@ fn parse_options(o: &Value) -> Result<Options, Error> {
             )))
         }
     }
+    let strict = match o.get("strict_mcp_config") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(v) => {
+            return Err(Error::invalid(format!(
+                "option `strict_mcp_config` must be true or false (got {v})"
+            )))
+        }
+    };
     Ok(Options {
         home,
         cwd,
         managed_dir,
         hosts,
+        strict,
     })
 }
 
@@ -200,6 +214,8 @@ fn find_up(cwd: &Path, rel: &str) -> Option<PathBuf> {
 struct Collector {
     sources: Vec<Source>,
     files: Vec<Value>,
+    /// Files of the user's scopes are not sources (`strict_mcp_config`).
+    strict: bool,
 }
 
 impl Collector {
@@ -215,6 +231,9 @@ impl Collector {
         read_result: Read,
     ) {
         let Some(result) = read_result else { return };
+        if self.strict && scope != "enterprise" {
+            return;
+        }
         self.files
             .push(json!({"file": path.display().to_string(), "scope": scope, "role": "servers"}));
         let (content, text) = match result {
@@ -236,7 +255,8 @@ impl Collector {
 
 /// Reads the configuration from disk and merges it. Options (all optional): `home`, `cwd`,
 /// `managed_dir`, `hosts`, `env`, `settings` (extra policy/approval settings from the host),
-/// `dynamic`, `plugin`, `claudeai` (contents given by the host, as in [`super::merge`]).
+/// `dynamic`, `plugin`, `claudeai` (contents given by the host, as in [`super::merge`]),
+/// `strict_mcp_config` (only the servers given and the enterprise's; the policy still applies).
 /// The result is the merge's, plus `files` (every file found, with its scope and role).
 pub fn discover(options: &Value) -> Result<Value, Error> {
     let o = parse_options(options)?;
@@ -247,6 +267,7 @@ pub fn discover(options: &Value) -> Result<Value, Error> {
     let mut c = Collector {
         sources: Vec::new(),
         files: Vec::new(),
+        strict: o.strict,
     };
     let mut settings_errors: Vec<Value> = Vec::new();
     let mcp = || JsonPath::of_keys(&["mcpServers"]);

@@ -82,6 +82,21 @@ test('addConfigServer / removeConfigServer keep the rest of the file', () => {
   }
 });
 
+test('strict_mcp_config: only the given servers, the policy applied to them', () => {
+  const t = tree();
+  try {
+    t.write('home/.claude.json', { mcpServers: { u: { command: 'u' } } });
+    t.write('home/.claude/settings.json', { deniedMcpServers: [{ serverName: 'b' }] });
+    const dynamic = { mcpServers: { g: { command: 'g' }, b: { command: 'b' } } };
+    const r = mcplug.discoverConfig(t.opts({ dynamic, strict_mcp_config: true }));
+    assert.deepStrictEqual(Object.keys(r.servers), ['g']);
+    assert.deepStrictEqual(r.excluded.map((e) => [e.name, e.reason]), [['b', 'denied']]);
+    assert.deepStrictEqual(Object.keys(mcplug.discoverConfig(t.opts({ dynamic })).servers).sort(), ['g', 'u']);
+  } finally {
+    t.done();
+  }
+});
+
 test('bad input is a clear error', () => {
   assert.throws(() => mcplug.mergeConfig(null), (e) => e.kind === 'invalid_argument');
   assert.throws(() => mcplug.mergeConfig({ user: 3 }), (e) => e.kind === 'invalid_argument' && /`user` must be/.test(e.message));

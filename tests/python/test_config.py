@@ -67,6 +67,16 @@ def test_managed_file_is_exclusive(tmp_path: Path) -> None:
     assert [(e["name"], e["reason"]) for e in r["excluded"]] == [("u", "enterprise_exclusive")]
 
 
+def test_strict_mcp_config_takes_the_given_servers_under_the_policy(tmp_path: Path) -> None:
+    write(tmp_path / "home/.claude.json", {"mcpServers": {"u": {"command": "u"}}})
+    write(tmp_path / "home/.claude/settings.json", {"deniedMcpServers": [{"serverName": "b"}]})
+    given = {"mcpServers": {"g": {"command": "g"}, "b": {"command": "b"}}}
+    r = mcplug.discover_config(options(tmp_path, dynamic=given, strict_mcp_config=True))
+    assert sorted(r["servers"]) == ["g"]
+    assert [(e["name"], e["reason"]) for e in r["excluded"]] == [("b", "denied")]
+    assert sorted(mcplug.discover_config(options(tmp_path, dynamic=given))["servers"]) == ["g", "u"]
+
+
 def test_edit_keeps_the_rest(tmp_path: Path) -> None:
     write(tmp_path / "home/.claude.json", '{"b": 1, "mcpServers": {"z": {"command": "z", "x": [1]}}, "a": 2}')
     home = str(tmp_path / "home")

@@ -32,7 +32,8 @@ function mergeConfig(sources) {
 /**
  * Reads and merges the configuration on disk. Options: `home`, `cwd`, `managed_dir`, `hosts`
  * (`'vscode'`, `'cursor'`, `'windsurf'`, `'claude_desktop'`, `'zed'`), `env`, `settings`,
- * `dynamic`, `plugin`, `claudeai`. The result is mergeConfig's plus `files`.
+ * `dynamic`, `plugin`, `claudeai`, `strict_mcp_config` (only the given servers and the managed
+ * file's, as Claude Code's `--strict-mcp-config`). The result is mergeConfig's plus `files`.
  */
 function discoverConfig(options = {}) {
   return configCall(native.config_discover, options, 'options');

@@ -32,7 +32,8 @@ def merge_config(sources: Dict[str, Any]) -> Dict[str, Any]:
 def discover_config(options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Reads and merges the configuration on disk. Options: ``home``, ``cwd``, ``managed_dir``,
     ``hosts`` (any of "vscode", "cursor", "windsurf", "claude_desktop", "zed"), ``env``,
-    ``settings``, ``dynamic``, ``plugin``, ``claudeai``. The result is ``merge_config``'s plus
+    ``settings``, ``dynamic``, ``plugin``, ``claudeai``, ``strict_mcp_config`` (only the given
+    servers and the managed file's, as Claude Code's ``--strict-mcp-config``). The result is ``merge_config``'s plus
     ``files``; a malformed file is an entry of ``errors`` with its line and column."""
     return _call(_ffi.lib.mcplug_config_discover, {} if options is None else options, "options")
 
