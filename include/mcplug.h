@@ -857,7 +857,10 @@ enum mcplug_status mcplug_log_event_fd(int32_t *fd, char **out);
  * `managed-settings.json`: `serverName`, `serverCommand`, `serverUrl` with `*`; applied to every
  * configuration `mcplug_manager_connect` is given, as Claude Code applies its policy to
  * `--mcp-config` and `setMcpServers`: a server it refuses is left out, and the connect result
- * lists it in `excluded` with `reason` `denied` or `not_allowed` and `detail`). The
+ * lists it in `excluded` with `reason` `denied` or `not_allowed` and `detail`), `registry`
+ * (off; `true`: the official MCP registry, or an http(s) base URL of another: fetched once in
+ * the background at the first connect, cached on disk; a server it knows carries `registry:
+ * {name, status, match}` in its status and pool entries — see the README). The
  * limits and the cleaning apply to tool results, `resources/read` and `prompts/get` alike. An
  * unknown option is `invalid_argument`.
  * On `MCPLUG_OK`, `*manager` is the new handle and `out` is `mcplug_manager_status`'s result.
@@ -900,8 +903,10 @@ enum mcplug_status mcplug_manager_wait(struct mcplug_manager *manager,
 
 /**
  * Every server's state: `{"servers": {"<name>": {"state", "transport", "tools": [pool names],
- * "error"?, "attempt"?, "server_info"?, "protocol_version"?, "era"?}}, "tools": N}` (N: the
- * pool's size), servers in configuration order.
+ * "error"?, "attempt"?, "server_info"?, "protocol_version"?, "era"?, "instructions"?,
+ * "registry"?}}, "tools": N, "registry"?}` (N: the pool's size; the top-level `registry`, with
+ * option `registry`: `{url, state: "idle"|"loading"|"ready"|"failed"|"skipped", servers,
+ * fetched_at?, error?}`), servers in configuration order.
  */
 enum mcplug_status mcplug_manager_status(struct mcplug_manager *manager, char **out);
 

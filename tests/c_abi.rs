@@ -515,6 +515,44 @@ fn c_manager() {
 }
 
 #[test]
+fn c_registry() {
+    let http = peers::everything("streamableHttp");
+    let url = format!("http://127.0.0.1:{}/mcp", http.port);
+    let official = |status: &str, message: Option<&str>| {
+        let mut m = serde_json::json!({"status": status, "updatedAt": "2026-01-01T00:00:00Z", "isLatest": true});
+        if let Some(message) = message {
+            m["statusMessage"] = message.into();
+        }
+        serde_json::json!({"io.modelcontextprotocol.registry/official": m})
+    };
+    let entries = serde_json::json!([
+        {"server": {"name": "io.test/filler", "version": "1.0.0"}, "_meta": official("active", None)},
+        {"server": {"name": "io.test/everything", "version": "1.0.0",
+                    "remotes": [{"type": "streamable-http", "url": format!("{url}/")}]},
+         "_meta": official("active", None)},
+        {"server": {"name": "io.test/old-cli", "version": "1.0.0",
+                    "packages": [{"registryType": "npm", "identifier": "@acme/old-cli",
+                                  "transport": {"type": "stdio"}}]},
+         "_meta": official("deprecated", Some("use io.test/new-cli"))},
+    ]);
+    let dir = out_dir().join("tmp");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("entries-{}.json", std::process::id()));
+    std::fs::write(&file, entries.to_string()).unwrap();
+    let registry = peers::registry(&file);
+    run_with(
+        "registry",
+        &[
+            ("MCPLUG_HTTP_URL", url),
+            (
+                "MCPLUG_REGISTRY_URL",
+                format!("http://127.0.0.1:{}", registry.port),
+            ),
+        ],
+    );
+}
+
+#[test]
 fn c_serve() {
     run("serve");
 }
@@ -584,6 +622,7 @@ fn every_c_test_is_run() {
         "regress_lists",
         "regress_names",
         "regress_fork",
+        "registry",
     ];
     let dir = manifest_dir().join("tests/c");
     for entry in std::fs::read_dir(&dir).expect("read tests/c") {

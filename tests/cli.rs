@@ -434,6 +434,63 @@ fn mcp_config_files_add_servers_to_every_verb_and_the_policy_applies_to_them() {
 }
 
 #[test]
+fn list_marks_the_servers_a_registry_knows() {
+    let s = Scratch::new("registry");
+    let js = everything_js();
+    let dead = peers::free_port();
+    let api = format!("http://127.0.0.1:{dead}/mcp");
+    s.ok(&["add", "--scope", "user", "ev", "--", "node", &js, "stdio"]);
+    s.ok(&["add", "--scope", "user", "-t", "http", "api", &api]);
+    let official = json!({"io.modelcontextprotocol.registry/official": {
+        "status": "deprecated", "statusMessage": "moved to io.test/api2",
+        "updatedAt": "2026-01-01T00:00:00Z"}});
+    let entries = s.root.join("entries.json");
+    std::fs::write(
+        &entries,
+        json!([{"server": {"name": "io.test/api", "version": "2.0.0",
+                           "remotes": [{"type": "streamable-http", "url": format!("HTTP://127.0.0.1:{dead}/mcp/")}]},
+                "_meta": official}])
+        .to_string(),
+    )
+    .unwrap();
+    let registry = peers::registry(&entries);
+    let url = format!("http://127.0.0.1:{}", registry.port);
+    let flag = format!("--registry={url}");
+    let mut cmd = s.cmd(&["list", &flag]);
+    cmd.env("XDG_CACHE_HOME", s.root.join("cache"))
+        .env_remove("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC");
+    let out = cmd.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "api cannot connect: {text}");
+    let api_line = text.lines().find(|l| l.starts_with("api:")).unwrap();
+    assert!(
+        api_line.ends_with("· registry: io.test/api (deprecated: moved to io.test/api2)"),
+        "{text}"
+    );
+    let ev_line = text.lines().find(|l| l.starts_with("ev:")).unwrap();
+    assert!(!ev_line.contains("registry"), "{text}");
+    let mut cmd = s.cmd(&["list", "--json", &flag]);
+    cmd.env("XDG_CACHE_HOME", s.root.join("cache"));
+    let listed: Value = serde_json::from_slice(&cmd.output().unwrap().stdout).unwrap();
+    assert_eq!(listed["registry"]["state"], "ready", "{listed}");
+    let row = listed["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "api")
+        .unwrap();
+    assert_eq!(row["registry"]["name"], "io.test/api");
+    assert_eq!(row["registry"]["match"], "url");
+    // Without the flag, no mark and no request.
+    let (code, plain, _) = s.run(&["list", "--json"]);
+    assert_eq!(code, 1);
+    assert!(!plain.contains("\"registry\""), "{plain}");
+    let (code, _, err) = s.run(&["list", "--registry=ftp://x"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--registry must be an http(s) URL"), "{err}");
+}
+
+#[test]
 fn bad_input_is_a_usage_error_naming_what_was_wrong() {
     let s = Scratch::new("usage");
     let cases: &[(&[&str], &str)] = &[

@@ -771,6 +771,9 @@ export interface ManagerOptions {
   /** Allow/deny lists (entries as in managed-settings.json) applied to every configuration
    *  connect() is given; what they refuse is left out and listed in the result's `excluded`. */
   policy?: { allowedMcpServers?: JsonObject[]; deniedMcpServers?: JsonObject[] };
+  /** The registry whose marks servers get (status and pool entries): true for the official
+   *  registry, or a (sub-)registry's base URL; fetched in the background at the first connect. */
+  registry?: boolean | string;
   [key: string]: unknown;
 }
 
@@ -817,7 +820,19 @@ export interface ServerStatus {
   server_info?: ConnectResult['server_info'];
   protocol_version?: string;
   era?: 'modern' | 'legacy';
+  /** When the option `registry` is set and the registry knows this server. */
+  registry?: RegistryMark;
   [key: string]: unknown;
+}
+
+/** What a registry says of a server: its entry's name, its status, and how it was matched
+ *  ('url', 'url_template', or 'package' for a stdio command's npm, PyPI or OCI package). */
+export interface RegistryMark {
+  name: string;
+  status: 'active' | 'deprecated' | 'deleted' | string;
+  match: 'url' | 'url_template' | 'package';
+  version?: string;
+  statusMessage?: string;
 }
 
 export interface ManagerStatus {
@@ -825,6 +840,15 @@ export interface ManagerStatus {
   servers: { [name: string]: ServerStatus };
   /** The pool's size. */
   tools: number;
+  /** With the option `registry`: its fetch ('idle' before the first connect). */
+  registry?: {
+    url: string;
+    state: 'idle' | 'loading' | 'ready' | 'failed' | 'skipped';
+    /** Entries known (from the fetch and the cache). */
+    servers: number;
+    fetched_at?: string;
+    error?: string;
+  };
 }
 
 /** A tool of the pool. */
@@ -849,6 +873,8 @@ export interface PoolTool {
   search_hint: string | null;
   /** searchTools() only. */
   score?: number;
+  /** Its server's registry mark (option `registry`). */
+  registry?: RegistryMark;
   [key: string]: unknown;
 }
 

@@ -66,6 +66,7 @@ fn manager(ctx: &Ctx) -> Manager {
     Manager::new(ManagerOptions {
         connection: Some(json!({"connect_timeout_ms": ms, "tool_timeout_ms": ms})),
         reconnect_attempts: 0,
+        registry: ctx.registry.clone(),
         ..ManagerOptions::default()
     })
 }
@@ -92,6 +93,14 @@ where
                 Err(e) => Err(e),
             },
             Err(e) => Err(e),
+        };
+        // `--registry`: its marks too (its fetch has a short timeout of its own).
+        let settled = match settled {
+            Ok(_) if ctx.registry.is_some() => {
+                m.registry_settled(ctx.timeout).await;
+                Ok(m.status())
+            }
+            other => other,
         };
         drop(spinner);
         let (m, out) = match settled {
@@ -148,8 +157,18 @@ pub fn list(ctx: &Ctx) -> Result<Exit, Error> {
         }));
     }
     if ctx.json {
-        show::json(&listing_json(json!(rows), &d));
+        let mut out = listing_json(json!(rows), &d);
+        if let Some(r) = status.get("registry") {
+            out["registry"] = r.clone();
+        }
+        show::json(&out);
     } else {
+        if let Some(e) = status["registry"]["error"].as_str() {
+            tellln!(
+                "mcplug: warning: the registry {} could not be read: {e}",
+                status["registry"]["url"].as_str().unwrap_or_default()
+            );
+        }
         for (r, entry) in rows.iter().zip(
             servers(&d)
                 .values()
@@ -157,12 +176,13 @@ pub fn list(ctx: &Ctx) -> Result<Exit, Error> {
                 .chain(std::iter::repeat(None)),
         ) {
             sayln!(
-                "{}: {} - {}",
+                "{}: {} - {}{}",
                 r["name"].as_str().unwrap_or_default(),
                 entry
                     .map(show::target)
                     .unwrap_or_else(|| "(project .mcp.json)".into()),
-                show::verdict(r)
+                show::verdict(r),
+                show::registry_mark(&r["registry"])
             );
         }
     }
@@ -182,6 +202,7 @@ fn row(name: &str, s: &Value, st: &Value) -> Value {
         "protocol_version",
         "era",
         "authorization",
+        "registry",
     ] {
         if let Some(v) = st.get(k) {
             r[k] = v.clone();

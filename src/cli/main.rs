@@ -91,6 +91,11 @@ struct Cli {
     /// policy still applies).
     #[arg(long = "strict-mcp-config", global = true)]
     strict_mcp_config: bool,
+    /// Mark the servers the official MCP registry knows (or the registry at URL), as Claude
+    /// Code does (`--registry=URL` for another registry); `list` shows the marks. No request
+    /// when CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC is set.
+    #[arg(long, global = true, value_name = "URL", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    registry: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -223,6 +228,8 @@ pub struct Ctx {
     /// The `--mcp-config` files' servers, read once.
     pub given: Option<serde_json::Map<String, serde_json::Value>>,
     pub strict: bool,
+    /// `--registry`: the registry's base URL.
+    pub registry: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -245,7 +252,20 @@ fn main() -> ExitCode {
     } else {
         live::given_servers(&cli.mcp_config).map(Some)
     };
-    let given = match given {
+    let given = given.and_then(|g| {
+        let registry = match cli.registry.as_deref() {
+            None => None,
+            Some("") => Some(mcplug::manager::registry::OFFICIAL.to_string()),
+            Some(url) => {
+                mcplug::manager::registry::Registry::new(url).map_err(|_| {
+                    Error::invalid(format!("--registry must be an http(s) URL (got {url:?})"))
+                })?;
+                Some(url.to_string())
+            }
+        };
+        Ok((g, registry))
+    });
+    let (given, registry) = match given {
         Ok(g) => g,
         Err(e) => {
             tellln!("mcplug: {}", e.message);
@@ -257,6 +277,7 @@ fn main() -> ExitCode {
         timeout: std::time::Duration::from_secs_f64(cli.timeout),
         given,
         strict: cli.strict_mcp_config,
+        registry,
     };
     let outcome = match cli.verb {
         Verb::List => live::list(&ctx),

@@ -346,3 +346,18 @@ pub fn explanation(d: &Value) -> String {
     );
     out
 }
+
+/// `list`'s mark of a server a registry knows: ` · registry: NAME` (and its status and message
+/// when it is not active); empty for the others.
+pub fn registry_mark(mark: &Value) -> String {
+    let Some(name) = mark["name"].as_str() else {
+        return String::new();
+    };
+    match mark["status"].as_str() {
+        Some("active") | None => format!(" · registry: {name}"),
+        Some(status) => match mark["statusMessage"].as_str() {
+            Some(m) => format!(" · registry: {name} ({status}: {m})"),
+            None => format!(" · registry: {name} ({status})"),
+        },
+    }
+}

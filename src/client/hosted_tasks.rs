@@ -332,7 +332,7 @@ impl Store {
 }
 
 /// The current UTC time as ISO 8601 (`2025-11-25T10:30:00.123Z`), without a date library.
-pub(super) fn iso8601_now() -> String {
+pub(crate) fn iso8601_now() -> String {
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();

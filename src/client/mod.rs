@@ -12,7 +12,7 @@ pub mod event;
 pub mod options;
 
 mod host;
-mod hosted_tasks;
+pub(crate) mod hosted_tasks;
 mod inbound;
 mod listen;
 mod mrtr;

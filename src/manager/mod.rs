@@ -25,6 +25,7 @@ pub mod hygiene;
 mod lifecycle;
 pub mod options;
 pub mod pool;
+pub mod registry;
 mod relists;
 pub mod sdk;
 pub mod search;
@@ -85,6 +86,8 @@ struct Inner {
     /// Set once by `close`: every task stops at its next wait.
     shutdown: watch::Sender<bool>,
     closed: AtomicBool,
+    /// The registry of option `registry` (M9), fetched at the first `connect`.
+    registry: Option<Arc<registry::Registry>>,
     /// Notified on every state change (after its event is queued).
     changed: tokio::sync::Notify,
     /// Tells this manager's cancel tags apart from every other's.
@@ -193,6 +196,12 @@ impl Manager {
         let limits = PoolLimits {
             max_description: options.max_description,
         };
+        // The URL was checked when the options were read.
+        let registry = options
+            .registry
+            .as_deref()
+            .and_then(|base| registry::Registry::new(base).ok())
+            .map(Arc::new);
         Manager {
             inner: Arc::new(Inner {
                 events: EventQueue::new(options.max_events),
@@ -205,6 +214,7 @@ impl Manager {
                 pool: RwLock::new(Arc::new(Pool::default())),
                 shutdown: watch::channel(false).0,
                 closed: AtomicBool::new(false),
+                registry,
                 changed: tokio::sync::Notify::new(),
                 id: NEXT_MANAGER.fetch_add(1, Ordering::Relaxed),
                 host_calls: Mutex::new(HashMap::new()),
@@ -311,6 +321,9 @@ impl Manager {
         let inner = &self.inner;
         inner.check_open()?;
         let mut entries = options::entries(config)?;
+        if let Some(r) = &inner.registry {
+            r.start(inner.shutdown.subscribe());
+        }
         // Policy wherever servers come from (Claude Code applies it to a raw configuration too).
         let mut excluded = Vec::new();
         if let Some(policy) = &inner.options.policy {
@@ -424,33 +437,70 @@ impl Manager {
         // under the write lock (`Inner::change`).
         let pool = self.inner.pool.read();
         let mut out = Map::new();
+        let registry = self.inner.registry.as_deref();
         for s in self.inner.servers.lock().iter() {
-            out.insert(s.name.clone(), s.status(&pool));
+            let mut st = s.status(&pool);
+            if let Some(mark) = registry.and_then(|r| r.mark(&s.entry)) {
+                st["registry"] = mark;
+            }
+            out.insert(s.name.clone(), st);
         }
-        json!({ "servers": out, "tools": pool.tools.len() })
+        let mut v = json!({ "servers": out, "tools": pool.tools.len() });
+        if let Some(r) = registry {
+            v["registry"] = r.status();
+        }
+        v
+    }
+
+    /// Waits until the registry's fetch (option `registry`) has ended, or `timeout`; whether it
+    /// had (true when there is no registry, or no fetch was started).
+    pub async fn registry_settled(&self, timeout: Duration) -> bool {
+        match &self.inner.registry {
+            Some(r) => r.settled(timeout).await,
+            None => true,
+        }
+    }
+
+    /// Each server's registry mark, by server name (empty without option `registry`).
+    fn registry_marks(&self) -> HashMap<String, Value> {
+        let Some(r) = &self.inner.registry else {
+            return HashMap::new();
+        };
+        self.inner
+            .servers
+            .lock()
+            .iter()
+            .filter_map(|s| Some((s.name.clone(), r.mark(&s.entry)?)))
+            .collect()
     }
 
     /// The pool: `{"tools": [...], "dropped": [...]}` (optionally one server's tools only).
     pub fn list_tools(&self, server: Option<&str>) -> Value {
         let pool = self.inner.pool.read().clone();
-        serde_json::to_value(Self::listing(&pool, server)).unwrap_or(Value::Null)
+        let marks = self.registry_marks();
+        serde_json::to_value(Self::listing(&pool, server, &marks)).unwrap_or(Value::Null)
     }
 
     /// [`Manager::list_tools`] as JSON text, written straight from the pool (no tree: a pool of
     /// 100,000 tools is 20 MB of text, and ten times that as a tree).
     pub fn list_tools_text(&self, server: Option<&str>) -> String {
         let pool = self.inner.pool.read().clone();
+        let marks = self.registry_marks();
         // Writing into a String fails only on a map key that is not a string: there is none.
-        serde_json::to_string(&Self::listing(&pool, server)).unwrap_or_default()
+        serde_json::to_string(&Self::listing(&pool, server, &marks)).unwrap_or_default()
     }
 
-    fn listing<'a>(pool: &'a Pool, server: Option<&str>) -> pool::Listing<'a> {
+    fn listing<'a>(
+        pool: &'a Pool,
+        server: Option<&str>,
+        marks: &'a HashMap<String, Value>,
+    ) -> pool::Listing<'a> {
         pool::Listing {
             tools: pool
                 .tools
                 .iter()
                 .filter(|t| server.is_none_or(|s| s == t.server))
-                .map(|t| &**t)
+                .map(|t| pool::Marked(t, marks.get(&t.server)))
                 .collect(),
             dropped: &pool.dropped,
         }
@@ -583,7 +633,16 @@ impl Manager {
         server: Option<&str>,
     ) -> Result<Value> {
         let pool = self.inner.pool.read().clone();
-        search::search(&pool, query, max_results, server)
+        let mut found = search::search(&pool, query, max_results, server)?;
+        let marks = self.registry_marks();
+        if !marks.is_empty() {
+            for entry in found["tools"].as_array_mut().into_iter().flatten() {
+                if let Some(mark) = entry["server"].as_str().and_then(|s| marks.get(s)) {
+                    entry["registry"] = mark.clone();
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// Replaces an in-process server's tools (event `tools_changed` when it is connected);

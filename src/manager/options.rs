@@ -35,6 +35,8 @@ pub struct ManagerOptions {
     pub resource_tools: bool,
     /// `policy`: the allow/deny lists applied to every server the manager is given.
     pub policy: Option<crate::config::Policy>,
+    /// `registry`: the base URL of the registry whose marks the servers get (M9).
+    pub registry: Option<String>,
 }
 
 /// Claude Code's defaults: local 3, remote 20, descriptions 2,048 characters, output 25,000
@@ -64,6 +66,7 @@ impl Default for ManagerOptions {
             keeper: None,
             resource_tools: false,
             policy: None,
+            registry: None,
         }
     }
 }
@@ -109,6 +112,8 @@ struct RawOptions {
     resource_tools: Option<bool>,
     #[serde(default)]
     policy: Option<Value>,
+    #[serde(default)]
+    registry: Option<Value>,
 }
 
 /// An integer of at least `MIN`.
@@ -303,6 +308,19 @@ impl ManagerOptions {
         }
         o.disabled.extend(raw.disabled.unwrap_or_default());
         o.resource_tools = raw.resource_tools.unwrap_or(false);
+        o.registry = match raw.registry {
+            None | Some(Value::Null) | Some(Value::Bool(false)) => None,
+            Some(Value::Bool(true)) => Some(super::registry::OFFICIAL.to_string()),
+            Some(Value::String(base)) => {
+                super::registry::Registry::new(&base)?;
+                Some(base)
+            }
+            Some(v) => {
+                return Err(Error::invalid(format!(
+                    "manager option `registry` must be true or an http(s) URL (got {v})"
+                )))
+            }
+        };
         if let Some(p) = raw.policy.filter(|p| !p.is_null()) {
             o.policy = Some(crate::config::Policy::parse(&p, "policy")?);
         }

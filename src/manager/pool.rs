@@ -345,6 +345,13 @@ fn null() -> &'static RawValue {
 impl Serialize for PoolTool {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
+        self.fields(&mut map)?;
+        map.end()
+    }
+}
+
+impl PoolTool {
+    fn fields<M: serde::ser::SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
         map.serialize_entry("name", &self.name)?;
         map.serialize_entry("server", &self.server)?;
         map.serialize_entry("tool", &self.tool)?;
@@ -367,15 +374,30 @@ impl Serialize for PoolTool {
         if self.auth {
             map.serialize_entry("authenticate", &true)?;
         }
-        map.end()
+        Ok(())
     }
 }
 
-/// What the manager's `list_tools` returns: `{"tools": [...], "dropped": [...]}`.
+/// What the manager's `list_tools` returns: `{"tools": [...], "dropped": [...]}`, each tool
+/// with its server's registry mark when a registry knows the server.
 #[derive(serde::Serialize)]
 pub struct Listing<'a> {
-    pub tools: Vec<&'a PoolTool>,
+    pub tools: Vec<Marked<'a>>,
     pub dropped: &'a [Value],
+}
+
+/// A pool entry and its server's registry mark (`registry`), if any.
+pub struct Marked<'a>(pub &'a PoolTool, pub Option<&'a Value>);
+
+impl Serialize for Marked<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        self.0.fields(&mut map)?;
+        if let Some(mark) = self.1 {
+            map.serialize_entry("registry", mark)?;
+        }
+        map.end()
+    }
 }
 
 /// The pool, and the reverse map.

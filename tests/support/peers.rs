@@ -125,6 +125,15 @@ pub fn fault_http() -> Peer {
     python_server("python3".into(), "http_fault_server.py", &[])
 }
 
+/// tests/servers/registry_server.py: the official registry's `/v0.1/servers` over `entries`.
+pub fn registry(entries: &std::path::Path) -> Peer {
+    python_server(
+        "python3".into(),
+        "registry_server.py",
+        &[entries.to_str().unwrap()],
+    )
+}
+
 /// tests/servers/ws_bridge.py in front of server-everything over stdio.
 pub fn everything_ws() -> Peer {
     let js =

@@ -94,7 +94,7 @@ class Manager extends Handle {
    * `remoteConcurrency`, `connection` (Client.connect's options for every server, e.g.
    * `{connectTimeoutMs, toolTimeoutMs}`), `maxDescriptionChars`, `maxOutputTokens` or
    * `maxOutputChars`, `terminalErrors`, `reconnectInitialMs`, `reconnectMaxMs`,
-   * `reconnectAttempts`, `disabled`, `maxEvents` (snake_case names work too). `handlers`: as
+   * `reconnectAttempts`, `disabled`, `maxEvents`, `registry` (snake_case names work too). `handlers`: as
    * the Client's, called with `(params, server, ctx)`; each declares its capability.
    */
   constructor(options, { handlers = {} } = {}) {

@@ -484,7 +484,9 @@ class Manager(Managed):
     ``ListMcpResourcesTool`` and ``ReadMcpResourceTool`` in the pool while a server offers
     resources), ``policy`` (``{"allowedMcpServers": [...], "deniedMcpServers": [...]}``,
     applied to every configuration ``connect`` is given; what it refuses is left out and listed
-    in the result's ``excluded``).
+    in the result's ``excluded``), ``registry`` (True: the official MCP registry, or a base URL:
+    fetched in the background at the first ``connect``; a server it knows carries ``registry``
+    ``{name, status, match}`` in ``status()`` and on its pool entries).
 
     ``handlers`` maps a method or event type to a function, as for ``Client.connect``, except
     that request and notification handlers are called with ``(params, server)`` — the name of
