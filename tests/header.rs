@@ -262,3 +262,67 @@ fn every_header_function_is_bound_or_skipped_on_purpose() {
         missing.join("\n  ")
     );
 }
+
+/// The five views of a server entry's `type` are one: the library's `Kind::TYPES` is what
+/// `index.d.ts` declares (`Transport` the own names, `ServerType` those and the aliases), what
+/// discovery accepts and what the client parses.
+#[test]
+fn index_d_ts_declares_the_librarys_server_types() {
+    use mcplug::config::Kind;
+    let dts = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bindings/node/index.d.ts"),
+    )
+    .unwrap();
+    let declared = |name: &str| -> Vec<String> {
+        let start = format!("export type {name} = ");
+        let line = dts
+            .lines()
+            .find(|l| l.starts_with(&start))
+            .unwrap_or_else(|| panic!("index.d.ts declares no `{start}`"));
+        line[start.len()..]
+            .trim_end_matches(';')
+            .split('|')
+            .map(|t| t.trim().trim_matches('\'').to_string())
+            .collect()
+    };
+    let own: Vec<String> = Kind::TYPES
+        .iter()
+        .filter(|(n, k)| *n == k.as_str())
+        .map(|(n, _)| n.to_string())
+        .collect();
+    let aliases: Vec<String> = Kind::TYPES
+        .iter()
+        .filter(|(n, k)| *n != k.as_str())
+        .map(|(n, _)| n.to_string())
+        .collect();
+    assert_eq!(declared("Transport"), own, "index.d.ts `Transport`");
+    let mut server_type = vec!["Transport".to_string()];
+    server_type.extend(aliases);
+    assert_eq!(
+        declared("ServerType"),
+        server_type,
+        "index.d.ts `ServerType`"
+    );
+    for (name, kind) in Kind::TYPES {
+        assert_eq!(Kind::from_type(name), Some(*kind));
+        let entry = match kind {
+            Kind::Stdio => serde_json::json!({"type": name, "command": "c"}),
+            Kind::Sdk => serde_json::json!({"type": name}),
+            Kind::Ws => serde_json::json!({"type": name, "url": "wss://h.example/mcp"}),
+            Kind::Http | Kind::Sse => {
+                serde_json::json!({"type": name, "url": "https://h.example/mcp"})
+            }
+        };
+        let merged =
+            mcplug::config::merge(&serde_json::json!({"user": {"mcpServers": {"s": entry}}}))
+                .unwrap();
+        assert!(
+            merged["servers"]["s"].is_object(),
+            "{name}: merge takes it: {merged}"
+        );
+        if kind.is_remote() || *kind == Kind::Stdio {
+            let spec = mcplug::ServerSpec::parse(&entry).unwrap();
+            assert_eq!(spec.kind(), *kind, "{name}");
+        }
+    }
+}

@@ -84,6 +84,14 @@ export declare class McpError extends Error {
   readonly data?: unknown;
 }
 
+/** A transport by its own name (what status and listings show). */
+export type Transport = 'stdio' | 'http' | 'sse' | 'ws' | 'sdk';
+/** Every `type` a server entry may have: each transport's own name, then the aliases
+ *  ('streamable-http' is http; Claude Code's IDE connections 'sse-ide' and 'ws-ide', with an
+ *  `ideName`, are sse and ws). The library's one list (`Kind::TYPES`); tests/header.rs holds
+ *  this to it. */
+export type ServerType = Transport | 'streamable-http' | 'sse-ide' | 'ws-ide';
+
 /** One server entry in the Claude Code format: stdio when `type` is absent. */
 export interface ServerConfig {
   command?: string;
@@ -91,7 +99,7 @@ export interface ServerConfig {
   env?: Record<string, string>;
   cwd?: string;
   name?: string;
-  type?: 'stdio' | 'http' | 'sse' | 'ws';
+  type?: ServerType;
   url?: string;
   headers?: Record<string, string>;
   [key: string]: unknown;
@@ -807,7 +815,7 @@ export type ManagerConfig =
 
 export interface ServerStatus {
   state: ServerState;
-  transport: 'stdio' | 'http' | 'sse' | 'ws' | 'sdk' | string;
+  transport: Transport;
   /** Its pool names. */
   tools: string[];
   error?: { kind: ErrorKind; message: string };

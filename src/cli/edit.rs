@@ -1,7 +1,7 @@
 //! `add`, `add-json`, `remove`: one entry of a scope's file changed, the rest of it kept
 //! (`mcplug::config::{add_server, remove_server}`).
 
-use crate::{AddArgs, Ctx, Exit, Scope, Transport};
+use crate::{AddArgs, Ctx, Exit, Scope};
 use mcplug::{config, Error, ErrorKind};
 use serde_json::{json, Map, Value};
 use std::path::Path;
@@ -44,7 +44,7 @@ fn header_object(headers: &[String]) -> Result<Map<String, Value>, Error> {
 
 /// The entry `add` writes: the shape Claude Code writes for the same command line.
 pub fn entry_of(a: &AddArgs) -> Result<Value, Error> {
-    let remote = a.transport != Transport::Stdio;
+    let remote = a.transport.is_remote();
     if remote {
         if !a.env.is_empty() {
             return Err(Error::invalid(
@@ -54,11 +54,11 @@ pub fn entry_of(a: &AddArgs) -> Result<Value, Error> {
         if !a.args.is_empty() {
             return Err(Error::invalid(format!(
                 "a {} server is one URL; unexpected arguments after it: {}",
-                transport_name(a.transport),
+                a.transport.as_str(),
                 a.args.join(" ")
             )));
         }
-        let mut e = json!({"type": transport_name(a.transport), "url": a.command_or_url});
+        let mut e = json!({"type": a.transport.as_str(), "url": a.command_or_url});
         let headers = header_object(&a.header)?;
         if !headers.is_empty() {
             e["headers"] = Value::Object(headers);
@@ -100,15 +100,6 @@ pub fn entry_of(a: &AddArgs) -> Result<Value, Error> {
         "args": a.args,
         "env": env_object(&a.env)?,
     }))
-}
-
-pub fn transport_name(t: Transport) -> &'static str {
-    match t {
-        Transport::Stdio => "stdio",
-        Transport::Http => "http",
-        Transport::Sse => "sse",
-        Transport::Ws => "ws",
-    }
 }
 
 pub fn add(ctx: &Ctx, a: &AddArgs) -> Result<Exit, Error> {
@@ -171,10 +162,9 @@ fn write(ctx: &Ctx, scope: Scope, name: &str, entry: Value) -> Result<Exit, Erro
 
 /// An entry's transport as Claude Code names it (`type`, or stdio for a bare `command`).
 pub fn kind_of(entry: &Value) -> &str {
-    match entry.get("type").and_then(Value::as_str) {
-        Some(t) => t,
-        None if entry.get("command").is_some() => "stdio",
-        None => "remote",
+    match mcplug::config::Kind::of(entry) {
+        Some(k) => k.as_str(),
+        None => entry["type"].as_str().unwrap_or("unknown"),
     }
 }
 

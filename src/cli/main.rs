@@ -30,6 +30,7 @@ mod serve;
 mod show;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use mcplug::config::Kind;
 use mcplug::{Error, ErrorKind};
 use std::process::ExitCode;
 
@@ -184,20 +185,25 @@ impl Scope {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Transport {
-    Stdio,
-    Http,
-    Sse,
-    Ws,
+/// `--transport`: the library's own list of transports (each by its own name; `sdk` is a
+/// host's in-process server, not one a command line adds).
+fn transport() -> impl clap::builder::TypedValueParser<Value = Kind> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(
+        Kind::TYPES
+            .iter()
+            .filter(|(name, kind)| *name == kind.as_str() && *kind != Kind::Sdk)
+            .map(|(name, _)| *name),
+    )
+    .map(|name: String| Kind::from_type(&name).expect("a name of Kind::TYPES"))
 }
 
 #[derive(Args)]
 pub struct AddArgs {
     #[arg(short, long, value_enum, default_value_t = Scope::Local)]
     pub scope: Scope,
-    #[arg(short, long, value_enum, default_value_t = Transport::Stdio)]
-    pub transport: Transport,
+    #[arg(short, long, value_parser = transport(), default_value = "stdio")]
+    pub transport: Kind,
     /// An environment variable for a stdio server (repeatable).
     #[arg(short, long = "env", value_name = "KEY=VALUE")]
     pub env: Vec<String>,

@@ -1,6 +1,7 @@
 //! A server entry (Claude Code's `mcpServers` format) as the client reads it: which transport,
 //! and its configuration, with errors that name the offending field.
 
+use crate::config::Kind;
 use crate::error::{Error, Result};
 use crate::shape::as_object;
 use crate::transport::remote::RemoteConfig;
@@ -108,37 +109,38 @@ impl ServerSpec {
             }
         };
         let kind = match obj.get("type") {
-            None | Some(Value::Null) => "stdio",
-            Some(Value::String(s)) => s.as_str(),
+            None | Some(Value::Null) => Kind::Stdio,
+            Some(Value::String(s)) => Kind::from_type(s).ok_or_else(|| {
+                Error::invalid(format!(
+                    "server field `type` is {s:?}; known types: {}",
+                    Kind::known_types()
+                ))
+            })?,
             Some(v) => {
                 return Err(Error::invalid(format!(
                     "server field `type` must be a string (got {v})"
                 )))
             }
         };
+        // The factory: one arm a kind.
         match kind {
-            "stdio" => {}
-            "http" | "streamable-http" => {
+            Kind::Stdio => {}
+            Kind::Http => {
                 let config = parse_remote(obj, "http")?;
                 return Ok(ServerSpec::Http { name, config });
             }
-            "sse" | "sse-ide" => {
+            Kind::Sse => {
                 let config = parse_remote(obj, "sse")?;
                 return Ok(ServerSpec::Sse { name, config });
             }
-            "ws" | "ws-ide" => {
+            Kind::Ws => {
                 let config = parse_remote(obj, "ws")?;
                 return Ok(ServerSpec::Ws { name, config });
             }
-            "sdk" => {
+            Kind::Sdk => {
                 return Err(Error::invalid(
                     "an in-process server (`type` \"sdk\") is served by the host through a manager (mcplug_manager_connect), not by a client connection",
                 ))
-            }
-            other => {
-                return Err(Error::invalid(format!(
-                    "server field `type` is {other:?}; expected one of stdio, http, sse, ws, sdk"
-                )))
             }
         }
         if obj.contains_key("url") && !obj.contains_key("command") {
@@ -214,6 +216,26 @@ impl ServerSpec {
         })
     }
 
+    /// Its transport.
+    pub fn kind(&self) -> Kind {
+        match self {
+            ServerSpec::Stdio { .. } => Kind::Stdio,
+            ServerSpec::Http { .. } => Kind::Http,
+            ServerSpec::Sse { .. } => Kind::Sse,
+            ServerSpec::Ws { .. } => Kind::Ws,
+        }
+    }
+
+    /// A remote server's URL, headers and OAuth settings (none for stdio).
+    pub fn remote(&self) -> Option<&RemoteConfig> {
+        match self {
+            ServerSpec::Stdio { .. } => None,
+            ServerSpec::Http { config, .. }
+            | ServerSpec::Sse { config, .. }
+            | ServerSpec::Ws { config, .. } => Some(config),
+        }
+    }
+
     pub fn name(&self) -> Option<&str> {
         match self {
             ServerSpec::Stdio { name, .. }
@@ -230,9 +252,9 @@ impl ServerSpec {
                 serde_json::to_string(&(&config.command, &config.args, &config.env, &config.cwd))
                     .unwrap_or_default()
             }
-            ServerSpec::Http { config, .. } => remote_key("http", config),
-            ServerSpec::Sse { config, .. } => remote_key("sse", config),
-            ServerSpec::Ws { config, .. } => remote_key("ws", config),
+            ServerSpec::Http { config, .. }
+            | ServerSpec::Sse { config, .. }
+            | ServerSpec::Ws { config, .. } => remote_key(self.kind().as_str(), config),
         }
     }
 

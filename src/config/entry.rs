@@ -19,7 +19,10 @@ fn err(at: JsonPath, message: impl Into<String>) -> EntryError {
     }
 }
 
-/// The transport an entry asks for.
+/// The transport an entry asks for: the one list every layer reads an entry's `type` by —
+/// discovery and merge, the client's server spec, the manager, the command line's `--transport`
+/// (and `index.d.ts`'s `ServerType`, held to [`Kind::TYPES`] by a test). A new transport is one
+/// variant here, its names in `TYPES`, and its arm in `ServerSpec::parse`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Stdio,
@@ -29,8 +32,79 @@ pub enum Kind {
     Sdk,
 }
 
-pub const KNOWN_TYPES: &str =
-    "\"stdio\", \"http\" (or \"streamable-http\"), \"sse\", \"ws\", \"sse-ide\", \"ws-ide\", \"sdk\"";
+impl Kind {
+    /// Every `type` an entry may have, and the transport it names: each kind's own name first,
+    /// then its aliases (`streamable-http`, as the registry writes it; Claude Code's IDE
+    /// connections `sse-ide` and `ws-ide`, which carry an `ideName`).
+    pub const TYPES: &'static [(&'static str, Kind)] = &[
+        ("stdio", Kind::Stdio),
+        ("http", Kind::Http),
+        ("sse", Kind::Sse),
+        ("ws", Kind::Ws),
+        ("sdk", Kind::Sdk),
+        ("streamable-http", Kind::Http),
+        ("sse-ide", Kind::Sse),
+        ("ws-ide", Kind::Ws),
+    ];
+
+    /// The kind a `type` string names.
+    pub fn from_type(t: &str) -> Option<Kind> {
+        Kind::TYPES.iter().find(|(n, _)| *n == t).map(|(_, k)| *k)
+    }
+
+    /// The kind of an entry: its `type`, or stdio without one. `None` for a `type` that is
+    /// unknown or not a string.
+    pub fn of(entry: &Value) -> Option<Kind> {
+        match entry.get("type") {
+            None | Some(Value::Null) => Some(Kind::Stdio),
+            Some(Value::String(t)) => Kind::from_type(t),
+            Some(_) => None,
+        }
+    }
+
+    /// Its own name (what status and listings show, whichever alias the entry used).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Stdio => "stdio",
+            Kind::Http => "http",
+            Kind::Sse => "sse",
+            Kind::Ws => "ws",
+            Kind::Sdk => "sdk",
+        }
+    }
+
+    /// A server reached over the network (authorized with OAuth, counted as remote).
+    pub fn is_remote(self) -> bool {
+        match self {
+            Kind::Http | Kind::Sse | Kind::Ws => true,
+            Kind::Stdio | Kind::Sdk => false,
+        }
+    }
+
+    /// `"stdio", "http" (or "streamable-http"), …`: the known types, for error messages.
+    pub fn known_types() -> String {
+        let own: Vec<Kind> = Kind::TYPES
+            .iter()
+            .filter(|(n, k)| *n == k.as_str())
+            .map(|(_, k)| *k)
+            .collect();
+        own.iter()
+            .map(|k| {
+                let aliases: Vec<String> = Kind::TYPES
+                    .iter()
+                    .filter(|(n, a)| a == k && *n != k.as_str())
+                    .map(|(n, _)| format!("{n:?}"))
+                    .collect();
+                if aliases.is_empty() {
+                    format!("{:?}", k.as_str())
+                } else {
+                    format!("{:?} (or {})", k.as_str(), aliases.join(", "))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
 
 /// Checks a server's name: `__` would make `mcp__{server}__{tool}` ambiguous.
 pub fn check_name(name: &str) -> Result<(), String> {
@@ -67,20 +141,12 @@ pub fn validate(entry: &Value) -> Result<Kind, EntryError> {
             }
             Kind::Stdio
         }
-        Some(Value::String(t)) => match t.as_str() {
-            "stdio" => Kind::Stdio,
-            "http" | "streamable-http" => Kind::Http,
-            // Claude Code's IDE connections: their base transports, with the IDE's name.
-            "sse" | "sse-ide" => Kind::Sse,
-            "ws" | "ws-ide" => Kind::Ws,
-            "sdk" => Kind::Sdk,
-            other => {
-                return Err(err(
-                    root.key("type"),
-                    format!("unknown type {other:?}; known types: {KNOWN_TYPES}"),
-                ))
-            }
-        },
+        Some(Value::String(t)) => Kind::from_type(t).ok_or_else(|| {
+            err(
+                root.key("type"),
+                format!("unknown type {t:?}; known types: {}", Kind::known_types()),
+            )
+        })?,
         Some(v) => {
             return Err(err(
                 root.key("type"),

@@ -18,6 +18,7 @@ mod text;
 
 pub use discover::discover;
 pub use edit::{add_server, approve_project_server, remove_server, reset_project_choices};
+pub use entry::Kind;
 pub use text::{strip_jsonc, JsonPath, ParseError};
 
 /// An allow/deny policy given with servers that come from no merge (a raw `mcpServers` given

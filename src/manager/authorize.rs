@@ -11,7 +11,7 @@
 use super::event::ManagerEvent;
 use super::{Authorizing, Inner, Manager, Mode, Server, Spec, State};
 use crate::auth::host::Hook;
-use crate::client::options::{ConnectOptions, ServerSpec};
+use crate::client::options::ConnectOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::RawJson;
 use parking_lot::Mutex;
@@ -179,17 +179,19 @@ impl Manager {
 
 /// The URL of a remote server (what its credentials are stored under).
 fn remote_url(server: &Server) -> Result<String> {
-    match &server.spec {
-        Ok(Spec::Client(
-            ServerSpec::Http { config, .. }
-            | ServerSpec::Sse { config, .. }
-            | ServerSpec::Ws { config, .. },
-        )) => Ok(config.url.clone()),
-        Err(e) => Err(Error::invalid(format!(
-            "server {:?} has no usable entry ({}): nothing to authorize",
-            server.name, e.message
-        ))),
-        _ => Err(Error::invalid(format!(
+    let remote = match &server.spec {
+        Ok(Spec::Client(spec)) => spec.remote(),
+        Ok(Spec::Sdk) => None,
+        Err(e) => {
+            return Err(Error::invalid(format!(
+                "server {:?} has no usable entry ({}): nothing to authorize",
+                server.name, e.message
+            )))
+        }
+    };
+    match remote {
+        Some(config) => Ok(config.url.clone()),
+        None => Err(Error::invalid(format!(
             "server {:?} is a {} server: only remote servers (http, sse, ws) are authorized",
             server.name,
             server.kind()

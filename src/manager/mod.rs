@@ -881,7 +881,8 @@ impl Server {
             o.insert("name".into(), json!(name));
         }
         let mut sdk_tools = Vec::new();
-        let spec = if spec_entry.get("type").and_then(Value::as_str) == Some("sdk") {
+        let kind = crate::config::Kind::of(&entry);
+        let spec = if kind == Some(crate::config::Kind::Sdk) {
             sdk::parse_tools(spec_entry.get("tools"), &name).map(|tools| {
                 sdk_tools = tools;
                 Spec::Sdk
@@ -889,10 +890,7 @@ impl Server {
         } else {
             ServerSpec::parse(&spec_entry).map(Spec::Client)
         };
-        let remote = matches!(
-            entry.get("type").and_then(Value::as_str),
-            Some("http" | "streamable-http" | "sse" | "sse-ide" | "ws" | "ws-ide")
-        );
+        let remote = kind.is_some_and(crate::config::Kind::is_remote);
         let (state, error) = match &spec {
             _ if disabled_in_entry || options.disabled.contains(&name) => (State::Disabled, None),
             Err(e) => (State::Failed, Some(e.clone())),
@@ -926,11 +924,13 @@ impl Server {
         matches!(self.spec, Ok(Spec::Sdk))
     }
 
+    /// Its transport's own name (`http` for an entry of type `streamable-http`); an unknown
+    /// `type` as the entry has it (the server failed with an error naming it).
     fn kind(&self) -> &str {
-        self.entry
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("stdio")
+        match crate::config::Kind::of(&self.entry) {
+            Some(k) => k.as_str(),
+            None => self.entry["type"].as_str().unwrap_or("unknown"),
+        }
     }
 
     fn status(&self, pool: &Pool) -> Value {
