@@ -585,6 +585,15 @@ fn c_oauth() {
 }
 
 #[test]
+fn c_xaa() {
+    let peer = peers::xaa_http();
+    run_with(
+        "xaa",
+        &[("MCPLUG_XAA_BASE", format!("http://127.0.0.1:{}", peer.port))],
+    );
+}
+
+#[test]
 fn c_regress_auth() {
     run("regress_auth");
 }
@@ -623,6 +632,7 @@ fn every_c_test_is_run() {
         "regress_names",
         "regress_fork",
         "registry",
+        "xaa",
     ];
     let dir = manifest_dir().join("tests/c");
     for entry in std::fs::read_dir(&dir).expect("read tests/c") {

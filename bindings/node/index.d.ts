@@ -282,7 +282,10 @@ export interface ConnectOptions {
   protocolVersions?: string[];
   /** Raw connection options of the C ABI (snake_case: `capabilities`, `protocol_versions`,
    *  `max_message_bytes`, `max_events`, `max_list_bytes` (64 MiB: one listing of every page
-   *  past it is a `denied` McpError), `shutdown_grace_ms`, ...); the named options above win.
+   *  past it is a `denied` McpError), `shutdown_grace_ms`, the OAuth options `auth_store`,
+   *  `auth_interactive`, ..., and `xaa_idp` `{issuer, client_id, client_secret?, callback_port?}`:
+   *  the enterprise IdP of the servers whose entry says `oauth.xaa: true`); the named options
+   *  above win.
    *  Among them `cache` (default true: keep the results a 2026-07-28 server marks cacheable,
    *  `ttlMs`/`cacheScope`, and answer from them while fresh) and `listen` (default "auto": a
    *  2026-07-28 connection opens its `subscriptions/listen` stream of list changes once events

@@ -233,8 +233,11 @@ pub(crate) async fn authorize(
             .append_pair("redirect_uri", &listener.redirect_uri)
             .append_pair("state", &state)
             .append_pair("code_challenge", &challenge)
-            .append_pair("code_challenge_method", "S256")
-            .append_pair("resource", &d.resource);
+            .append_pair("code_challenge_method", "S256");
+        // An IdP login (oauth.xaa) is for no resource.
+        if !d.resource.is_empty() {
+            q.append_pair("resource", &d.resource);
+        }
         if let Some(scope) = scope {
             q.append_pair("scope", scope);
         }

@@ -602,6 +602,40 @@ impl OAuth {
             .enterprise
             .as_ref()
             .ok_or_else(|| Error::invalid("server field `oauth.enterprise` is missing"))?;
+        // The IdP: the entry's, or (`oauth.xaa: true`) the connection's `xaa_idp`.
+        let idp = match &e.idp {
+            Some(i) => i.clone(),
+            None => {
+                let x = self.options.xaa_idp.as_ref().ok_or_else(|| {
+                    Error::invalid(format!(
+                        "{}: `oauth.xaa` is true but no IdP is configured: give the connection option `xaa_idp` {{\"issuer\", \"client_id\"}} (Claude Code's settings.xaaIdp), or `oauth.xaa` as an object with `idpIssuer` and `idpClientId`",
+                        self.name.as_deref().unwrap_or(&self.server)
+                    ))
+                })?;
+                super::EntryIdp {
+                    idp_issuer: Some(x.issuer.clone()),
+                    idp_token_endpoint: None,
+                    idp_client_id: x.client_id.clone(),
+                    idp_client_secret: x.client_secret.clone(),
+                    idp_callback_port: x.callback_port,
+                }
+            }
+        };
+        let login = match (&e.id_token, &idp.idp_issuer) {
+            (Some(_), _) => None,
+            (None, Some(issuer)) => Some(super::xaa::XaaIdp {
+                issuer: issuer.clone(),
+                client_id: idp.idp_client_id.clone(),
+                client_secret: idp.idp_client_secret.clone(),
+                callback_port: idp.idp_callback_port,
+            }),
+            (None, None) => {
+                return Err(Error::invalid(
+                    "server field `oauth.enterprise`: an ID token from a login at the IdP needs `idpIssuer`",
+                ))
+            }
+        };
+        let e = &idp;
         let idp_token = match (&e.idp_token_endpoint, &e.idp_issuer) {
             (Some(t), _) => t.clone(),
             (None, Some(issuer)) => {
@@ -629,32 +663,62 @@ impl OAuth {
                 ))
             }
         };
-        let id_token = e.id_token.read("the enterprise ID token")?;
+        let given = self
+            .settings
+            .enterprise
+            .as_ref()
+            .and_then(|e| e.id_token.as_ref());
+        let id_token = match (given, &login) {
+            (Some(source), _) => source.read("the enterprise ID token")?,
+            (None, Some(idp)) => self.idp_id_token(idp).await?,
+            (None, None) => {
+                return Err(Error::invalid(
+                    "server field `oauth.enterprise` gives no ID token and no IdP to log in at",
+                ))
+            }
+        };
         let audience = d.meta_str("issuer").unwrap_or(&d.issuer).to_string();
-        let form = vec![
-            (
-                "grant_type",
-                "urn:ietf:params:oauth:grant-type:token-exchange",
-            ),
-            (
-                "requested_token_type",
-                "urn:ietf:params:oauth:token-type:id-jag",
-            ),
-            ("audience", audience.as_str()),
-            ("subject_token", id_token.as_str()),
-            (
-                "subject_token_type",
-                "urn:ietf:params:oauth:token-type:id_token",
-            ),
-        ];
         let idp_auth = match &e.idp_client_secret {
             Some(secret) => ClientAuth::Basic(&e.idp_client_id, secret),
             None => ClientAuth::None(&e.idp_client_id),
         };
-        let what = "the token exchange at the IdP";
-        let exchanged = self
-            .grant(&idp_token, form, &d.resource, scope, &idp_auth, None, what)
-            .await?;
+        let exchange = |id_token: String| {
+            let (idp_token, audience, idp_auth) = (&idp_token, &audience, &idp_auth);
+            async move {
+                let form = vec![
+                    (
+                        "grant_type",
+                        "urn:ietf:params:oauth:grant-type:token-exchange",
+                    ),
+                    (
+                        "requested_token_type",
+                        "urn:ietf:params:oauth:token-type:id-jag",
+                    ),
+                    ("audience", audience.as_str()),
+                    ("subject_token", id_token.as_str()),
+                    (
+                        "subject_token_type",
+                        "urn:ietf:params:oauth:token-type:id_token",
+                    ),
+                ];
+                let what = "the token exchange at the IdP";
+                self.grant(idp_token, form, &d.resource, scope, idp_auth, None, what)
+                    .await
+            }
+        };
+        let exchanged = match (exchange(id_token).await, &login) {
+            // The IdP no longer takes the ID token it gave (expired early, revoked): forgotten,
+            // and one new login.
+            (Err(e), Some(idp))
+                if e.data.as_ref().and_then(|d| d.get("error"))
+                    == Some(&json!("invalid_grant")) =>
+            {
+                self.forget_id_token(idp).await;
+                let fresh = self.idp_id_token(idp).await?;
+                exchange(fresh).await?
+            }
+            (r, _) => r?,
+        };
         let jag = exchanged
             .get("access_token")
             .and_then(Value::as_str)

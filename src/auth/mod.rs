@@ -20,6 +20,7 @@ pub(crate) mod net;
 pub mod normalize;
 pub mod ssrf;
 pub mod store;
+pub mod xaa;
 
 use crate::error::{Error, ErrorKind, Result};
 use discovery::Discovered;
@@ -58,6 +59,8 @@ pub struct AuthOptions {
     /// Where `auth/authorize` goes instead of the process's queue (the manager's; not an option
     /// a host gives).
     pub hook: Option<host::Hook>,
+    /// `xaa_idp`: the enterprise IdP of the servers whose entry says `oauth.xaa: true`.
+    pub xaa_idp: Option<xaa::XaaIdp>,
 }
 
 impl Default for AuthOptions {
@@ -73,6 +76,7 @@ impl Default for AuthOptions {
             channel: None,
             helper_timeout: Duration::from_secs(10),
             hook: None,
+            xaa_idp: None,
         }
     }
 }
@@ -122,6 +126,7 @@ pub const AUTH_KEYS: &[&str] = &[
     "allow_private_auth_urls",
     "auth_channel",
     "headers_helper_timeout_ms",
+    "xaa_idp",
 ];
 
 impl AuthOptions {
@@ -148,6 +153,10 @@ impl AuthOptions {
         if let Some(d) = opt_ms(obj, "headers_helper_timeout_ms")? {
             o.helper_timeout = d;
         }
+        o.xaa_idp = match obj.get("xaa_idp") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(xaa::XaaIdp::parse(v)?),
+        };
         Ok(o)
     }
 }
@@ -205,11 +214,19 @@ enum Dpop {
 /// Enterprise-managed authorization (XAA): the IdP leg.
 #[derive(Debug, Clone)]
 struct Enterprise {
+    /// The IdP named in the entry; `None` (`oauth.xaa: true`): the connection's `xaa_idp`.
+    idp: Option<EntryIdp>,
+    /// The ID token given; `None`: a login at the IdP gives it (and the store keeps it).
+    id_token: Option<Source>,
+}
+
+#[derive(Debug, Clone)]
+struct EntryIdp {
     idp_issuer: Option<String>,
     idp_token_endpoint: Option<String>,
     idp_client_id: String,
     idp_client_secret: Option<String>,
-    id_token: Source,
+    idp_callback_port: u16,
 }
 
 /// A secret value given inline, in a file (re-read on each use: such files rotate), or in an
@@ -356,18 +373,19 @@ impl Settings {
             .map_err(|e| Error::invalid(format!("server field `oauth.privateKey`: {e}")))?
             .map(Arc::new);
         let enterprise = match o.get("enterprise").or_else(|| o.get("xaa")) {
-            None | Some(Value::Null) | Some(Value::Bool(_)) => None,
+            None | Some(Value::Null) | Some(Value::Bool(false)) => None,
+            // Claude Code's `oauth.xaa: true`: the IdP is the user's one connection
+            // (`xaa_idp`), and its login gives the ID token.
+            Some(Value::Bool(true)) => Some(Enterprise {
+                idp: None,
+                id_token: None,
+            }),
             Some(Value::Object(e)) => {
                 let what = "server field `oauth.enterprise`:";
                 let idp_client_id = opt_str(e, "idpClientId", what)?.ok_or_else(|| {
                     Error::invalid("server field `oauth.enterprise` needs `idpClientId`")
                 })?;
-                let id_token =
-                    source(e, "idToken", "idTokenFile", "idTokenEnv")?.ok_or_else(|| {
-                        Error::invalid(
-                            "server field `oauth.enterprise` needs `idToken` or `idTokenFile`",
-                        )
-                    })?;
+                let id_token = source(e, "idToken", "idTokenFile", "idTokenEnv")?;
                 let idp_issuer = opt_str(e, "idpIssuer", what)?;
                 let idp_token_endpoint = opt_str(e, "idpTokenEndpoint", what)?;
                 if idp_issuer.is_none() && idp_token_endpoint.is_none() {
@@ -375,17 +393,37 @@ impl Settings {
                         "server field `oauth.enterprise` needs `idpIssuer` or `idpTokenEndpoint`",
                     ));
                 }
+                if id_token.is_none() && idp_issuer.is_none() {
+                    return Err(Error::invalid(
+                        "server field `oauth.enterprise` has no `idToken`, `idTokenFile` or `idTokenEnv`, so the ID token comes from a login at the IdP: that needs `idpIssuer`",
+                    ));
+                }
+                let idp_callback_port = match e.get("idpCallbackPort") {
+                    None | Some(Value::Null) => 0,
+                    Some(p) => p
+                        .as_u64()
+                        .filter(|n| (1..=65535).contains(n))
+                        .map(|n| n as u16)
+                        .ok_or_else(|| {
+                            Error::invalid(format!(
+                                "server field `oauth.enterprise.idpCallbackPort` must be a port 1-65535 (got {p})"
+                            ))
+                        })?,
+                };
                 Some(Enterprise {
-                    idp_issuer,
-                    idp_token_endpoint,
-                    idp_client_id,
-                    idp_client_secret: opt_str(e, "idpClientSecret", what)?,
+                    idp: Some(EntryIdp {
+                        idp_issuer,
+                        idp_token_endpoint,
+                        idp_client_id,
+                        idp_client_secret: opt_str(e, "idpClientSecret", what)?,
+                        idp_callback_port,
+                    }),
                     id_token,
                 })
             }
             Some(v) => {
                 return Err(Error::invalid(format!(
-                    "server field `oauth.enterprise` must be an object (got {v})"
+                    "server field `oauth.xaa` (or `oauth.enterprise`) must be true, false or an object (got {v})"
                 )))
             }
         };

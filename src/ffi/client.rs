@@ -51,7 +51,11 @@ fn enter<'a>(ptr: *mut mcplug_client) -> Result<Active<'a>, Error> {
 /// host answers `auth/authorize`, see `mcplug_auth_next_event`), `auth_timeout_ms` (300000),
 /// `auth_request_timeout_ms` (30000), `auth_cache_ttl_ms` (900000), `refresh_skew_ms` (300000:
 /// a token is refreshed that long before it expires, but never more than half its life before;
-/// a request always carries the token held), `allow_private_auth_urls` (false), `auth_channel`, `headers_helper_timeout_ms` (10000). A
+/// a request always carries the token held), `allow_private_auth_urls` (false), `auth_channel`, `headers_helper_timeout_ms` (10000),
+/// `xaa_idp` (`{"issuer", "client_id", "client_secret"?, "callback_port"?}`: the enterprise IdP
+/// of the servers whose entry says `oauth.xaa: true`, as Claude Code's `settings.xaaIdp`; its
+/// login is one more authorization through `auth/authorize`, and the ID token it gives is kept
+/// in the store per IdP and used by every server of it). A
 /// server that needs authorization the connection cannot give is `needs_auth`, with `data`
 /// `{"reason", "issuer"?, "scope"?, "resource_metadata"?}`.
 /// `options_json` (NULL for defaults): `connect_timeout_ms` (30000), `request_timeout_ms` (60000),

@@ -125,6 +125,16 @@ pub fn fault_http() -> Peer {
     python_server("python3".into(), "http_fault_server.py", &[])
 }
 
+/// tests/servers/xaa_server.py: an IdP, an authorization server and two MCP servers (XAA).
+pub fn xaa_http() -> Peer {
+    let (child, line) = spawn_script("python3".into(), "xaa_server.py", &[]);
+    let port = line
+        .strip_prefix("PORT ")
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("xaa_server.py said {line:?}"));
+    Peer { child, port }
+}
+
 /// tests/servers/registry_server.py: the official registry's `/v0.1/servers` over `entries`.
 pub fn registry(entries: &std::path::Path) -> Peer {
     python_server(
