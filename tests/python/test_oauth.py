@@ -499,3 +499,79 @@ def test_discovered_urls_on_private_or_link_local_addresses_are_refused(peers: A
         connect(peer, tmp_path / "auth")
     assert what in str(e.value), str(e.value)
     assert peer.stats()["counts"]["authorize"] == 0 and peer.stats()["counts"]["register"] == 0
+
+
+DEMO_JS = REPO / ".deps/npm/node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js"
+
+
+class Demo:
+    """The TypeScript SDK's own example server with its demo OAuth provider
+    (`simpleStreamableHttp.js --oauth`): tokens and registrations live in its memory, so a
+    restart revokes every token it gave."""
+
+    def __init__(self) -> None:
+        if not DEMO_JS.exists():
+            pytest.fail(f"test peer missing: {DEMO_JS}; run bash tests/install-deps.sh", pytrace=False)
+        import socket
+        ports = []
+        for _ in range(2):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                ports.append(s.getsockname()[1])
+        self.mcp_port, self.auth_port = ports
+        self.url = f"http://localhost:{self.mcp_port}/mcp"
+        self.proc: Any = None
+        self.start()
+
+    def start(self) -> None:
+        env = {**os.environ, "MCP_PORT": str(self.mcp_port), "MCP_AUTH_PORT": str(self.auth_port)}
+        self.proc = subprocess.Popen(["node", str(DEMO_JS), "--oauth"], env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if "listening on port" in line and str(self.mcp_port) in line:
+                break
+        else:
+            pytest.fail("the TypeScript SDK's OAuth demo server did not start", pytrace=False)
+        import threading
+        threading.Thread(target=lambda: [None for _ in self.proc.stdout], daemon=True).start()
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def test_the_typescript_sdks_oauth_demo_restarted_forgets_the_token_and_logout_then_authenticate_recovers(tmp_path: Path) -> None:
+    """The TypeScript SDK's demo answers a token it no longer knows with HTTP 500, not 401 (its
+    token verifier throws a plain Error, which requireBearerAuth turns into `server_error`): an
+    answer, so the server stays connected and the call fails naming it (the 401 path, needs-auth
+    and the pseudo-tool, is shown against tests/servers/oauth_server.py, which answers as the
+    specification says). The way back is the user's: logout, then authenticate."""
+    demo = Demo()
+    try:
+        with mcplug.Manager({"connection": {"auth_store": str(tmp_path / "auth"), "connect_timeout_ms": 20000}}) as m:
+            m.connect({"mcpServers": {"demo": {"type": "http", "url": demo.url}}})
+            st = m.wait(20)["servers"]["demo"]
+            assert st["state"] == "needs-auth" and st["auth"]["reason"] == "no_token", st
+            assert pool(m) == ["mcp__demo__authenticate"]
+            started = m.authenticate("demo")
+            done = m.authenticate("demo", callback_url=follow(started["authorization"])["callback_url"])
+            assert done["state"] == "connected", done
+            assert "mcplug" in m.call_tool("mcp__demo__greet", {"name": "mcplug"})["content"][0]["text"]
+            demo.restart()
+            with pytest.raises(mcplug.TransportError) as e:
+                m.call_tool("mcp__demo__greet", {"name": "again"})
+            assert "HTTP 500" in str(e.value) and "server_error" in str(e.value), e.value
+            assert m.status()["servers"]["demo"]["state"] == "connected", "an HTTP 500 is an answer, not a lost connection"
+            out = m.logout("demo")
+            assert out["forgotten"] is True and out["state"] == "needs-auth", out
+            started = m.authenticate("demo")
+            done = m.authenticate("demo", callback_url=follow(started["authorization"])["callback_url"])
+            assert done["state"] == "connected" and "mcp__demo__greet" in done["tools"], done
+            assert "again" in m.call_tool("mcp__demo__greet", {"name": "again"})["content"][0]["text"]
+    finally:
+        demo.stop()
