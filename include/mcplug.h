@@ -229,6 +229,10 @@ enum mcplug_status mcplug_auth_logout(const char *server_json,
  * `auth_request_timeout_ms` (30000), `auth_cache_ttl_ms` (900000), `refresh_skew_ms` (300000:
  * a token is refreshed that long before it expires, but never more than half its life before;
  * a request always carries the token held), `allow_private_auth_urls` (false), `auth_channel`, `headers_helper_timeout_ms` (10000),
+ * `tls` (`{"ca_file", "ca_pem", "client_cert", "client_key", "client_key_passphrase"}`, each
+ * optional: CAs trusted besides the system's store and a client certificate, for every remote
+ * transport and OAuth request; a server entry's own `tls` fields win; see the README's
+ * "Company networks"),
  * `xaa_idp` (`{"issuer", "client_id", "client_secret"?, "callback_port"?}`: the enterprise IdP
  * of the servers whose entry says `oauth.xaa: true`, as Claude Code's `settings.xaaIdp`; its
  * login is one more authorization through `auth/authorize`, and the ID token it gives is kept

@@ -585,6 +585,31 @@ fn c_oauth() {
 }
 
 #[test]
+fn c_networks() {
+    let http = peers::everything("streamableHttp");
+    let dir = out_dir()
+        .join("tmp")
+        .join(format!("tls-{}", std::process::id()));
+    let front = peers::tls_front(&dir, &format!("127.0.0.1:{}", http.port), &[]);
+    let s = |k: &str| match &front.info[k] {
+        serde_json::Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    run_with(
+        "networks",
+        &[
+            ("MCPLUG_TLS_HTTPS_PORT", s("https_port")),
+            ("MCPLUG_TLS_MTLS_PORT", s("mtls_port")),
+            ("MCPLUG_TLS_CA", s("ca")),
+            ("MCPLUG_TLS_CLIENT_CERT", s("client_cert")),
+            ("MCPLUG_TLS_CLIENT_KEY", s("client_key")),
+            ("MCPLUG_TLS_CLIENT_KEY_ENC", s("client_key_enc")),
+            ("MCPLUG_TLS_PASSPHRASE", s("passphrase")),
+        ],
+    );
+}
+
+#[test]
 fn c_xaa() {
     let peer = peers::xaa_http();
     run_with(
@@ -633,6 +658,7 @@ fn every_c_test_is_run() {
         "regress_fork",
         "registry",
         "xaa",
+        "networks",
     ];
     let dir = manifest_dir().join("tests/c");
     for entry in std::fs::read_dir(&dir).expect("read tests/c") {

@@ -6,6 +6,8 @@
 #   bindings/node/node_modules   koffi, the Node binding's one dependency
 #   .deps/node22       Node 22 (npm package node@22): the conformance suite needs it
 #   .deps/conformance  @modelcontextprotocol/conformance 0.1.16 and 0.2.0-alpha.12
+# and, from Debian's packages (apt-get, as root), what the company-network tests start: nginx
+# (TLS in front of the test servers), tinyproxy (a forward proxy) and openssl (their certificates).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -16,6 +18,25 @@ if ! cmp -s tests/deps/package.json .deps/npm/package.json \
   mkdir -p .deps/npm
   cp tests/deps/package.json .deps/npm/package.json
   (cd .deps/npm && npm install --no-audit --no-fund --loglevel=error >&2)
+fi
+
+missing=()
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || missing+=(nginx-light)
+[ -x /usr/bin/tinyproxy ] || command -v tinyproxy >/dev/null || missing+=(tinyproxy)
+command -v openssl >/dev/null || missing+=(openssl)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing ${missing[*]} (Debian packages) ..." >&2
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+    # Packaged services are started by their install; the tests start their own.
+    for s in nginx tinyproxy; do
+      command -v systemctl >/dev/null && systemctl stop "$s" >/dev/null 2>&1 || true
+      pkill -x "$s" >/dev/null 2>&1 || true
+    done
+  else
+    echo "install-deps: the network tests need ${missing[*]}: sudo apt-get install ${missing[*]}" >&2
+  fi
 fi
 
 if [ ! -f bindings/node/node_modules/koffi/package.json ]; then

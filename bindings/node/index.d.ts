@@ -84,6 +84,16 @@ export declare class McpError extends Error {
   readonly data?: unknown;
 }
 
+/** CAs and a client certificate (paths, or `ca_pem` the PEM itself); see the README's
+ *  "Company networks". */
+export interface TlsOptions {
+  ca_file?: string;
+  ca_pem?: string;
+  client_cert?: string;
+  client_key?: string;
+  client_key_passphrase?: string;
+}
+
 /** A transport by its own name (what status and listings show). */
 export type Transport = 'stdio' | 'http' | 'sse' | 'ws' | 'sdk';
 /** Every `type` a server entry may have: each transport's own name, then the aliases
@@ -102,6 +112,8 @@ export interface ServerConfig {
   type?: ServerType;
   url?: string;
   headers?: Record<string, string>;
+  /** A remote server's TLS: CAs trusted besides the system's store, a client certificate. */
+  tls?: TlsOptions;
   [key: string]: unknown;
 }
 

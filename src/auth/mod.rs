@@ -674,6 +674,7 @@ impl OAuth {
         name: Option<&str>,
         oauth: Option<&Value>,
         options: &AuthOptions,
+        trust: crate::transport::tls::TlsChoice,
         notify: Box<dyn Fn(AuthEvent) + Send + Sync>,
     ) -> Result<Arc<OAuth>> {
         let settings = Settings::parse(oauth)?;
@@ -686,7 +687,7 @@ impl OAuth {
             Err(e) => return Err(Error::invalid(format!("option `auth_store`: {e}"))),
         };
         let guard = ssrf::Guard::new(server, options.allow_private);
-        let net = Net::new(guard, options.request_timeout)?;
+        let net = Net::new(guard, options.request_timeout, trust)?;
         let mut me = OAuth {
             server: server.to_string(),
             name: name.map(str::to_string),
@@ -954,7 +955,10 @@ mod tests {
             .find(|p| p.extension().is_some_and(|x| x == "json"))
             .unwrap();
         std::fs::write(&record, "{\"key\": \"server ").unwrap();
-        let connect = || OAuth::new(url, Some("srv"), None, &options, Box::new(|_| {}));
+        let connect = || {
+            let trust = Default::default();
+            OAuth::new(url, Some("srv"), None, &options, trust, Box::new(|_| {}))
+        };
 
         let e = connect().err().expect("an unusable record was used");
         assert_eq!(e.kind, ErrorKind::Config, "{}", e.message);

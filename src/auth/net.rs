@@ -24,6 +24,8 @@ pub(crate) struct Net {
     http: once_cell::sync::OnceCell<reqwest::Client>,
     timeout: Duration,
     guard: Guard,
+    /// What its TLS trusts: the server's connection's trust.
+    trust: crate::transport::tls::TlsChoice,
     /// DPoP: the last nonce the authorization server asked for.
     as_nonce: Mutex<Option<String>>,
 }
@@ -56,17 +58,23 @@ pub(crate) enum ClientAuth<'a> {
 }
 
 impl Net {
-    pub(crate) fn new(guard: Guard, timeout: Duration) -> Result<Net> {
+    pub(crate) fn new(
+        guard: Guard,
+        timeout: Duration,
+        trust: crate::transport::tls::TlsChoice,
+    ) -> Result<Net> {
         Ok(Net {
             http: once_cell::sync::OnceCell::new(),
             timeout,
             guard,
+            trust,
             as_nonce: Mutex::new(None),
         })
     }
 
     fn http(&self) -> Result<&reqwest::Client> {
         self.http.get_or_try_init(|| {
+            let trust = self.trust.trust()?;
             reqwest::Client::builder()
                 .timeout(self.timeout)
                 .connect_timeout(self.timeout)
@@ -75,6 +83,7 @@ impl Net {
                 .no_proxy()
                 .dns_resolver(Arc::new(GuardedResolver(self.guard.clone())))
                 .user_agent(concat!("mcplug/", env!("CARGO_PKG_VERSION")))
+                .use_preconfigured_tls((*trust.config).clone())
                 .build()
                 .map_err(|e| Error::transport(format!("cannot build the OAuth HTTP client: {e}")))
         })
@@ -248,6 +257,14 @@ pub(crate) fn auth_error(message: String) -> Error {
 /// too): `needs_auth`, with reason `timeout` when it ran out of time.
 fn net_error(what: &str, url: &str, e: &reqwest::Error) -> Error {
     let why = crate::transport::remote::chain(e);
+    if let Some(reason) = crate::transport::tls::reason(e) {
+        let host = e.url().and_then(|u| u.host_str()).unwrap_or(url);
+        return Error::new(
+            ErrorKind::NeedsAuth,
+            format!("{what} {url}: the TLS connection to {host} failed: {reason}"),
+        )
+        .with_data(serde_json::json!({"reason": "tls", "tls": reason}));
+    }
     if e.is_timeout() {
         Error::new(
             ErrorKind::NeedsAuth,

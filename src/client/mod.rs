@@ -182,11 +182,17 @@ fn with_credentials(spec: &ServerSpec, shared: &Arc<Shared>) -> Result<ServerSpe
                 shared.events.push_event(Event::Auth(event));
             }
         });
+        // Every OAuth request trusts what the server's connection trusts.
+        let trust = crate::transport::tls::TlsChoice {
+            entry: config.tls.as_deref().cloned(),
+            connection: shared.options.tls.clone(),
+        };
         Some(crate::auth::OAuth::new(
             &config.url,
             shared.name(),
             config.oauth.as_ref(),
             &shared.options.auth,
+            trust,
             notify,
         )?)
     };
@@ -907,6 +913,7 @@ impl Shared {
                 .connect_timeout
                 .unwrap_or(options::DEFAULT_CONNECT_TIMEOUT),
             shutdown_grace: self.options.shutdown_grace,
+            tls: self.options.tls.clone(),
         }
     }
 

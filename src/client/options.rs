@@ -36,6 +36,7 @@ struct RawConnect {
     protocol_versions: Option<Value>,
     listen: Option<Value>,
     cancel_token: Option<Value>,
+    tls: Option<Value>,
     #[serde(default, deserialize_with = "flag")]
     tasks: Option<bool>,
     #[serde(default, deserialize_with = "flag")]
@@ -108,6 +109,9 @@ pub struct ConnectOptions {
     pub listen: ListenMode,
     /// Authorization (OAuth) of remote servers: the store, interactive or not, its limits.
     pub auth: crate::auth::AuthOptions,
+    /// `tls`: the trust and client certificate of every remote server of the connection (a
+    /// server entry's own `tls` fields win).
+    pub tls: Option<crate::transport::tls::TlsOptions>,
     /// The signal of the connect's `cancel_token` (see `client/cancel.rs`): cancels the connect.
     pub(crate) cancel: Option<OwnCancel>,
 }
@@ -352,6 +356,7 @@ impl Default for ConnectOptions {
             cache: true,
             listen: ListenMode::Auto,
             auth: Default::default(),
+            tls: None,
             cancel: None,
         };
         o.derive_capabilities();
@@ -385,6 +390,7 @@ pub const CONNECT_KEYS: &[&str] = &[
     "tag",
     "cancel_token",
     "format",
+    "tls",
 ];
 
 /// A Claude Code environment variable that holds a whole number (`MCP_TIMEOUT` and
@@ -536,6 +542,9 @@ impl ConnectOptions {
         o.validate_arguments = raw.validate_arguments.unwrap_or(false);
         o.cache = raw.cache.unwrap_or(true);
         o.auth = crate::auth::AuthOptions::parse(obj)?;
+        if let Some(t) = &raw.tls {
+            o.tls = crate::transport::tls::TlsOptions::parse(t, "option `tls`")?;
+        }
         o.listen = match &raw.listen {
             None => ListenMode::Auto,
             Some(Value::Bool(true)) => ListenMode::Always,

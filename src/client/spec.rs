@@ -87,12 +87,17 @@ fn parse_remote(obj: &Map<String, Value>, kind: &str) -> Result<RemoteConfig> {
             )))
         }
     };
+    let tls = match obj.get("tls") {
+        None => None,
+        Some(t) => crate::transport::tls::TlsOptions::parse(t, "server field `tls`")?.map(Box::new),
+    };
     Ok(RemoteConfig {
         url,
         headers,
         oauth: obj.get("oauth").filter(|o| !o.is_null()).cloned(),
         headers_helper,
         credentials: None,
+        tls,
     })
 }
 

@@ -15,6 +15,7 @@ pub mod sse;
 pub mod stdio;
 mod stdio_read;
 mod stdio_wake;
+pub mod tls;
 pub mod ws;
 
 use crate::error::Error;

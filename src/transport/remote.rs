@@ -29,6 +29,8 @@ pub struct RemoteConfig {
     /// What supplies each request's credentials (set by the client at connect, from `oauth`
     /// and the connection's options), when anything does.
     pub credentials: Option<super::credentials::Shared>,
+    /// The entry's `tls` (its fields over the connection's); boxed: most entries have none.
+    pub tls: Option<Box<super::tls::TlsOptions>>,
 }
 
 /// Limits of one remote connection.
@@ -41,6 +43,8 @@ pub struct RemoteLimits {
     pub connect_timeout: Duration,
     /// How long close waits for the session DELETE or the WebSocket close handshake.
     pub shutdown_grace: Duration,
+    /// The connection's `tls` option.
+    pub tls: Option<super::tls::TlsOptions>,
 }
 
 impl Default for RemoteLimits {
@@ -49,6 +53,7 @@ impl Default for RemoteLimits {
             max_message_bytes: 32 << 20,
             connect_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_millis(500),
+            tls: None,
         }
     }
 }
@@ -93,6 +98,7 @@ pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, Erro
 pub(crate) fn http_client(
     limits: &RemoteLimits,
     sends_headers: bool,
+    trust: &super::tls::Trust,
 ) -> Result<reqwest::Client, Error> {
     let policy = if sends_headers {
         reqwest::redirect::Policy::custom(|attempt| {
@@ -122,8 +128,18 @@ pub(crate) fn http_client(
         .pool_idle_timeout(IDLE_CONNECTION)
         .pool_max_idle_per_host(64)
         .user_agent(concat!("mcplug/", env!("CARGO_PKG_VERSION")))
+        .use_preconfigured_tls((*trust.config).clone())
         .build()
         .map_err(|e| Error::transport(format!("cannot build the HTTP client: {}", chain(&e))))
+}
+
+/// The trust of a remote server: its entry's `tls` fields over the connection's, with the
+/// environment (see `tls.rs`).
+pub(crate) fn trust_of(
+    config: &RemoteConfig,
+    limits: &RemoteLimits,
+) -> Result<std::sync::Arc<super::tls::Trust>, Error> {
+    super::tls::trust_for(config.tls.as_deref(), limits.tls.as_ref())
 }
 
 /// How long an idle keep-alive connection is kept for the next request.
@@ -167,6 +183,13 @@ pub(crate) fn is_stale_connection(e: &reqwest::Error) -> bool {
 }
 
 pub(crate) fn request_error(what: &str, url: &str, e: &reqwest::Error) -> Error {
+    if let Some(reason) = super::tls::reason(e) {
+        let host = e.url().and_then(|u| u.host_str()).unwrap_or(url);
+        return Error::transport(format!(
+            "{what} {url}: the TLS connection to {host} failed: {reason}"
+        ))
+        .with_data(serde_json::json!({ "tls": reason }));
+    }
     if e.is_timeout() || e.is_connect() && chain(e).contains("timed out") {
         return Error::transport(format!("{what} {url}: connecting timed out ({})", chain(e)));
     }

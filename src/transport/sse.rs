@@ -34,9 +34,11 @@ impl SseTransport {
     ) -> Result<Arc<Self>, Error> {
         let url = parse_url(&config.url)?;
         let headers = remote::header_map(&config.headers)?;
+        let trust = remote::trust_of(config, &limits)?;
         let http = remote::http_client(
             &limits,
             !config.headers.is_empty() || config.headers_helper.is_some(),
+            &trust,
         )?;
         let credentials = config.credentials.as_ref().map(|c| c.0.clone());
         let open = async {
@@ -53,7 +55,8 @@ impl SseTransport {
                     credentials::with(get, applied).header(ACCEPT, "text/event-stream")
                 },
             )
-            .await?;
+            .await
+            .map_err(|e| trust.annotate(e))?;
             let status = resp.status();
             if !status.is_success() {
                 let body = remote::error_body(resp).await;

@@ -44,6 +44,7 @@ impl WsTransport {
             }
         }
         let headers = remote::header_map(&config.headers)?;
+        let trust = remote::trust_of(config, &limits)?;
         let credentials = config.credentials.as_ref().map(|c| c.0.clone());
         let ws_config = WebSocketConfig::default()
             .max_message_size(Some(limits.max_message_bytes))
@@ -71,8 +72,12 @@ impl WsTransport {
             for (name, value) in &applied.headers {
                 request.headers_mut().insert(name.clone(), value.clone());
             }
-            let handshake =
-                tokio_tungstenite::connect_async_with_config(request, Some(ws_config), true);
+            let handshake = tokio_tungstenite::connect_async_tls_with_config(
+                request,
+                Some(ws_config),
+                true,
+                Some(tokio_tungstenite::Connector::Rustls(trust.config.clone())),
+            );
             match tokio::time::timeout(limits.connect_timeout, handshake).await {
                 Ok(Ok(r)) => break r,
                 Ok(Err(tokio_tungstenite::tungstenite::Error::Http(resp)))
@@ -99,10 +104,21 @@ impl WsTransport {
                     }
                 }
                 Ok(Err(e)) => {
+                    if let Some(reason) = super::tls::reason(&e) {
+                        let host = reqwest::Url::parse(&url)
+                            .ok()
+                            .and_then(|u| u.host_str().map(str::to_string))
+                            .unwrap_or_default();
+                        return Err(Error::transport(format!(
+                            "the WebSocket handshake with {url}: the TLS connection to {host} failed: {reason} ({})",
+                            trust.describe()
+                        ))
+                        .with_data(serde_json::json!({ "tls": reason })));
+                    }
                     return Err(Error::transport(format!(
                         "the WebSocket handshake with {url} failed: {}",
                         remote::chain(&e)
-                    )))
+                    )));
                 }
                 Err(_) => {
                     return Err(Error::transport(format!(

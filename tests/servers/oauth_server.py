@@ -35,7 +35,7 @@ state = {
     "issued": {"access": [], "refresh": [], "codes": [], "secrets": []},
     "seen_auth": {},
     "seen_key": [],
-    "counts": {"discover": 0, "initialize": 0, "authorize": 0, "register": 0, "token": 0, "refresh": 0, "refresh_failed": 0, "mcp_posts": 0, "prm": 0},
+    "counts": {"as_metadata": 0, "discover": 0, "initialize": 0, "authorize": 0, "register": 0, "token": 0, "refresh": 0, "refresh_failed": 0, "mcp_posts": 0, "prm": 0},
     "clients": {},
     "stale": set(),
 }
@@ -95,6 +95,8 @@ class Handler(BaseHTTPRequestHandler):
                 state["counts"]["prm"] += 1
             return self.send_json(200, {"resource": self.base() + "/mcp", "authorization_servers": [args.auth_server or self.base()]})
         if path == "/.well-known/oauth-authorization-server":
+            with lock:
+                state["counts"]["as_metadata"] += 1
             return self.send_json(200, {
                 "issuer": self.base(),
                 "authorization_endpoint": self.base() + "/authorize",

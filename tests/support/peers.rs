@@ -168,3 +168,47 @@ pub fn oauth_http() -> Peer {
         .unwrap_or_else(|| panic!("oauth_server.py said {line:?}"));
     Peer { child, port }
 }
+
+/// tests/servers/tls_front.py: nginx with TLS from a private CA made now, in front of
+/// `upstream` (and `routes`, `prefix=host:port`); its JSON line (ports and certificate paths).
+/// Dropped, it closes the script's input, which stops nginx.
+pub struct TlsFront {
+    child: Child,
+    pub info: serde_json::Value,
+}
+
+impl Drop for TlsFront {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn tls_front(dir: &std::path::Path, upstream: &str, routes: &[&str]) -> TlsFront {
+    let mut child = Command::new("python3")
+        .arg(repo().join("tests/servers/tls_front.py"))
+        .arg(dir)
+        .arg(upstream)
+        .args(routes)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let info = serde_json::from_str(&line).unwrap_or_else(|e| {
+        panic!("tls_front.py said {line:?} ({e}): is nginx installed (tests/install-deps.sh)?")
+    });
+    TlsFront { child, info }
+}

@@ -66,6 +66,8 @@ static DRAINING: AtomicUsize = AtomicUsize::new(0);
 pub struct HttpTransport {
     me: Weak<HttpTransport>,
     http: reqwest::Client,
+    /// What its TLS trusts (named in a certificate error).
+    trust: Arc<super::tls::Trust>,
     url: reqwest::Url,
     headers: HeaderMap,
     sink: Weak<dyn Inbound>,
@@ -134,9 +136,11 @@ impl HttpTransport {
     ) -> Result<Arc<Self>, Error> {
         let url = parse_url(&config.url)?;
         let headers = remote::header_map(&config.headers)?;
+        let trust = remote::trust_of(config, &limits)?;
         let http = remote::http_client(
             &limits,
             !config.headers.is_empty() || config.headers_helper.is_some(),
+            &trust,
         )?;
         let credential = remote::fingerprint(
             headers
@@ -147,6 +151,7 @@ impl HttpTransport {
         Ok(Arc::new_cyclic(|me| HttpTransport {
             me: me.clone(),
             http,
+            trust,
             url,
             headers,
             sink,
@@ -221,7 +226,9 @@ impl HttpTransport {
     ) -> Result<reqwest::Response, Error> {
         let url = self.url.as_str();
         let creds = self.credentials.as_deref();
-        credentials::send(creds, method, url, body, what, repeatable, build).await
+        credentials::send(creds, method, url, body, what, repeatable, build)
+            .await
+            .map_err(|e| self.trust.annotate(e))
     }
 
     /// The modern version in use, when the connection is of the modern era.

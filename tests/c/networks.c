@@ -1,0 +1,84 @@
+/* Company networks through the C ABI: server-everything (Streamable HTTP) behind nginx with TLS
+ * from a private CA made at test time (tests/servers/tls_front.py). Shown: refused without the
+ * CA, the error naming the host, the reason and what was trusted; connected with the entry's
+ * `tls.ca_file` and with the connection's `tls` option; behind nginx requiring a client
+ * certificate, connected with `tls.client_cert`/`client_key`, and with an encrypted key and its
+ * passphrase; a bad `tls` option named. */
+#include "check.h"
+
+static mcplug_client *try_connect(const char *url, const char *tls, const char *options, char **out) {
+    char server[4096];
+    mcplug_client *c = NULL;
+    if (tls)
+        snprintf(server, sizeof server, "{\"type\":\"http\",\"url\":\"%s\",\"tls\":%s}", url, tls);
+    else
+        snprintf(server, sizeof server, "{\"type\":\"http\",\"url\":\"%s\"}", url);
+    mcplug_client_connect(server, options, &c, out);
+    return c;
+}
+
+static void echo_over(mcplug_client *c, const char *what) {
+    char *out = NULL;
+    mcplug_status st = mcplug_client_call_tool(c, "echo", "{\"message\":\"tls\"}", NULL, &out);
+    CHECK_OUT(st == MCPLUG_OK && contains(out, "Echo: tls"), out, "echo over TLS (%s)", what);
+    drop(&out);
+}
+
+int main(void) {
+    char url[512], mtls[512], tls[4096], options[4096];
+    const char *ca = peer("MCPLUG_TLS_CA");
+    char *out = NULL;
+    mcplug_client *c;
+
+    test_init();
+    snprintf(url, sizeof url, "https://localhost:%s/mcp", peer("MCPLUG_TLS_HTTPS_PORT"));
+    snprintf(mtls, sizeof mtls, "https://localhost:%s/mcp", peer("MCPLUG_TLS_MTLS_PORT"));
+
+    c = try_connect(url, NULL, NULL, &out);
+    CHECK_OUT(c == NULL && is_error(out, "transport", "unknown issuer") && contains(out, "the TLS connection to localhost failed") &&
+                  contains(out, "trusted: "),
+              out, "a private CA is refused, the error naming host, reason and trust");
+    drop(&out);
+
+    snprintf(tls, sizeof tls, "{\"ca_file\":\"%s\"}", ca);
+    c = try_connect(url, tls, NULL, &out);
+    CHECK_OUT(c != NULL, out, "the entry's tls.ca_file trusts it");
+    drop(&out);
+    if (c) {
+        echo_over(c, "entry tls");
+        mcplug_client_free(c);
+    }
+    snprintf(options, sizeof options, "{\"tls\":{\"ca_file\":\"%s\"}}", ca);
+    c = try_connect(url, NULL, options, &out);
+    CHECK_OUT(c != NULL, out, "the connection's tls option trusts it");
+    drop(&out);
+    if (c) {
+        echo_over(c, "connection tls");
+        mcplug_client_free(c);
+    }
+
+    snprintf(tls, sizeof tls, "{\"ca_file\":\"%s\",\"client_cert\":\"%s\",\"client_key\":\"%s\"}", ca, peer("MCPLUG_TLS_CLIENT_CERT"),
+             peer("MCPLUG_TLS_CLIENT_KEY"));
+    c = try_connect(mtls, tls, NULL, &out);
+    CHECK_OUT(c != NULL, out, "a client certificate where nginx requires one");
+    drop(&out);
+    if (c) {
+        echo_over(c, "client certificate");
+        mcplug_client_free(c);
+    }
+    snprintf(tls, sizeof tls,
+             "{\"ca_file\":\"%s\",\"client_cert\":\"%s\",\"client_key\":\"%s\",\"client_key_passphrase\":\"%s\"}", ca,
+             peer("MCPLUG_TLS_CLIENT_CERT"), peer("MCPLUG_TLS_CLIENT_KEY_ENC"), peer("MCPLUG_TLS_PASSPHRASE"));
+    c = try_connect(mtls, tls, NULL, &out);
+    CHECK_OUT(c != NULL, out, "an encrypted client key with its passphrase");
+    drop(&out);
+    if (c) {
+        echo_over(c, "encrypted key");
+        mcplug_client_free(c);
+    }
+
+    c = try_connect(url, "{\"ca\":\"x\"}", NULL, &out);
+    CHECK_OUT(c == NULL && is_error(out, "invalid_argument", "unknown key `ca`"), out, "a bad tls option is named");
+    drop(&out);
+    return finish("networks");
+}

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Real network pieces for the company-network tests, made at test time: a private CA and its
+certificates (`openssl`), and Debian's `nginx` terminating TLS in front of plain-HTTP servers —
+once as any HTTPS server, once requiring a client certificate (`ssl_verify_client on`).
+
+As a program, for the C and Node tests:
+
+    python3 tests/servers/tls_front.py <dir> <upstream host:port> [<path prefix>=<host:port> ...]
+
+prints one JSON line — {"https_port", "mtls_port", "ca", "other_ca", "client_cert",
+"client_key", "client_key_enc", "passphrase"} — once nginx listens, and stops nginx when it is
+terminated (or its standard input closes)."""
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Dict, Optional
+
+
+PASSPHRASE = "s3cret pass"
+
+
+def _require(program: str) -> str:
+    found = shutil.which(program) or (f"/usr/sbin/{program}" if Path(f"/usr/sbin/{program}").exists() else None)
+    if found is None:
+        raise RuntimeError(f"`{program}` is missing: install it with tests/install-deps.sh (Debian's package)")
+    return found
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run([_require("openssl"), *args], cwd=cwd, check=True, capture_output=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def make_pki(d: Path) -> Dict[str, Path]:
+    """A CA, a server certificate for localhost and 127.0.0.1, a client certificate, its key in
+    the clear and encrypted (PKCS#8, AES-256-CBC), and a second CA nobody trusts."""
+    d.mkdir(parents=True, exist_ok=True)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    for name in ("ca", "other-ca"):
+        _openssl("req", "-x509", *ec, "-keyout", f"{name}.key", "-out", f"{name}.pem", "-days", "2",
+                 "-subj", f"/CN=mcplug test {name}", "-addext", "basicConstraints=critical,CA:TRUE",
+                 "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=d)
+    (d / "server.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
+                                  "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n")
+    (d / "client.ext").write_text("basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=clientAuth\n")
+    for name, ext in (("server", "server.ext"), ("client", "client.ext")):
+        _openssl("req", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={'localhost' if name == 'server' else 'mcplug client'}", cwd=d)
+        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                 "-out", f"{name}.pem", "-days", "2", "-extfile", ext, cwd=d)
+    _openssl("pkcs8", "-topk8", "-in", "client.key", "-out", "client-enc.key", "-v2", "aes-256-cbc",
+             "-passout", f"pass:{PASSPHRASE}", cwd=d)
+    return {k: d / f for k, f in {
+        "ca": "ca.pem", "other_ca": "other-ca.pem", "server_cert": "server.pem", "server_key": "server.key",
+        "client_cert": "client.pem", "client_key": "client.key", "client_key_enc": "client-enc.key",
+    }.items()}
+
+
+class Nginx:
+    """nginx in front of `upstream` (host:port, plain HTTP), and of `routes` (a path prefix to
+    another upstream): `https` on one port, and `mtls` on another that requires a client
+    certificate of the CA. WebSocket upgrades pass through; nothing is buffered (SSE streams
+    flow). `static/` under its folder is served at /static/."""
+
+    def __init__(self, d: Path, pki: Dict[str, Path], upstream: str, routes: Optional[Dict[str, str]] = None) -> None:
+        nginx = _require("nginx")
+        self.dir = d
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "static").mkdir(exist_ok=True)
+        self.https_port, self.mtls_port = free_port(), free_port()
+        def location(prefix: str, to: str) -> str:
+            return f"""
+            location {prefix} {{
+                proxy_pass http://{to};
+                proxy_http_version 1.1;
+                proxy_buffering off;
+                proxy_request_buffering off;
+                proxy_set_header Host $http_host;
+                proxy_set_header Upgrade $http_upgrade;
+                proxy_set_header Connection $connection_upgrade;
+                proxy_read_timeout 300s;
+            }}"""
+        proxy = f"location /static/ {{ alias {d}/static/; default_type application/json; }}" + location("/", upstream)
+        for prefix, to in (routes or {}).items():
+            proxy += location(prefix, to)
+        tls = f"ssl_certificate {pki['server_cert']}; ssl_certificate_key {pki['server_key']};"
+        (d / "nginx.conf").write_text(f"""
+user root root;
+worker_processes 1;
+daemon off;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_body_temp_path {d}/tmp-body;
+    proxy_temp_path {d}/tmp-proxy;
+    fastcgi_temp_path {d}/tmp-fcgi;
+    uwsgi_temp_path {d}/tmp-uwsgi;
+    scgi_temp_path {d}/tmp-scgi;
+    keepalive_timeout 60s;
+    map $http_upgrade $connection_upgrade {{ default upgrade; '' close; }}
+    server {{
+        listen 127.0.0.1:{self.https_port} ssl;
+        server_name localhost;
+        {tls}
+        {proxy}
+    }}
+    server {{
+        listen 127.0.0.1:{self.mtls_port} ssl;
+        server_name localhost;
+        {tls}
+        ssl_client_certificate {pki['ca']};
+        ssl_verify_client on;
+        {proxy}
+    }}
+}}
+""")
+        def die_with_us() -> None:
+            # nginx goes when the process that started it goes, however that ends.
+            import ctypes
+            import signal
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+        self.proc = subprocess.Popen([nginx, "-p", str(d), "-c", str(d / "nginx.conf")],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     preexec_fn=die_with_us)
+        deadline = time.monotonic() + 15
+        while True:
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read() if self.proc.stderr else ""
+                log = (d / "error.log").read_text() if (d / "error.log").exists() else ""
+                raise RuntimeError(f"nginx exited at start: {err}\n{log}")
+            try:
+                for port in (self.https_port, self.mtls_port):
+                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("nginx did not listen within 15 s")
+                time.sleep(0.05)
+
+    def url(self, path: str, mtls: bool = False, host: str = "localhost") -> str:
+        return f"https://{host}:{self.mtls_port if mtls else self.https_port}{path}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+if __name__ == "__main__":
+    import json
+    import signal
+    import sys
+
+    where = Path(sys.argv[1])
+    pki = make_pki(where / "pki")
+    routes = dict(a.split("=", 1) for a in sys.argv[3:])
+    front = Nginx(where / "nginx", pki, sys.argv[2], routes)
+    signal.signal(signal.SIGTERM, lambda *_: (front.stop(), sys.exit(0)))
+    print(json.dumps({"https_port": front.https_port, "mtls_port": front.mtls_port, "passphrase": PASSPHRASE,
+                      **{k: str(v) for k, v in pki.items()}}), flush=True)
+    try:
+        sys.stdin.read()
+    finally:
+        front.stop()
