@@ -114,6 +114,9 @@ export interface ServerConfig {
   headers?: Record<string, string>;
   /** A remote server's TLS: CAs trusted besides the system's store, a client certificate. */
   tls?: TlsOptions;
+  /** A remote server's proxy (http://user:password@host:port), or false for none; over the
+   *  environment's HTTPS_PROXY / HTTP_PROXY / ALL_PROXY / NO_PROXY. */
+  proxy?: string | false;
   [key: string]: unknown;
 }
 

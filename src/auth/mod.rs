@@ -675,6 +675,7 @@ impl OAuth {
         oauth: Option<&Value>,
         options: &AuthOptions,
         trust: crate::transport::tls::TlsChoice,
+        proxies: crate::transport::proxy::Proxies,
         notify: Box<dyn Fn(AuthEvent) + Send + Sync>,
     ) -> Result<Arc<OAuth>> {
         let settings = Settings::parse(oauth)?;
@@ -687,7 +688,7 @@ impl OAuth {
             Err(e) => return Err(Error::invalid(format!("option `auth_store`: {e}"))),
         };
         let guard = ssrf::Guard::new(server, options.allow_private);
-        let net = Net::new(guard, options.request_timeout, trust)?;
+        let net = Net::new(guard, options.request_timeout, trust, proxies)?;
         let mut me = OAuth {
             server: server.to_string(),
             name: name.map(str::to_string),
@@ -957,7 +958,15 @@ mod tests {
         std::fs::write(&record, "{\"key\": \"server ").unwrap();
         let connect = || {
             let trust = Default::default();
-            OAuth::new(url, Some("srv"), None, &options, trust, Box::new(|_| {}))
+            OAuth::new(
+                url,
+                Some("srv"),
+                None,
+                &options,
+                trust,
+                Default::default(),
+                Box::new(|_| {}),
+            )
         };
 
         let e = connect().err().expect("an unusable record was used");

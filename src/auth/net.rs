@@ -22,6 +22,10 @@ pub(crate) struct Net {
     /// (TLS roots, a pool) costs time and — in a debug build — more stack than a host thread
     /// with a small stack has.
     http: once_cell::sync::OnceCell<reqwest::Client>,
+    /// The client of the requests that go through a proxy (the proxy resolves their names, so
+    /// the guard checks their hosts as written: `check`).
+    proxied: once_cell::sync::OnceCell<reqwest::Client>,
+    proxies: crate::transport::proxy::Proxies,
     timeout: Duration,
     guard: Guard,
     /// What its TLS trusts: the server's connection's trust.
@@ -62,9 +66,12 @@ impl Net {
         guard: Guard,
         timeout: Duration,
         trust: crate::transport::tls::TlsChoice,
+        proxies: crate::transport::proxy::Proxies,
     ) -> Result<Net> {
         Ok(Net {
             http: once_cell::sync::OnceCell::new(),
+            proxied: once_cell::sync::OnceCell::new(),
+            proxies,
             timeout,
             guard,
             trust,
@@ -72,7 +79,28 @@ impl Net {
         })
     }
 
-    fn http(&self) -> Result<&reqwest::Client> {
+    /// The client for `url`: through its proxy when one applies, else direct with the guarded
+    /// resolver.
+    fn http(&self, url: &reqwest::Url) -> Result<&reqwest::Client> {
+        if self.proxies.for_url(url).is_some() {
+            return self.proxied.get_or_try_init(|| {
+                let trust = self.trust.trust()?;
+                reqwest::Client::builder()
+                    .timeout(self.timeout)
+                    .connect_timeout(self.timeout)
+                    .redirect(reqwest::redirect::Policy::none())
+                    .no_proxy()
+                    .proxy(self.proxies.reqwest())
+                    // One request a connection (see `remote::http_client`): OAuth makes few.
+                    .pool_max_idle_per_host(0)
+                    .user_agent(concat!("mcplug/", env!("CARGO_PKG_VERSION")))
+                    .use_preconfigured_tls((*trust.config).clone())
+                    .build()
+                    .map_err(|e| {
+                        Error::transport(format!("cannot build the OAuth HTTP client: {e}"))
+                    })
+            });
+        }
         self.http.get_or_try_init(|| {
             let trust = self.trust.trust()?;
             reqwest::Client::builder()
@@ -127,8 +155,8 @@ impl Net {
     pub(crate) async fn get_json(&self, url: &str, what: &str) -> Result<Option<Value>> {
         let parsed = self.check(url, what)?;
         let resp = self
-            .http()?
-            .get(parsed)
+            .http(&parsed)?
+            .get(parsed.clone())
             .header(ACCEPT, "application/json")
             .header("mcp-protocol-version", "2025-11-25")
             .send()
@@ -145,8 +173,8 @@ impl Net {
     pub(crate) async fn post_json(&self, url: &str, body: &Value, what: &str) -> Result<Answer> {
         let parsed = self.check(url, what)?;
         let resp = self
-            .http()?
-            .post(parsed)
+            .http(&parsed)?
+            .post(parsed.clone())
             .header(ACCEPT, "application/json")
             .header(CONTENT_TYPE, "application/json")
             .body(body.to_string())
@@ -192,7 +220,7 @@ impl Net {
         let mut tried_nonce = false;
         loop {
             let mut req = self
-                .http()?
+                .http(&parsed)?
                 .post(parsed.clone())
                 .header(ACCEPT, "application/json")
                 .form(&form);

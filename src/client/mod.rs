@@ -193,6 +193,10 @@ fn with_credentials(spec: &ServerSpec, shared: &Arc<Shared>) -> Result<ServerSpe
             config.oauth.as_ref(),
             &shared.options.auth,
             trust,
+            crate::transport::proxy::Proxies::resolve(
+                config.proxy.as_deref(),
+                shared.options.proxy.as_ref(),
+            )?,
             notify,
         )?)
     };
@@ -914,6 +918,7 @@ impl Shared {
                 .unwrap_or(options::DEFAULT_CONNECT_TIMEOUT),
             shutdown_grace: self.options.shutdown_grace,
             tls: self.options.tls.clone(),
+            proxy: self.options.proxy.clone(),
         }
     }
 

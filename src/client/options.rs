@@ -37,6 +37,7 @@ struct RawConnect {
     listen: Option<Value>,
     cancel_token: Option<Value>,
     tls: Option<Value>,
+    proxy: Option<Value>,
     #[serde(default, deserialize_with = "flag")]
     tasks: Option<bool>,
     #[serde(default, deserialize_with = "flag")]
@@ -112,6 +113,9 @@ pub struct ConnectOptions {
     /// `tls`: the trust and client certificate of every remote server of the connection (a
     /// server entry's own `tls` fields win).
     pub tls: Option<crate::transport::tls::TlsOptions>,
+    /// `proxy`: every remote server's proxy (a URL, or `false` for none), over the environment
+    /// (a server entry's own `proxy` wins).
+    pub proxy: Option<crate::transport::proxy::ProxySetting>,
     /// The signal of the connect's `cancel_token` (see `client/cancel.rs`): cancels the connect.
     pub(crate) cancel: Option<OwnCancel>,
 }
@@ -357,6 +361,7 @@ impl Default for ConnectOptions {
             listen: ListenMode::Auto,
             auth: Default::default(),
             tls: None,
+            proxy: None,
             cancel: None,
         };
         o.derive_capabilities();
@@ -391,6 +396,7 @@ pub const CONNECT_KEYS: &[&str] = &[
     "cancel_token",
     "format",
     "tls",
+    "proxy",
 ];
 
 /// A Claude Code environment variable that holds a whole number (`MCP_TIMEOUT` and
@@ -544,6 +550,9 @@ impl ConnectOptions {
         o.auth = crate::auth::AuthOptions::parse(obj)?;
         if let Some(t) = &raw.tls {
             o.tls = crate::transport::tls::TlsOptions::parse(t, "option `tls`")?;
+        }
+        if let Some(p) = &raw.proxy {
+            o.proxy = crate::transport::proxy::ProxySetting::parse(p, "option `proxy`")?;
         }
         o.listen = match &raw.listen {
             None => ListenMode::Auto,

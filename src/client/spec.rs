@@ -91,6 +91,12 @@ fn parse_remote(obj: &Map<String, Value>, kind: &str) -> Result<RemoteConfig> {
         None => None,
         Some(t) => crate::transport::tls::TlsOptions::parse(t, "server field `tls`")?.map(Box::new),
     };
+    let proxy = match obj.get("proxy") {
+        None => None,
+        Some(p) => {
+            crate::transport::proxy::ProxySetting::parse(p, "server field `proxy`")?.map(Box::new)
+        }
+    };
     Ok(RemoteConfig {
         url,
         headers,
@@ -98,6 +104,7 @@ fn parse_remote(obj: &Map<String, Value>, kind: &str) -> Result<RemoteConfig> {
         headers_helper,
         credentials: None,
         tls,
+        proxy,
     })
 }
 

@@ -123,7 +123,9 @@ struct Routes {
     by_inner: HashMap<(String, u64, String), String>,
 }
 
-/// How a server is reached.
+/// How a server is reached. One a server, and nearly every one a client's: the in-process
+/// variant being small costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 enum Spec {
     Client(ServerSpec),
     /// In-process: the host serves it (`sdk.rs`).

@@ -10,6 +10,7 @@ pub mod http;
 #[cfg(test)]
 pub(crate) mod memory;
 pub mod param_headers;
+pub mod proxy;
 pub mod remote;
 pub mod sse;
 pub mod stdio;

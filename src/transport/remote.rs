@@ -31,6 +31,8 @@ pub struct RemoteConfig {
     pub credentials: Option<super::credentials::Shared>,
     /// The entry's `tls` (its fields over the connection's); boxed: most entries have none.
     pub tls: Option<Box<super::tls::TlsOptions>>,
+    /// The entry's `proxy` (over the connection's, over the environment).
+    pub proxy: Option<Box<super::proxy::ProxySetting>>,
 }
 
 /// Limits of one remote connection.
@@ -45,6 +47,8 @@ pub struct RemoteLimits {
     pub shutdown_grace: Duration,
     /// The connection's `tls` option.
     pub tls: Option<super::tls::TlsOptions>,
+    /// The connection's `proxy` option.
+    pub proxy: Option<super::proxy::ProxySetting>,
 }
 
 impl Default for RemoteLimits {
@@ -54,6 +58,7 @@ impl Default for RemoteLimits {
             connect_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_millis(500),
             tls: None,
+            proxy: None,
         }
     }
 }
@@ -99,6 +104,8 @@ pub(crate) fn http_client(
     limits: &RemoteLimits,
     sends_headers: bool,
     trust: &super::tls::Trust,
+    proxies: &super::proxy::Proxies,
+    url: &reqwest::Url,
 ) -> Result<reqwest::Client, Error> {
     let policy = if sends_headers {
         reqwest::redirect::Policy::custom(|attempt| {
@@ -121,16 +128,40 @@ pub(crate) fn http_client(
     } else {
         reqwest::redirect::Policy::limited(10)
     };
+    // Plain HTTP through a proxy is one request a connection: simple proxies (tinyproxy) relay
+    // the later requests of a kept-alive connection without reading them. (A tunnel, for
+    // https, is kept alive as a direct connection is.)
+    let plain_proxied = url.scheme() == "http" && proxies.for_url(url).is_some();
     reqwest::Client::builder()
         .redirect(policy)
         .tcp_nodelay(true)
         .connect_timeout(limits.connect_timeout)
         .pool_idle_timeout(IDLE_CONNECTION)
-        .pool_max_idle_per_host(64)
+        .pool_max_idle_per_host(if plain_proxied { 0 } else { 64 })
         .user_agent(concat!("mcplug/", env!("CARGO_PKG_VERSION")))
         .use_preconfigured_tls((*trust.config).clone())
+        .no_proxy()
+        .proxy(proxies.reqwest())
         .build()
         .map_err(|e| Error::transport(format!("cannot build the HTTP client: {}", chain(&e))))
+}
+
+/// The proxies of a remote server: its entry's `proxy`, the connection's, the environment.
+pub(crate) fn proxies_of(
+    config: &RemoteConfig,
+    limits: &RemoteLimits,
+) -> Result<super::proxy::Proxies, Error> {
+    let proxies = super::proxy::Proxies::resolve(config.proxy.as_deref(), limits.proxy.as_ref())?;
+    if let (Ok(url), Ok(trust)) = (reqwest::Url::parse(&config.url), trust_of(config, limits)) {
+        tracing::debug!(
+            target: "mcplug::transport",
+            "{}: {}; {}",
+            crate::redact::urls(&config.url),
+            proxies.describe(&url),
+            trust.describe()
+        );
+    }
+    Ok(proxies)
 }
 
 /// The trust of a remote server: its entry's `tls` fields over the connection's, with the

@@ -35,10 +35,14 @@ impl SseTransport {
         let url = parse_url(&config.url)?;
         let headers = remote::header_map(&config.headers)?;
         let trust = remote::trust_of(config, &limits)?;
+        let proxies = remote::proxies_of(config, &limits)?;
+        let via = proxies.for_url(&url).map(super::proxy::shown);
         let http = remote::http_client(
             &limits,
             !config.headers.is_empty() || config.headers_helper.is_some(),
             &trust,
+            &proxies,
+            &url,
         )?;
         let credentials = config.credentials.as_ref().map(|c| c.0.clone());
         let open = async {
@@ -56,7 +60,7 @@ impl SseTransport {
                 },
             )
             .await
-            .map_err(|e| trust.annotate(e))?;
+            .map_err(|e| super::proxy::annotate(trust.annotate(e), via.as_deref()))?;
             let status = resp.status();
             if !status.is_success() {
                 let body = remote::error_body(resp).await;

@@ -45,6 +45,16 @@ impl WsTransport {
         }
         let headers = remote::header_map(&config.headers)?;
         let trust = remote::trust_of(config, &limits)?;
+        let proxies = remote::proxies_of(config, &limits)?;
+        let tunnel = reqwest::Url::parse(&url).ok().and_then(|u| {
+            let proxy = proxies.for_url(&u)?.clone();
+            let host = u
+                .host_str()?
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string();
+            Some((proxy, host, u.port_or_known_default()?))
+        });
         let credentials = config.credentials.as_ref().map(|c| c.0.clone());
         let ws_config = WebSocketConfig::default()
             .max_message_size(Some(limits.max_message_bytes))
@@ -72,12 +82,43 @@ impl WsTransport {
             for (name, value) in &applied.headers {
                 request.headers_mut().insert(name.clone(), value.clone());
             }
-            let handshake = tokio_tungstenite::connect_async_tls_with_config(
-                request,
-                Some(ws_config),
-                true,
-                Some(tokio_tungstenite::Connector::Rustls(trust.config.clone())),
-            );
+            let connector = Some(tokio_tungstenite::Connector::Rustls(trust.config.clone()));
+            let handshake = async {
+                match &tunnel {
+                    // Through the proxy: a CONNECT tunnel, then TLS (wss) and the upgrade over it.
+                    Some((proxy, host, port)) => {
+                        let stream = super::proxy::connect_tunnel(
+                            proxy,
+                            host,
+                            *port,
+                            limits.connect_timeout,
+                        )
+                        .await?;
+                        Ok(tokio_tungstenite::client_async_tls_with_config(
+                            request,
+                            stream,
+                            Some(ws_config),
+                            connector,
+                        )
+                        .await)
+                    }
+                    None => Ok(tokio_tungstenite::connect_async_tls_with_config(
+                        request,
+                        Some(ws_config),
+                        true,
+                        connector,
+                    )
+                    .await),
+                }
+            };
+            let handshake = async {
+                match handshake.await {
+                    Ok(r) => r,
+                    Err(e) => Err(tokio_tungstenite::tungstenite::Error::Io(
+                        std::io::Error::other(ProxyFailure(e)),
+                    )),
+                }
+            };
             match tokio::time::timeout(limits.connect_timeout, handshake).await {
                 Ok(Ok(r)) => break r,
                 Ok(Err(tokio_tungstenite::tungstenite::Error::Http(resp)))
@@ -102,6 +143,13 @@ impl WsTransport {
                         super::credentials::Verdict::Fail(e) => return Err(e),
                         super::credentials::Verdict::Pass => return Err(refused()),
                     }
+                }
+                Ok(Err(tokio_tungstenite::tungstenite::Error::Io(io)))
+                    if io.get_ref().is_some_and(|i| i.is::<ProxyFailure>()) =>
+                {
+                    let inner = io.into_inner().expect("checked");
+                    let failure = inner.downcast::<ProxyFailure>().expect("checked");
+                    return Err(failure.0);
                 }
                 Ok(Err(e)) => {
                     if let Some(reason) = super::tls::reason(&e) {
@@ -237,3 +285,15 @@ impl Drop for WsTransport {
         }
     }
 }
+
+/// A proxy's refusal, carried through tungstenite's error as it is.
+#[derive(Debug)]
+struct ProxyFailure(Error);
+
+impl std::fmt::Display for ProxyFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.message)
+    }
+}
+
+impl std::error::Error for ProxyFailure {}

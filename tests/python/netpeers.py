@@ -29,3 +29,11 @@ class Nginx(tls_front.Nginx):
         except RuntimeError as e:
             pytest.fail(str(e), pytrace=False)
 
+
+
+class Tinyproxy(tls_front.Tinyproxy):
+    def __init__(self, d: Path, auth: Optional[str] = None) -> None:
+        try:
+            super().__init__(d, auth)
+        except RuntimeError as e:
+            pytest.fail(str(e), pytrace=False)

@@ -19,12 +19,13 @@ import pytest
 
 import mcplug
 from conftest import EVERYTHING_JS
-from netpeers import PASSPHRASE, Nginx, free_port, make_pki
+from netpeers import PASSPHRASE, Nginx, Tinyproxy, free_port, make_pki
 
 WS_BRIDGE = Path(__file__).resolve().parents[2] / "tests/servers/ws_bridge.py"
 
 ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "CLAUDE_CODE_CLIENT_CERT",
-       "CLAUDE_CODE_CLIENT_KEY", "CLAUDE_CODE_CLIENT_KEY_PASSPHRASE")
+       "CLAUDE_CODE_CLIENT_KEY", "CLAUDE_CODE_CLIENT_KEY_PASSPHRASE", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY",
+       "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy")
 
 
 def _spawn(args: List[str], port: int, env: Optional[Dict[str, str]] = None) -> subprocess.Popen:  # type: ignore[type-arg]
@@ -54,6 +55,7 @@ def tls_peer(tmp_path_factory: pytest.TempPathFactory, everything_http: str) -> 
     ws = _spawn([sys.executable, str(WS_BRIDGE), str(ws_port), node, str(EVERYTHING_JS), "stdio"], ws_port)
     routes = {"/sse": f"127.0.0.1:{sse_port}", "/message": f"127.0.0.1:{sse_port}", "/ws": f"127.0.0.1:{ws_port}"}
     nginx = Nginx(d / "nginx", pki, everything_http.split("/")[2], routes)
+    nginx.ws_port = ws_port  # type: ignore[attr-defined]
     yield nginx, pki
     nginx.stop()
     for child in (sse, ws):
@@ -214,6 +216,118 @@ def test_auth_server_metadata_url_is_read_over_https_instead_of_discovery(tls_pe
             assert c.call_tool("whoami", {})["content"][0]["text"] == "ok"
         counts = stats()
         assert counts["authorize"] == 1 and counts["as_metadata"] == 0, counts
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def proxy(tmp_path: Path) -> Iterator[Tinyproxy]:
+    p = Tinyproxy(tmp_path / "proxy")
+    yield p
+    p.stop()
+
+
+def test_every_remote_transport_through_a_proxy(tls_peer: Tuple[Nginx, Dict[str, Path]], proxy: Tinyproxy,
+                                                 everything_http: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    nginx, pki = tls_peer
+    ca = {"ca_file": str(pki["ca"])}
+    monkeypatch.setenv("HTTPS_PROXY", proxy.url())
+    monkeypatch.setenv("http_proxy", proxy.url())
+    # HTTPS, HTTP+SSE over TLS and WebSocket over TLS: CONNECT tunnels.
+    for kind, path, scheme in [("http", "/mcp", "https"), ("sse", "/sse", "https"), ("ws", "/ws", "wss")]:
+        with connect(nginx.url(path).replace("https://", f"{scheme}://"), ca, kind=kind) as c:
+            assert echo(c) == "Echo: over TLS", kind
+    assert f"CONNECT localhost:{nginx.https_port}" in proxy.seen(), proxy.seen()
+    # Plain HTTP goes as absolute-form requests, as curl sends them; a plain WebSocket through a
+    # tunnel too.
+    with connect(everything_http) as c:
+        assert echo(c) == "Echo: over TLS"
+    assert f"POST {everything_http} " in proxy.seen(), proxy.seen()
+    ws_port = nginx.ws_port  # type: ignore[attr-defined]
+    with connect(f"ws://127.0.0.1:{ws_port}/", kind="ws") as c:
+        assert echo(c) == "Echo: over TLS"
+    assert f"CONNECT 127.0.0.1:{ws_port}" in proxy.seen(), proxy.seen()
+
+
+def test_no_proxy_a_servers_own_proxy_and_a_proxy_that_is_down(tls_peer: Tuple[Nginx, Dict[str, Path]], proxy: Tinyproxy,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    nginx, pki = tls_peer
+    ca = {"ca_file": str(pki["ca"])}
+    dead = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("HTTPS_PROXY", dead)
+    for kind, path, scheme in [("http", "/mcp", "https"), ("ws", "/ws", "wss")]:
+        with pytest.raises(mcplug.TransportError) as e:
+            connect(nginx.url(path).replace("https://", f"{scheme}://"), ca, kind=kind)
+        assert dead in str(e.value), (kind, str(e.value))
+    # NO_PROXY names the host (curl's rules: a suffix, an IP, a CIDR range).
+    for skip in ("localhost", ".localhost", "localhost,10.0.0.0/8"):
+        monkeypatch.setenv("NO_PROXY", skip)
+        with connect(nginx.url("/mcp"), ca) as c:
+            assert echo(c) == "Echo: over TLS", skip
+    monkeypatch.setenv("NO_PROXY", "127.0.0.0/8")
+    with connect(nginx.url("/mcp", host="127.0.0.1"), ca) as c:
+        assert echo(c) == "Echo: over TLS", "a CIDR range"
+    monkeypatch.delenv("NO_PROXY")
+    # A server's own `proxy`: false for none, or a URL over the environment's.
+    server = {"type": "http", "url": nginx.url("/mcp"), "tls": ca, "proxy": False}
+    with mcplug.Client.connect(server, connect_timeout=20) as c:
+        assert echo(c) == "Echo: over TLS"
+    tunnels = f"CONNECT localhost:{nginx.https_port}"
+    before = proxy.seen().count(tunnels)
+    with mcplug.Client.connect({**server, "proxy": proxy.url()}, connect_timeout=20) as c:
+        assert echo(c) == "Echo: over TLS"
+    assert proxy.seen().count(tunnels) > before, "the server's own proxy was used"
+    with connect(nginx.url("/mcp"), ca, proxy=proxy.url()) as c:
+        assert echo(c) == "Echo: over TLS", "the connection's proxy option"
+    with pytest.raises(mcplug.InvalidArgumentError, match="or false for none"):
+        connect(nginx.url("/mcp"), ca, proxy=True)
+
+
+def test_a_proxy_that_wants_credentials(tls_peer: Tuple[Nginx, Dict[str, Path]], tmp_path: Path) -> None:
+    nginx, pki = tls_peer
+    ca = {"ca_file": str(pki["ca"])}
+    guarded = Tinyproxy(tmp_path / "guarded", auth="alice:pa55word")
+    try:
+        for kind, path, scheme in [("http", "/mcp", "https"), ("ws", "/ws", "wss")]:
+            url = nginx.url(path).replace("https://", f"{scheme}://")
+            with pytest.raises(mcplug.TransportError) as e:
+                connect(url, ca, kind=kind, proxy=guarded.url())
+            assert "407" in str(e.value) and "credentials" in str(e.value), (kind, str(e.value))
+            with pytest.raises(mcplug.TransportError) as e:
+                connect(url, ca, kind=kind, proxy=guarded.url("alice:wrong"))
+            assert "wrong" not in str(e.value), "the credentials are never shown"
+            with connect(url, ca, kind=kind, proxy=guarded.url("alice:pa55word")) as c:
+                assert echo(c) == "Echo: over TLS", kind
+    finally:
+        guarded.stop()
+
+
+def test_the_oauth_flow_through_the_proxy(proxy: Tinyproxy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import http.client
+    import urllib.parse
+
+    server = Path(__file__).resolve().parents[2] / "tests/servers/oauth_server.py"
+    proc = subprocess.Popen([sys.executable, str(server)], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        base = f"http://127.0.0.1:{int(line.split()[1])}"
+
+        def follow(params: Dict[str, Any]) -> Dict[str, Any]:
+            url = urllib.parse.urlsplit(params["url"])
+            conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+            conn.request("GET", url.path + "?" + url.query)
+            location = conn.getresponse().getheader("Location")
+            conn.close()
+            return {"callback_url": location}
+
+        monkeypatch.setenv("HTTP_PROXY", proxy.url())
+        with mcplug.Client.connect({"type": "http", "url": base + "/mcp"}, handlers={"auth/authorize": follow},
+                                   connect_timeout=20, options={"auth_store": str(tmp_path / "auth")}) as c:
+            assert c.call_tool("whoami", {})["content"][0]["text"] == "ok"
+        seen = proxy.seen()
+        for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-authorization-server", "/register", "/token", "/mcp"):
+            assert f"{base}{path} " in seen, (path, seen)
     finally:
         proc.kill()
         proc.wait()

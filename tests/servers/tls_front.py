@@ -160,6 +160,55 @@ http {{
             self.proc.wait()
 
 
+
+class Tinyproxy:
+    """Debian's tinyproxy on a port of its own, a forward proxy (CONNECT to any port), its log
+    at `log`; with `auth` ("user:password") it answers 407 without those credentials."""
+
+    def __init__(self, d: Path, auth: Optional[str] = None) -> None:
+        program = _require("tinyproxy")
+        d.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.log = d / "tinyproxy.log"
+        conf = [f"Port {self.port}", "Listen 127.0.0.1", "Timeout 120", f'LogFile "{self.log}"', "LogLevel Connect",
+                "MaxClients 100", "Allow 127.0.0.1", "DisableViaHeader Yes"]
+        if auth:
+            user, password = auth.split(":", 1)
+            conf.append(f"BasicAuth {user} {password}")
+        (d / "tinyproxy.conf").write_text("\n".join(conf) + "\n")
+
+        def die_with_us() -> None:
+            import ctypes
+            import signal
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+        self.proc = subprocess.Popen([program, "-d", "-c", str(d / "tinyproxy.conf")], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, preexec_fn=die_with_us)
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"tinyproxy did not listen on {self.port}")
+                time.sleep(0.05)
+
+    def url(self, auth: Optional[str] = None) -> str:
+        return f"http://{auth + '@' if auth else ''}127.0.0.1:{self.port}"
+
+    def seen(self) -> str:
+        return self.log.read_text() if self.log.exists() else ""
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
 if __name__ == "__main__":
     import json
     import signal

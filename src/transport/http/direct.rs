@@ -102,18 +102,14 @@ pub(super) struct Driven {
 
 impl Direct {
     /// The direct path for `url`, when it can serve it (see the module's doc).
-    pub(super) fn new(url: &reqwest::Url, headers: &HeaderMap) -> Option<Direct> {
+    /// `proxied`: the URL goes through a proxy (then reqwest's path takes it).
+    pub(super) fn new(url: &reqwest::Url, headers: &HeaderMap, proxied: bool) -> Option<Direct> {
         if url.scheme() != "http"
             || !url.username().is_empty()
             || url.password().is_some()
             || url.host_str().is_none()
+            || proxied
         {
-            return None;
-        }
-        let proxied = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]
-            .iter()
-            .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
-        if proxied {
             return None;
         }
         for framing in [

@@ -68,6 +68,8 @@ pub struct HttpTransport {
     http: reqwest::Client,
     /// What its TLS trusts (named in a certificate error).
     trust: Arc<super::tls::Trust>,
+    /// The proxy its requests go through (shown, without credentials), if any.
+    via: Option<String>,
     url: reqwest::Url,
     headers: HeaderMap,
     sink: Weak<dyn Inbound>,
@@ -137,21 +139,26 @@ impl HttpTransport {
         let url = parse_url(&config.url)?;
         let headers = remote::header_map(&config.headers)?;
         let trust = remote::trust_of(config, &limits)?;
+        let proxies = remote::proxies_of(config, &limits)?;
+        let via = proxies.for_url(&url).map(super::proxy::shown);
         let http = remote::http_client(
             &limits,
             !config.headers.is_empty() || config.headers_helper.is_some(),
             &trust,
+            &proxies,
+            &url,
         )?;
         let credential = remote::fingerprint(
             headers
                 .iter()
                 .map(|(name, value)| (name.as_str().as_bytes(), value.as_bytes())),
         );
-        let direct = Direct::new(&url, &headers);
+        let direct = Direct::new(&url, &headers, via.is_some());
         Ok(Arc::new_cyclic(|me| HttpTransport {
             me: me.clone(),
             http,
             trust,
+            via,
             url,
             headers,
             sink,
@@ -228,7 +235,7 @@ impl HttpTransport {
         let creds = self.credentials.as_deref();
         credentials::send(creds, method, url, body, what, repeatable, build)
             .await
-            .map_err(|e| self.trust.annotate(e))
+            .map_err(|e| super::proxy::annotate(self.trust.annotate(e), self.via.as_deref()))
     }
 
     /// The modern version in use, when the connection is of the modern era.

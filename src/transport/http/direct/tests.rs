@@ -8,13 +8,13 @@ fn a_host_name_is_looked_up_off_the_callers_thread() {
     let headers = HeaderMap::new();
     // An IP address needs no lookup: the direct path can take the first request.
     for url in ["http://127.0.0.1:9/mcp", "http://[::1]:9/mcp"] {
-        let d = Direct::new(&url.parse().unwrap(), &headers).unwrap();
+        let d = Direct::new(&url.parse().unwrap(), &headers, false).unwrap();
         assert!(d.addresses_ready(), "{url}");
         assert_eq!(d.addresses().unwrap()[0].port(), 9);
     }
     // A name: the first request goes the general way while a runtime thread looks it up,
     // and the direct path takes the requests after that.
-    let d = Direct::new(&"http://localhost:9/mcp".parse().unwrap(), &headers).unwrap();
+    let d = Direct::new(&"http://localhost:9/mcp".parse().unwrap(), &headers, false).unwrap();
     assert!(!d.addresses_ready());
     // (The lookup may finish between the two looks.)
     assert!(d.addresses().is_err() || d.addresses_ready());
