@@ -232,7 +232,9 @@ enum mcplug_status mcplug_auth_logout(const char *server_json,
  * `tls` (`{"ca_file", "ca_pem", "client_cert", "client_key", "client_key_passphrase"}`, each
  * optional: CAs trusted besides the system's store and a client certificate, for every remote
  * transport and OAuth request; a server entry's own `tls` fields win; see the README's
- * "Company networks"),
+ * "Company networks"), `proxy` (every remote server's proxy, `"http://user:password@host:port"`,
+ * or `false` for none, over the environment's `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY`/`NO_PROXY`;
+ * a server entry's own `proxy` wins),
  * `xaa_idp` (`{"issuer", "client_id", "client_secret"?, "callback_port"?}`: the enterprise IdP
  * of the servers whose entry says `oauth.xaa: true`, as Claude Code's `settings.xaaIdp`; its
  * login is one more authorization through `auth/authorize`, and the ID token it gives is kept

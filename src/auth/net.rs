@@ -82,36 +82,27 @@ impl Net {
     /// The client for `url`: through its proxy when one applies, else direct with the guarded
     /// resolver.
     fn http(&self, url: &reqwest::Url) -> Result<&reqwest::Client> {
-        if self.proxies.for_url(url).is_some() {
-            return self.proxied.get_or_try_init(|| {
-                let trust = self.trust.trust()?;
-                reqwest::Client::builder()
-                    .timeout(self.timeout)
-                    .connect_timeout(self.timeout)
-                    .redirect(reqwest::redirect::Policy::none())
-                    .no_proxy()
-                    .proxy(self.proxies.reqwest())
-                    // One request a connection (see `remote::http_client`): OAuth makes few.
-                    .pool_max_idle_per_host(0)
-                    .user_agent(concat!("mcplug/", env!("CARGO_PKG_VERSION")))
-                    .use_preconfigured_tls((*trust.config).clone())
-                    .build()
-                    .map_err(|e| {
-                        Error::transport(format!("cannot build the OAuth HTTP client: {e}"))
-                    })
-            });
-        }
-        self.http.get_or_try_init(|| {
+        let proxied = self.proxies.for_url(url).is_some();
+        let cell = if proxied { &self.proxied } else { &self.http };
+        cell.get_or_try_init(|| {
             let trust = self.trust.trust()?;
-            reqwest::Client::builder()
+            let builder = reqwest::Client::builder()
                 .timeout(self.timeout)
                 .connect_timeout(self.timeout)
                 .redirect(reqwest::redirect::Policy::none())
-                // A proxy resolves names itself, past the guard's resolver.
                 .no_proxy()
-                .dns_resolver(Arc::new(GuardedResolver(self.guard.clone())))
                 .user_agent(concat!("mcplug/", env!("CARGO_PKG_VERSION")))
-                .use_preconfigured_tls((*trust.config).clone())
+                .use_preconfigured_tls((*trust.config).clone());
+            let builder = if proxied {
+                // The proxy resolves the names (the guard checks the hosts as written, `check`);
+                // one request a connection (see `remote::http_client`): OAuth makes few.
+                builder
+                    .proxy(self.proxies.reqwest())
+                    .pool_max_idle_per_host(0)
+            } else {
+                builder.dns_resolver(Arc::new(GuardedResolver(self.guard.clone())))
+            };
+            builder
                 .build()
                 .map_err(|e| Error::transport(format!("cannot build the OAuth HTTP client: {e}")))
         })

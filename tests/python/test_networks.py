@@ -19,6 +19,7 @@ import pytest
 
 import mcplug
 from conftest import EVERYTHING_JS
+from test_oauth import follow  # the headless browser of the OAuth tests
 from netpeers import PASSPHRASE, Nginx, Tinyproxy, free_port, make_pki
 
 WS_BRIDGE = Path(__file__).resolve().parents[2] / "tests/servers/ws_bridge.py"
@@ -175,9 +176,7 @@ def test_auth_server_metadata_url_is_read_over_https_instead_of_discovery(tls_pe
     """`oauth.authServerMetadataUrl` (an https URL, as Claude Code requires): the authorization
     server's metadata is read there — through the connection's trust — and not discovered."""
     import json
-    import urllib.parse
     import urllib.request
-    import http.client
 
     nginx, pki = tls_peer
     server = Path(__file__).resolve().parents[2] / "tests/servers/oauth_server.py"
@@ -191,14 +190,6 @@ def test_auth_server_metadata_url_is_read_over_https_instead_of_discovery(tls_pe
                 "token_endpoint_auth_methods_supported": ["client_secret_post"]}
         (nginx.dir / "static" / "as.json").write_text(json.dumps(meta))
         metadata_url = nginx.url("/static/as.json")
-
-        def follow(params: Dict[str, Any]) -> Dict[str, Any]:
-            url = urllib.parse.urlsplit(params["url"])
-            conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
-            conn.request("GET", url.path + "?" + url.query)
-            location = conn.getresponse().getheader("Location")
-            conn.close()
-            return {"callback_url": location}
 
         def stats() -> Dict[str, int]:
             with urllib.request.urlopen(base + "/stats", timeout=5) as r:
@@ -304,22 +295,11 @@ def test_a_proxy_that_wants_credentials(tls_peer: Tuple[Nginx, Dict[str, Path]],
 
 
 def test_the_oauth_flow_through_the_proxy(proxy: Tinyproxy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import http.client
-    import urllib.parse
-
     server = Path(__file__).resolve().parents[2] / "tests/servers/oauth_server.py"
     proc = subprocess.Popen([sys.executable, str(server)], stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         base = f"http://127.0.0.1:{int(line.split()[1])}"
-
-        def follow(params: Dict[str, Any]) -> Dict[str, Any]:
-            url = urllib.parse.urlsplit(params["url"])
-            conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
-            conn.request("GET", url.path + "?" + url.query)
-            location = conn.getresponse().getheader("Location")
-            conn.close()
-            return {"callback_url": location}
 
         monkeypatch.setenv("HTTP_PROXY", proxy.url())
         with mcplug.Client.connect({"type": "http", "url": base + "/mcp"}, handlers={"auth/authorize": follow},

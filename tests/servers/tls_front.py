@@ -34,6 +34,14 @@ def _openssl(*args: str, cwd: Path) -> None:
     subprocess.run([_require("openssl"), *args], cwd=cwd, check=True, capture_output=True)
 
 
+def die_with_us() -> None:
+    """In a child before its exec: it goes when the process that started it goes, however that
+    ends (PR_SET_PDEATHSIG)."""
+    import ctypes
+    import signal
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -124,12 +132,6 @@ http {{
     }}
 }}
 """)
-        def die_with_us() -> None:
-            # nginx goes when the process that started it goes, however that ends.
-            import ctypes
-            import signal
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
         self.proc = subprocess.Popen([nginx, "-p", str(d), "-c", str(d / "nginx.conf")],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                      preexec_fn=die_with_us)
@@ -176,11 +178,6 @@ class Tinyproxy:
             user, password = auth.split(":", 1)
             conf.append(f"BasicAuth {user} {password}")
         (d / "tinyproxy.conf").write_text("\n".join(conf) + "\n")
-
-        def die_with_us() -> None:
-            import ctypes
-            import signal
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
         self.proc = subprocess.Popen([program, "-d", "-c", str(d / "tinyproxy.conf")], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, preexec_fn=die_with_us)
