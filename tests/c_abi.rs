@@ -351,7 +351,14 @@ fn run_with(name: &str, extra: &[(&str, String)]) {
         }
     }
 
-    if std::env::var("MCPLUG_VALGRIND").as_deref() == Ok("1") {
+    // TLS records are sealed and opened by ring's AES-GCM assembly, whose writes memcheck does
+    // not see: every record reads as uninitialised (a writev of one, a compare in its opening).
+    // The C side of that test is the same as every other's; ASan still runs it.
+    const NOT_UNDER_VALGRIND: &[&str] = &["networks"];
+    if std::env::var("MCPLUG_VALGRIND").as_deref() == Ok("1") && NOT_UNDER_VALGRIND.contains(&name)
+    {
+        println!("[{name}: not run under valgrind: ring's assembly is opaque to memcheck]");
+    } else if std::env::var("MCPLUG_VALGRIND").as_deref() == Ok("1") {
         let mut cmd = Command::new("valgrind");
         cmd.args([
             "--leak-check=full",
@@ -590,7 +597,7 @@ fn c_networks() {
     let dir = out_dir()
         .join("tmp")
         .join(format!("tls-{}", std::process::id()));
-    let front = peers::tls_front(&dir, &format!("127.0.0.1:{}", http.port), &[]);
+    let front = peers::tls_front(&dir, &format!("127.0.0.1:{}", http.port), &["--proxy"]);
     let s = |k: &str| match &front.info[k] {
         serde_json::Value::String(s) => s.clone(),
         v => v.to_string(),
@@ -605,6 +612,8 @@ fn c_networks() {
             ("MCPLUG_TLS_CLIENT_KEY", s("client_key")),
             ("MCPLUG_TLS_CLIENT_KEY_ENC", s("client_key_enc")),
             ("MCPLUG_TLS_PASSPHRASE", s("passphrase")),
+            ("MCPLUG_PROXY_PORT", s("proxy_port")),
+            ("MCPLUG_PROXY_LOG", s("proxy_log")),
         ],
     );
 }

@@ -491,6 +491,36 @@ fn list_marks_the_servers_a_registry_knows() {
 }
 
 #[test]
+fn get_shows_a_remote_servers_proxy_and_trust() {
+    let s = Scratch::new("route");
+    let dead = peers::free_port();
+    let entry = json!({"type": "http", "url": format!("https://127.0.0.1:{dead}/mcp"),
+                       "proxy": format!("http://alice:s3cret@127.0.0.1:{dead}")});
+    s.ok(&["add-json", "-s", "user", "corp", &entry.to_string()]);
+    let (code, out, _) = s.run(&["get", "corp", "--timeout", "5"]);
+    assert_eq!(code, 1, "the proxy is down: {out}");
+    assert!(
+        out.contains(&format!("Network: through the proxy http://127.0.0.1:{dead} (proxies from the server's `proxy`)")),
+        "{out}"
+    );
+    assert!(out.contains("Trusted: "), "{out}");
+    assert!(
+        !out.contains("s3cret"),
+        "credentials are never shown: {out}"
+    );
+    let (_, json_out, _) = s.run(&["get", "corp", "--json", "--timeout", "5"]);
+    let v: Value = serde_json::from_str(&json_out).unwrap();
+    assert_eq!(v["network"]["proxy"], format!("http://127.0.0.1:{dead}"));
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("through the proxy"),
+        "{v}"
+    );
+}
+
+#[test]
 fn bad_input_is_a_usage_error_naming_what_was_wrong() {
     let s = Scratch::new("usage");
     let cases: &[(&[&str], &str)] = &[

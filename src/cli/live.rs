@@ -261,6 +261,13 @@ pub fn get(ctx: &Ctx, name: &str) -> Result<Exit, Error> {
     )?;
     let st = &status["servers"][name];
     let mut r = row(name, &s, st);
+    // A remote server's proxy and trust, as its connection decided them.
+    let entry = s["config"].clone();
+    if let Ok(Some(route)) = mcplug::ServerSpec::parse(&entry)
+        .and_then(|spec| spec.route(&mcplug::ConnectOptions::parse(None)?))
+    {
+        r["network"] = route;
+    }
     if ctx.json {
         r["config"] = s["config"].clone();
         show::json(&r);

@@ -147,6 +147,27 @@ pub fn details(name: &str, s: &Value, row: &Value) -> String {
             }
         }
     }
+    if let Some(net) = row.get("network") {
+        let proxy = match net["proxy"].as_str() {
+            Some(p) => format!("through the proxy {p}"),
+            None => "direct".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "  Network: {proxy} (proxies from {})",
+            net["proxy_from"].as_str().unwrap_or_default()
+        );
+        let trust: Vec<&str> = net["trust"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let _ = writeln!(out, "  Trusted: {}", trust.join(", "));
+        if let Some(c) = net["client_certificate"].as_str() {
+            let _ = writeln!(out, "  Client certificate: {c}");
+        }
+    }
     if let Some(info) = row["server_info"].as_object() {
         let _ = writeln!(
             out,

@@ -77,6 +77,31 @@ int main(void) {
         mcplug_client_free(c);
     }
 
+    /* Through the proxy (the connection's `proxy` option): a CONNECT tunnel, seen in its log. */
+    snprintf(options, sizeof options, "{\"tls\":{\"ca_file\":\"%s\"},\"proxy\":\"http://127.0.0.1:%s\"}", ca,
+             peer("MCPLUG_PROXY_PORT"));
+    c = try_connect(url, NULL, options, &out);
+    CHECK_OUT(c != NULL, out, "connected through the proxy");
+    drop(&out);
+    if (c) {
+        echo_over(c, "through the proxy");
+        mcplug_client_free(c);
+    }
+    {
+        FILE *f = fopen(peer("MCPLUG_PROXY_LOG"), "r");
+        char log[65536], want[128];
+        size_t n = f ? fread(log, 1, sizeof log - 1, f) : 0;
+        if (f) fclose(f);
+        log[n] = '\0';
+        snprintf(want, sizeof want, "CONNECT localhost:%s", peer("MCPLUG_TLS_HTTPS_PORT"));
+        CHECK(contains(log, want), "the proxy's log shows the tunnel (%s)", want);
+    }
+    snprintf(options, sizeof options, "{\"tls\":{\"ca_file\":\"%s\"},\"proxy\":\"http://u:s3cret@127.0.0.1:1\"}", ca);
+    c = try_connect(url, NULL, options, &out);
+    CHECK_OUT(c == NULL && is_error(out, "transport", "through the proxy http://127.0.0.1:1") && !contains(out, "s3cret"), out,
+              "a proxy that is down is named, without its credentials");
+    drop(&out);
+
     c = try_connect(url, "{\"ca\":\"x\"}", NULL, &out);
     CHECK_OUT(c == NULL && is_error(out, "invalid_argument", "unknown key `ca`"), out, "a bad tls option is named");
     drop(&out);

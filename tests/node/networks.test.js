@@ -16,7 +16,7 @@ const { Client, McpError } = h.mcplug;
 
 async function tlsFront(dir, upstream) {
   const script = path.join(__dirname, '..', 'servers', 'tls_front.py');
-  const child = spawn('python3', [script, dir, upstream], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn('python3', [script, dir, upstream, '--proxy'], { stdio: ['pipe', 'pipe', 'inherit'] });
   const line = await new Promise((resolve) => readline.createInterface({ input: child.stdout }).once('line', resolve));
   const info = JSON.parse(line);
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -41,6 +41,16 @@ test('TLS from a private CA and a client certificate', { timeout: 60000 }, async
     c = await Client.connect({ type: 'http', url }, { connectTimeoutMs: 20000, options: { tls: { ca_file: info.ca } } });
     assert.equal(await echo(c), 'Echo: tls');
     await c.close();
+    // Through the proxy: the server's own `proxy`, a CONNECT tunnel in the proxy's log.
+    c = await Client.connect({ type: 'http', url, tls: { ca_file: info.ca }, proxy: `http://127.0.0.1:${info.proxy_port}` },
+      { connectTimeoutMs: 20000 });
+    assert.equal(await echo(c), 'Echo: tls');
+    await c.close();
+    assert.ok(fs.readFileSync(info.proxy_log, 'utf8').includes(`CONNECT localhost:${info.https_port}`));
+    const down = await Client.connect({ type: 'http', url, tls: { ca_file: info.ca }, proxy: 'http://u:s3cret@127.0.0.1:1' },
+      { connectTimeoutMs: 20000 }).then(() => null, (e) => e);
+    assert.ok(down instanceof McpError && /through the proxy http:\/\/127\.0\.0\.1:1/.test(down.message), String(down));
+    assert.ok(!down.message.includes('s3cret'));
     c = await Client.connect({
       type: 'http',
       url: `https://localhost:${info.mtls_port}/mcp`,

@@ -5,11 +5,12 @@ once as any HTTPS server, once requiring a client certificate (`ssl_verify_clien
 
 As a program, for the C and Node tests:
 
-    python3 tests/servers/tls_front.py <dir> <upstream host:port> [<path prefix>=<host:port> ...]
+    python3 tests/servers/tls_front.py <dir> <upstream host:port> [--proxy] [<path prefix>=<host:port> ...]
 
 prints one JSON line — {"https_port", "mtls_port", "ca", "other_ca", "client_cert",
-"client_key", "client_key_enc", "passphrase"} — once nginx listens, and stops nginx when it is
-terminated (or its standard input closes)."""
+"client_key", "client_key_enc", "passphrase"}, and with --proxy "proxy_port" and "proxy_log" of
+a tinyproxy beside — once they listen, and stops them when it is terminated (or its standard
+input closes)."""
 from __future__ import annotations
 
 import shutil
@@ -213,12 +214,23 @@ if __name__ == "__main__":
 
     where = Path(sys.argv[1])
     pki = make_pki(where / "pki")
-    routes = dict(a.split("=", 1) for a in sys.argv[3:])
+    rest = sys.argv[3:]
+    routes = dict(a.split("=", 1) for a in rest if a != "--proxy")
     front = Nginx(where / "nginx", pki, sys.argv[2], routes)
-    signal.signal(signal.SIGTERM, lambda *_: (front.stop(), sys.exit(0)))
-    print(json.dumps({"https_port": front.https_port, "mtls_port": front.mtls_port, "passphrase": PASSPHRASE,
-                      **{k: str(v) for k, v in pki.items()}}), flush=True)
+    proxy = Tinyproxy(where / "proxy") if "--proxy" in rest else None
+
+    def stop() -> None:
+        front.stop()
+        if proxy:
+            proxy.stop()
+
+    signal.signal(signal.SIGTERM, lambda *_: (stop(), sys.exit(0)))
+    info = {"https_port": front.https_port, "mtls_port": front.mtls_port, "passphrase": PASSPHRASE,
+            **{k: str(v) for k, v in pki.items()}}
+    if proxy:
+        info.update(proxy_port=proxy.port, proxy_log=str(proxy.log))
+    print(json.dumps(info), flush=True)
     try:
         sys.stdin.read()
     finally:
-        front.stop()
+        stop()
