@@ -264,7 +264,7 @@ pub fn get(ctx: &Ctx, name: &str) -> Result<Exit, Error> {
     // A remote server's proxy and trust, as its connection decided them.
     let entry = s["config"].clone();
     if let Ok(Some(route)) = mcplug::ServerSpec::parse(&entry)
-        .and_then(|spec| spec.route(&mcplug::ConnectOptions::parse(None)?))
+        .and_then(|spec| mcplug::ConnectOptions::parse(None)?.route(&spec))
     {
         r["network"] = route;
     }

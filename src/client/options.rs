@@ -369,6 +369,29 @@ impl Default for ConnectOptions {
     }
 }
 
+impl ConnectOptions {
+    /// How a connection with these options to `server` goes now: its proxy and TLS trust —
+    /// `{"proxy": URL|null (no credentials), "proxy_from", "trust": [sources],
+    /// "client_certificate": where from|null}`. `None` for a stdio server.
+    pub fn route(&self, server: &ServerSpec) -> Result<Option<Value>> {
+        let Some(remote) = server.remote() else {
+            return Ok(None);
+        };
+        let proxies = crate::transport::proxy::Proxies::resolve(
+            remote.proxy.as_deref(),
+            self.proxy.as_ref(),
+        )?;
+        let trust = crate::transport::tls::trust_for(remote.tls.as_deref(), self.tls.as_ref())?;
+        let url = crate::transport::remote::parse_url(&remote.url)?;
+        Ok(Some(json!({
+            "proxy": proxies.for_url(&url).map(crate::transport::proxy::shown),
+            "proxy_from": proxies.from,
+            "trust": trust.sources,
+            "client_certificate": trust.client_cert,
+        })))
+    }
+}
+
 /// The keys of a connection's options (`tag` is read by the C ABI); any other is refused.
 pub const CONNECT_KEYS: &[&str] = &[
     "connect_timeout_ms",

@@ -248,27 +248,6 @@ impl ServerSpec {
         }
     }
 
-    /// How a connection to this server goes now, with `options` (the connection's): its proxy
-    /// and TLS trust — `{"proxy": URL|null (no credentials), "proxy_from", "trust": [sources],
-    /// "client_certificate": where from|null}`. `None` for a stdio server.
-    pub fn route(&self, options: &super::options::ConnectOptions) -> Result<Option<Value>> {
-        let Some(remote) = self.remote() else {
-            return Ok(None);
-        };
-        let proxies = crate::transport::proxy::Proxies::resolve(
-            remote.proxy.as_deref(),
-            options.proxy.as_ref(),
-        )?;
-        let trust = crate::transport::tls::trust_for(remote.tls.as_deref(), options.tls.as_ref())?;
-        let url = crate::transport::remote::parse_url(&remote.url)?;
-        Ok(Some(serde_json::json!({
-            "proxy": proxies.for_url(&url).map(crate::transport::proxy::shown),
-            "proxy_from": proxies.from,
-            "trust": trust.sources,
-            "client_certificate": trust.client_cert,
-        })))
-    }
-
     pub fn name(&self) -> Option<&str> {
         match self {
             ServerSpec::Stdio { name, .. }
