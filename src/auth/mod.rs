@@ -273,6 +273,20 @@ struct Settings {
     offline_access: bool,
 }
 
+/// A loopback callback port (`what` names where it was given): 0, any free one, when absent.
+fn port_option(v: Option<&Value>, what: &str) -> Result<u16> {
+    match v {
+        None | Some(Value::Null) => Ok(0),
+        Some(p) => p
+            .as_u64()
+            .filter(|n| (1..=65535).contains(n))
+            .map(|n| n as u16)
+            .ok_or_else(|| {
+                Error::invalid(format!("{what} must be a port number 1-65535 (got {p})"))
+            }),
+    }
+}
+
 fn source(o: &Map<String, Value>, inline: &str, file: &str, env: &str) -> Result<Option<Source>> {
     let what = "server field `oauth`:";
     if let Some(s) = opt_str(o, inline, what)? {
@@ -308,18 +322,8 @@ impl Settings {
                 None => None,
             },
         };
-        let callback_port = match o.get("callbackPort") {
-            None | Some(Value::Null) => 0,
-            Some(v) => v
-                .as_u64()
-                .filter(|p| (1..=65535).contains(p))
-                .map(|p| p as u16)
-                .ok_or_else(|| {
-                    Error::invalid(format!(
-                        "server field `oauth.callbackPort` must be a port number 1-65535 (got {v})"
-                    ))
-                })?,
-        };
+        let callback_port =
+            port_option(o.get("callbackPort"), "server field `oauth.callbackPort`")?;
         let scopes = match o.get("scopes") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
@@ -398,18 +402,10 @@ impl Settings {
                         "server field `oauth.enterprise` has no `idToken`, `idTokenFile` or `idTokenEnv`, so the ID token comes from a login at the IdP: that needs `idpIssuer`",
                     ));
                 }
-                let idp_callback_port = match e.get("idpCallbackPort") {
-                    None | Some(Value::Null) => 0,
-                    Some(p) => p
-                        .as_u64()
-                        .filter(|n| (1..=65535).contains(n))
-                        .map(|n| n as u16)
-                        .ok_or_else(|| {
-                            Error::invalid(format!(
-                                "server field `oauth.enterprise.idpCallbackPort` must be a port 1-65535 (got {p})"
-                            ))
-                        })?,
-                };
+                let idp_callback_port = port_option(
+                    e.get("idpCallbackPort"),
+                    "server field `oauth.enterprise.idpCallbackPort`",
+                )?;
                 Some(Enterprise {
                     idp: Some(EntryIdp {
                         idp_issuer,

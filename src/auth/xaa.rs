@@ -58,14 +58,8 @@ impl XaaIdp {
                 "`issuer` must be an http(s) URL (got {issuer:?})"
             )));
         }
-        let callback_port = match o.get("callback_port") {
-            None | Some(Value::Null) => 0,
-            Some(p) => p
-                .as_u64()
-                .filter(|n| (1..=65535).contains(n))
-                .map(|n| n as u16)
-                .ok_or_else(|| bad(&format!("`callback_port` must be a port 1-65535 (got {p})")))?,
-        };
+        let callback_port =
+            super::port_option(o.get("callback_port"), "option `xaa_idp`: `callback_port`")?;
         Ok(XaaIdp {
             issuer,
             client_id: string("client_id")?
@@ -267,7 +261,7 @@ mod tests {
             ),
             (
                 json!({"issuer": "https://i", "client_id": "c", "callback_port": 0}),
-                "port 1-65535",
+                "`callback_port` must be a port number 1-65535",
             ),
         ] {
             let e = XaaIdp::parse(&bad).unwrap_err();

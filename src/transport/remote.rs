@@ -146,13 +146,16 @@ pub(crate) fn http_client(
         .map_err(|e| Error::transport(format!("cannot build the HTTP client: {}", chain(&e))))
 }
 
-/// The proxies of a remote server: its entry's `proxy`, the connection's, the environment.
-pub(crate) fn proxies_of(
+/// How a remote server is reached: its trust (the entry's `tls` fields over the connection's,
+/// with the environment, see `tls.rs`) and its proxies (the entry's `proxy`, the connection's,
+/// the environment). Logged once for `--debug`.
+pub(crate) fn route_of(
     config: &RemoteConfig,
     limits: &RemoteLimits,
-) -> Result<super::proxy::Proxies, Error> {
+) -> Result<(std::sync::Arc<super::tls::Trust>, super::proxy::Proxies), Error> {
+    let trust = super::tls::trust_for(config.tls.as_deref(), limits.tls.as_ref())?;
     let proxies = super::proxy::Proxies::resolve(config.proxy.as_deref(), limits.proxy.as_ref())?;
-    if let (Ok(url), Ok(trust)) = (reqwest::Url::parse(&config.url), trust_of(config, limits)) {
+    if let Ok(url) = reqwest::Url::parse(&config.url) {
         tracing::debug!(
             target: "mcplug::transport",
             "{}: {}; {}",
@@ -161,16 +164,7 @@ pub(crate) fn proxies_of(
             trust.describe()
         );
     }
-    Ok(proxies)
-}
-
-/// The trust of a remote server: its entry's `tls` fields over the connection's, with the
-/// environment (see `tls.rs`).
-pub(crate) fn trust_of(
-    config: &RemoteConfig,
-    limits: &RemoteLimits,
-) -> Result<std::sync::Arc<super::tls::Trust>, Error> {
-    super::tls::trust_for(config.tls.as_deref(), limits.tls.as_ref())
+    Ok((trust, proxies))
 }
 
 /// How long an idle keep-alive connection is kept for the next request.

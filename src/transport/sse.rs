@@ -34,8 +34,7 @@ impl SseTransport {
     ) -> Result<Arc<Self>, Error> {
         let url = parse_url(&config.url)?;
         let headers = remote::header_map(&config.headers)?;
-        let trust = remote::trust_of(config, &limits)?;
-        let proxies = remote::proxies_of(config, &limits)?;
+        let (trust, proxies) = remote::route_of(config, &limits)?;
         let via = proxies.for_url(&url).map(super::proxy::shown);
         let http = remote::http_client(
             &limits,

@@ -44,8 +44,7 @@ impl WsTransport {
             }
         }
         let headers = remote::header_map(&config.headers)?;
-        let trust = remote::trust_of(config, &limits)?;
-        let proxies = remote::proxies_of(config, &limits)?;
+        let (trust, proxies) = remote::route_of(config, &limits)?;
         let tunnel = reqwest::Url::parse(&url).ok().and_then(|u| {
             let proxy = proxies.for_url(&u)?.clone();
             let host = u

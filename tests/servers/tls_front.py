@@ -43,6 +43,16 @@ def die_with_us() -> None:
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
 
 
+def end_process(proc: "subprocess.Popen[bytes] | subprocess.Popen[str]") -> None:
+    """Terminates a child and waits for it (killed after 5 s)."""
+    proc.terminate()
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -155,12 +165,7 @@ http {{
         return f"https://{host}:{self.mtls_port if mtls else self.https_port}{path}"
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        end_process(self.proc)
 
 
 
@@ -199,12 +204,7 @@ class Tinyproxy:
         return self.log.read_text() if self.log.exists() else ""
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        end_process(self.proc)
 
 
 if __name__ == "__main__":
