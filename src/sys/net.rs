@@ -30,3 +30,28 @@ pub(crate) fn recv_spare(sock: &TcpStream, buf: &mut Vec<u8>) -> io::Result<usiz
 pub(crate) fn connect_in_progress(e: &io::Error) -> bool {
     e.raw_os_error() == Some(rustix::io::Errno::INPROGRESS.raw_os_error())
 }
+
+/// A socket as `Read` and `Write` for a TLS library driving it: each write is one `send(2)`
+/// with `MSG_NOSIGNAL` (a write to a connection the server closed is an `EPIPE`, never a
+/// SIGPIPE in the host's thread), each read one `recv(2)`.
+pub(crate) struct NoSignal<'a>(pub(crate) &'a TcpStream);
+
+impl io::Read for NoSignal<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        Ok(rustix::net::recv(self.0, buf, RecvFlags::empty())?.0)
+    }
+}
+
+impl io::Write for NoSignal<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        Ok(rustix::net::send(
+            self.0,
+            buf,
+            rustix::net::SendFlags::NOSIGNAL,
+        )?)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

@@ -23,6 +23,7 @@ from test_oauth import follow  # the headless browser of the OAuth tests
 from netpeers import PASSPHRASE, Nginx, Tinyproxy, free_port, make_pki
 
 WS_BRIDGE = Path(__file__).resolve().parents[2] / "tests/servers/ws_bridge.py"
+MODERN_HTTP = Path(__file__).resolve().parents[2] / "tests/servers/modern_http_server.py"
 
 ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "CLAUDE_CODE_CLIENT_CERT",
        "CLAUDE_CODE_CLIENT_KEY", "CLAUDE_CODE_CLIENT_KEY_PASSPHRASE", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY",
@@ -47,19 +48,22 @@ def _spawn(args: List[str], port: int, env: Optional[Dict[str, str]] = None) -> 
 @pytest.fixture(scope="module")
 def tls_peer(tmp_path_factory: pytest.TempPathFactory, everything_http: str) -> Iterator[Tuple[Nginx, Dict[str, Path]]]:
     """nginx with TLS in front of server-everything over Streamable HTTP (/mcp), over HTTP+SSE
-    (/sse, /message) and over WebSocket (/ws, through tests/servers/ws_bridge.py)."""
+    (/sse, /message) and over WebSocket (/ws, through tests/servers/ws_bridge.py), and of the
+    2026-07-28 era's server over Streamable HTTP (/modern)."""
     d = tmp_path_factory.mktemp("net")
     pki = make_pki(d / "pki")
-    sse_port, ws_port = free_port(), free_port()
+    sse_port, ws_port, modern_port = free_port(), free_port(), free_port()
     node = shutil.which("node") or "node"
     sse = _spawn([node, str(EVERYTHING_JS), "sse"], sse_port, {"PORT": str(sse_port)})
     ws = _spawn([sys.executable, str(WS_BRIDGE), str(ws_port), node, str(EVERYTHING_JS), "stdio"], ws_port)
-    routes = {"/sse": f"127.0.0.1:{sse_port}", "/message": f"127.0.0.1:{sse_port}", "/ws": f"127.0.0.1:{ws_port}"}
+    modern = _spawn([sys.executable, str(MODERN_HTTP), str(modern_port)], modern_port)
+    routes = {"/sse": f"127.0.0.1:{sse_port}", "/message": f"127.0.0.1:{sse_port}", "/ws": f"127.0.0.1:{ws_port}",
+              "/modern": f"127.0.0.1:{modern_port}/mcp"}
     nginx = Nginx(d / "nginx", pki, everything_http.split("/")[2], routes)
     nginx.ws_port = ws_port  # type: ignore[attr-defined]
     yield nginx, pki
     nginx.stop()
-    for child in (sse, ws):
+    for child in (sse, ws, modern):
         child.kill()
         child.wait()
 
@@ -170,6 +174,57 @@ def test_every_remote_transport_over_tls(tls_peer: Tuple[Nginx, Dict[str, Path]]
         assert "unknown issuer" in str(e.value) and "trusted:" in str(e.value), (kind, str(e.value))
         with connect(url, ca, kind=kind) as c:
             assert echo(c) == "Echo: over TLS", kind
+
+
+def test_the_modern_era_over_https_on_the_direct_path_one_handshake_per_connection(
+        tls_peer: Tuple[Nginx, Dict[str, Path]]) -> None:
+    """A host thread's calls of the 2026-07-28 era go by the direct path over TLS too: each new
+    connection does one handshake, later ones resume the session, and a connection carries many
+    calls. nginx's `short` port closes a connection after 4 requests, so new ones are needed."""
+    nginx, pki = tls_peer
+    ca = {"ca_file": str(pki["ca"])}
+    mcplug.capture_logs("mcplug::transport=debug")
+    try:
+        mcplug.next_log_records(timeout=0, max_records=10000)
+        with connect(nginx.url("/modern", short=True), ca) as c:
+            assert c.protocol_version == "2026-07-28"
+            for i in range(14):
+                assert echo(c) == "Echo: over TLS", i
+        records = mcplug.next_log_records(timeout=0, max_records=10000)
+    finally:
+        mcplug.release_logs()
+    direct = [r["message"] for r in records if "a direct connection" in r["message"]]
+    assert direct, [r["message"] for r in records]
+    assert all("/modern: a direct connection (TLS 1.3, " in m for m in direct), direct
+    assert any("session resumed" in m for m in direct), direct
+    # nginx's side (it logs a request once its response ended): the 14 calls' POSTs went over
+    # connections of 4 requests each, and every connection after the first resumed its session.
+    deadline = time.monotonic() + 10
+    while True:
+        posts = [r for r in nginx.requests() if r[3] == "POST" and r[4] == "/modern"]
+        if len(posts) >= 14 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert len(posts) >= 14, posts
+    connections = sorted({r[0] for r in posts})
+    assert len(connections) <= len(posts) // 4 + 2, posts
+    first_of_each = [r for r in posts if r[1] == 1]
+    assert sum(1 for r in first_of_each if r[2]) >= len(first_of_each) - 2, posts
+
+
+def test_the_modern_era_over_https_refused_and_with_a_client_certificate(
+        tls_peer: Tuple[Nginx, Dict[str, Path]]) -> None:
+    """On the direct path a TLS failure is explained as on the general path (the request goes
+    there), and a client certificate is presented."""
+    nginx, pki = tls_peer
+    with pytest.raises(mcplug.TransportError) as e:
+        connect(nginx.url("/modern"))
+    assert "unknown issuer" in str(e.value) and "trusted:" in str(e.value), e.value
+    identity = {"ca_file": str(pki["ca"]), "client_cert": str(pki["client_cert"]),
+                "client_key": str(pki["client_key"])}
+    with connect(nginx.url("/modern", mtls=True), identity) as c:
+        for _ in range(3):
+            assert echo(c) == "Echo: over TLS"
 
 
 def test_auth_server_metadata_url_is_read_over_https_instead_of_discovery(tls_peer: Tuple[Nginx, Dict[str, Path]], tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ As a program, for the C and Node tests:
 
     python3 tests/servers/tls_front.py <dir> <upstream host:port> [--proxy] [<path prefix>=<host:port> ...]
 
-prints one JSON line — {"https_port", "mtls_port", "ca", "other_ca", "client_cert",
-"client_key", "client_key_enc", "passphrase"}, and with --proxy "proxy_port" and "proxy_log" of
+prints one JSON line — {"https_port", "mtls_port", "short_port", "access_log", "ca", "other_ca",
+"client_cert", "client_key", "client_key_enc", "passphrase"}, and with --proxy "proxy_port" and "proxy_log" of
 a tinyproxy beside — once they listen, and stops them when it is terminated (or its standard
 input closes)."""
 from __future__ import annotations
@@ -85,16 +85,21 @@ def make_pki(d: Path) -> Dict[str, Path]:
 
 class Nginx:
     """nginx in front of `upstream` (host:port, plain HTTP), and of `routes` (a path prefix to
-    another upstream): `https` on one port, and `mtls` on another that requires a client
-    certificate of the CA. WebSocket upgrades pass through; nothing is buffered (SSE streams
-    flow). `static/` under its folder is served at /static/."""
+    another upstream, host:port with an optional path that replaces the prefix): `https` on one
+    port, `mtls` on another that requires a client certificate of the CA, and `short` on a third
+    that closes a connection after 4 requests (a client must open new ones: resumed sessions
+    show). WebSocket upgrades pass through; nothing is buffered (SSE streams flow). `static/`
+    under its folder is served at /static/. Every request is logged in `access_log`: the
+    connection's number, its request count, `r` for a resumed TLS session (else `.`), the
+    method, URI and status."""
 
     def __init__(self, d: Path, pki: Dict[str, Path], upstream: str, routes: Optional[Dict[str, str]] = None) -> None:
         nginx = _require("nginx")
         self.dir = d
         d.mkdir(parents=True, exist_ok=True)
         (d / "static").mkdir(exist_ok=True)
-        self.https_port, self.mtls_port = free_port(), free_port()
+        self.https_port, self.mtls_port, self.short_port = free_port(), free_port(), free_port()
+        self.access_log = d / "access.log"
         def location(prefix: str, to: str) -> str:
             return f"""
             location {prefix} {{
@@ -110,7 +115,7 @@ class Nginx:
         proxy = f"location /static/ {{ alias {d}/static/; default_type application/json; }}" + location("/", upstream)
         for prefix, to in (routes or {}).items():
             proxy += location(prefix, to)
-        tls = f"ssl_certificate {pki['server_cert']}; ssl_certificate_key {pki['server_key']};"
+        tls = f"ssl_certificate {pki['server_cert']}; ssl_certificate_key {pki['server_key']}; ssl_protocols TLSv1.2 TLSv1.3;"
         (d / "nginx.conf").write_text(f"""
 user root root;
 worker_processes 1;
@@ -119,7 +124,8 @@ pid {d}/nginx.pid;
 error_log {d}/error.log warn;
 events {{ worker_connections 256; }}
 http {{
-    access_log off;
+    log_format conns '$connection $connection_requests $ssl_session_reused $request_method $request_uri $status';
+    access_log {self.access_log} conns;
     client_body_temp_path {d}/tmp-body;
     proxy_temp_path {d}/tmp-proxy;
     fastcgi_temp_path {d}/tmp-fcgi;
@@ -141,6 +147,13 @@ http {{
         ssl_verify_client on;
         {proxy}
     }}
+    server {{
+        listen 127.0.0.1:{self.short_port} ssl;
+        server_name localhost;
+        {tls}
+        keepalive_requests 4;
+        {proxy}
+    }}
 }}
 """)
         self.proc = subprocess.Popen([nginx, "-p", str(d), "-c", str(d / "nginx.conf")],
@@ -153,7 +166,7 @@ http {{
                 log = (d / "error.log").read_text() if (d / "error.log").exists() else ""
                 raise RuntimeError(f"nginx exited at start: {err}\n{log}")
             try:
-                for port in (self.https_port, self.mtls_port):
+                for port in (self.https_port, self.mtls_port, self.short_port):
                     socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
                 break
             except OSError:
@@ -161,8 +174,18 @@ http {{
                     raise RuntimeError("nginx did not listen within 15 s")
                 time.sleep(0.05)
 
-    def url(self, path: str, mtls: bool = False, host: str = "localhost") -> str:
-        return f"https://{host}:{self.mtls_port if mtls else self.https_port}{path}"
+    def url(self, path: str, mtls: bool = False, host: str = "localhost", short: bool = False) -> str:
+        port = self.mtls_port if mtls else self.short_port if short else self.https_port
+        return f"https://{host}:{port}{path}"
+
+    def requests(self) -> "list[tuple[int, int, bool, str, str, int]]":
+        """The requests logged so far: (connection, its request number, TLS session resumed,
+        method, URI, status)."""
+        out = []
+        for line in self.access_log.read_text().splitlines() if self.access_log.exists() else []:
+            conn, n, reused, method, uri, status = line.split(" ")
+            out.append((int(conn), int(n), reused == "r", method, uri, int(status)))
+        return out
 
     def stop(self) -> None:
         end_process(self.proc)
@@ -225,7 +248,8 @@ if __name__ == "__main__":
             proxy.stop()
 
     signal.signal(signal.SIGTERM, lambda *_: (stop(), sys.exit(0)))
-    info = {"https_port": front.https_port, "mtls_port": front.mtls_port, "passphrase": PASSPHRASE,
+    info = {"https_port": front.https_port, "mtls_port": front.mtls_port, "short_port": front.short_port,
+            "access_log": str(front.access_log), "passphrase": PASSPHRASE,
             **{k: str(v) for k, v in pki.items()}}
     if proxy:
         info.update(proxy_port=proxy.port, proxy_log=str(proxy.log))

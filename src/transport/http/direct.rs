@@ -1,24 +1,19 @@
 //! The direct path of the Streamable HTTP transport: a request of the 2026-07-28 era whose
 //! caller (a host thread blocked in a call) waits for its answer is POSTed and read by that
-//! caller, on its own thread, over a plain-HTTP keep-alive connection of the transport's own.
+//! caller, on its own thread, over an HTTP/1.1 keep-alive connection of the transport's own —
+//! plain, or TLS for `https` (see `link`: rustls over the same non-blocking socket, sessions
+//! resumed from the store the general path shares).
 //!
-//! Why: on the general path (reqwest on the runtime) every call hops to the runtime's worker and
-//! back — an eventfd write to wake the worker, its epoll wake-ups, a futex pair to wake the
-//! caller — and pays for reqwest's layers (URL re-parsing, redirect and retry policies, the
-//! pool's bookkeeping), about 120k instructions and 3.4 context switches per call against
-//! peer-bench's server. Here the caller writes the POST, polls the socket between the turns of
-//! its wait (its timer and its cancel are looked at between turns, as with stdio's
-//! `stdio_read`), parses the response (head with `httparse`, body framing, SSE events) and
-//! delivers every message to the connection itself, until its answer has come.
+//! Only where nothing is lost: `http` and `https` URLs without userinfo, not through a proxy
+//! (a proxied URL goes through reqwest), and modern requests only (no session, no resumption: a
+//! broken stream is the request's failure, and closing it is the cancellation). Everything
+//! else — the legacy era, started calls, callers on runtime threads — takes the general path.
+//! So does a request whose TLS failed before its answer (a certificate refused, an alert), and
+//! every later one: the general path's error says why, with what was trusted.
 //!
-//! Only where nothing is lost: plain `http` URLs without userinfo, no proxy variable set
-//! (`HTTP_PROXY`, `ALL_PROXY`, lower case too: then reqwest decides, with `NO_PROXY`), and
-//! modern requests only (no session, no resumption: a broken stream is the request's failure,
-//! and closing it is the cancellation). Everything else — the legacy era, `https`, started
-//! calls, callers on runtime threads — takes the general path. A host name is never looked up on
-//! the caller's thread (a lookup can take seconds and no deadline ends it): a runtime thread
-//! looks it up, requests take the general path until its addresses are known, and they are
-//! looked up again in the background before they go stale.
+//! A host name is never looked up on the caller's thread (a lookup can take seconds and no
+//! deadline ends it): a runtime thread looks it up, requests take the general path until its
+//! addresses are known, and they are looked up again in the background before they go stale.
 //!
 //! Connections: a response stream is read on after the answer only when its end is already
 //! there; otherwise the connection is kept aside with its unread end, and taken again by a
@@ -26,18 +21,20 @@
 //! `DRAIN`. Idle connections are given up after `IDLE_CONNECTION` (as on the general path), and
 //! one idle for a while is checked for a close by the server before it is used again.
 
+mod link;
 mod response;
 
 use super::HttpTransport;
 use crate::error::Error;
 use crate::sys::{self, fd::Ready};
 use crate::transport::remote::{self, Outgoing};
+use link::{Link, TlsTo};
 use parking_lot::Mutex;
 use reqwest::header::HeaderMap;
 use reqwest::StatusCode;
 pub use response::fuzz_response;
 use response::{Framing, Parsed, Payload, Reading, Sse, OVER_LIMIT};
-use std::io::{ErrorKind as IoKind, Write};
+use std::io::ErrorKind as IoKind;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -79,13 +76,15 @@ pub(super) struct Direct {
     resolving: Arc<AtomicBool>,
     /// The URL's host is an IP address: its addresses, no lookup needed.
     literal: Option<Vec<SocketAddr>>,
+    /// For an `https` URL: the TLS of its connections.
+    tls: Option<TlsTo>,
 }
 
 /// A host's addresses, and when they were looked up.
 type Resolved = (Vec<SocketAddr>, Instant);
 
 struct Conn {
-    sock: TcpStream,
+    sock: Link,
     since: Instant,
     /// The reading state, kept for its buffer; with `pending`, the unread end of the last
     /// response (its answer came before its end did).
@@ -102,10 +101,20 @@ pub(super) struct Driven {
 
 impl Direct {
     /// The direct path for `url`, when it can serve it (see the module's doc).
-    /// `proxied`: the URL goes through a proxy (then reqwest's path takes it).
-    pub(super) fn new(url: &reqwest::Url, headers: &HeaderMap, proxied: bool) -> Option<Direct> {
-        if url.scheme() != "http"
-            || !url.username().is_empty()
+    /// `proxied`: the URL goes through a proxy (then reqwest's path takes it); `trust`: the
+    /// TLS configuration of an `https` URL.
+    pub(super) fn new(
+        url: &reqwest::Url,
+        headers: &HeaderMap,
+        proxied: bool,
+        trust: &crate::transport::tls::Trust,
+    ) -> Option<Direct> {
+        let tls = match url.scheme() {
+            "http" => None,
+            "https" => Some(TlsTo::new(url, trust.config.clone())?),
+            _ => return None,
+        };
+        if !url.username().is_empty()
             || url.password().is_some()
             || url.host_str().is_none()
             || proxied
@@ -160,7 +169,7 @@ impl Direct {
             .trim_end_matches(']')
             .parse::<std::net::IpAddr>()
             .ok()
-            .and_then(|_| url.socket_addrs(|| Some(80)).ok());
+            .and_then(|_| url.socket_addrs(|| None).ok());
         Some(Direct {
             url: url.clone(),
             head,
@@ -170,6 +179,7 @@ impl Direct {
             resolved: Arc::new(Mutex::new(None)),
             resolving: Arc::new(AtomicBool::new(false)),
             literal,
+            tls,
         })
     }
 
@@ -197,6 +207,7 @@ impl Direct {
             request,
             body_at,
             written: 0,
+            sent: false,
             sock: None,
             reused: false,
             connecting: None,
@@ -274,10 +285,7 @@ impl Direct {
         let mut exchange = driven.exchange.lock();
         // A connection whose request was not all written (the server answered early) cannot
         // take another one.
-        if !exchange.finished
-            || driven.cancelled.load(Ordering::Acquire)
-            || exchange.written < exchange.request.len()
-        {
+        if !exchange.finished || driven.cancelled.load(Ordering::Acquire) || !exchange.sent {
             return;
         }
         let Some(sock) = exchange.sock.take() else {
@@ -336,7 +344,7 @@ impl Direct {
 
     /// A kept-alive connection to use (the unread end of its last response read first), with
     /// its reading state (for the buffer).
-    fn checkout(&self) -> Option<(TcpStream, Reading)> {
+    fn checkout(&self) -> Option<(Link, Reading)> {
         let mut pool = self.pool.lock();
         let now = Instant::now();
         let mut i = pool.len();
@@ -349,7 +357,7 @@ impl Direct {
             }
             let conn = &mut pool[i];
             if conn.pending {
-                match conn.reading.finish_now(&conn.sock) {
+                match conn.reading.finish_now(&mut conn.sock) {
                     Some(true) => {
                         conn.pending = false;
                         conn.reading.reset();
@@ -360,7 +368,7 @@ impl Direct {
                         continue;
                     }
                 }
-            } else if age >= CHECK_AFTER && sys::net::closed_by_peer(&pool[i].sock) {
+            } else if age >= CHECK_AFTER && pool[i].sock.closed_by_peer() {
                 pool.swap_remove(i);
                 continue;
             }
@@ -395,7 +403,7 @@ impl Direct {
             self.resolving.clone(),
         );
         crate::runtime::spawn(async move {
-            let found = tokio::task::spawn_blocking(move || url.socket_addrs(|| Some(80))).await;
+            let found = tokio::task::spawn_blocking(move || url.socket_addrs(|| None)).await;
             if let Ok(Ok(addrs)) = found {
                 if !addrs.is_empty() {
                     *resolved.lock() = Some((addrs, Instant::now()));
@@ -423,12 +431,6 @@ impl Direct {
     }
 }
 
-/// Reads what is there into `buf`'s spare room: the count, 0 at the end of the stream.
-fn read_some(sock: &TcpStream, buf: &mut Vec<u8>) -> std::io::Result<usize> {
-    buf.reserve(READ_CHUNK);
-    sys::net::recv_spare(sock, buf)
-}
-
 struct Connecting {
     addrs: Vec<SocketAddr>,
     next: usize,
@@ -436,6 +438,8 @@ struct Connecting {
     error: Option<std::io::Error>,
     /// The socket whose connect is under way.
     pending: Option<TcpStream>,
+    /// The connection whose TLS handshake is under way.
+    handshaking: Option<Link>,
 }
 
 pub(super) struct Exchange {
@@ -445,7 +449,9 @@ pub(super) struct Exchange {
     /// Where the message starts in `request`.
     body_at: usize,
     written: usize,
-    sock: Option<TcpStream>,
+    /// All of the request went out (with TLS: through the session too).
+    sent: bool,
+    sock: Option<Link>,
     /// The connection came from the pool.
     reused: bool,
     connecting: Option<Connecting>,
@@ -506,15 +512,15 @@ impl Exchange {
                 waited = true;
                 continue;
             }
-            if self.written < self.request.len() {
+            if !self.sent {
                 if self.write(t) {
                     continue;
                 }
                 if waited || self.finished {
                     return;
                 }
-                if let Some(sock) = &self.sock {
-                    sys::fd::wait_ready(sock, Ready::Write, wait);
+                if let Some(link) = &self.sock {
+                    sys::fd::wait_ready(link.sock(), Ready::Write, wait);
                 }
                 waited = true;
                 continue;
@@ -526,13 +532,13 @@ impl Exchange {
             if self.finished || waited {
                 return;
             }
-            let Some(sock) = &self.sock else { return };
-            if !sys::fd::wait_ready(sock, Ready::Read, wait) {
+            let Some(link) = &mut self.sock else { return };
+            if !sys::fd::wait_ready(link.sock(), Ready::Read, wait) {
                 return;
             }
             waited = true;
             self.reading.compact();
-            match read_some(sock, &mut self.reading.buf) {
+            match link.recv(&mut self.reading.buf) {
                 Ok(0) if self.again_fresh() => {}
                 Ok(0) => {
                     if self.process(t, true).is_none() && !self.finished {
@@ -543,6 +549,10 @@ impl Exchange {
                 Ok(_) => {}
                 Err(e) if matches!(e.kind(), IoKind::WouldBlock | IoKind::Interrupted) => {}
                 Err(_) if self.again_fresh() => {}
+                Err(e) if link::is_tls(&e) && self.untouched() => {
+                    self.hand_over(t);
+                    return;
+                }
                 Err(e) => {
                     self.io_failed(t, &e);
                     return;
@@ -557,39 +567,62 @@ impl Exchange {
     /// (`CHECK_AFTER`); this covers a close within that time, and a close that crossed the
     /// check. Whether it did (else the end is the exchange's failure).
     fn again_fresh(&mut self) -> bool {
-        let untouched =
-            matches!(self.reading.framing, Framing::Head) && self.reading.unread().is_empty();
-        if !self.reused || !untouched || self.written < self.request.len() {
+        if !self.reused || !self.untouched() || !self.sent {
             return false;
         }
         self.sock = None;
         self.reused = false;
         self.written = 0;
+        self.sent = false;
         self.reading.reset();
         true
+    }
+
+    /// Not a byte of the response has come.
+    fn untouched(&self) -> bool {
+        matches!(self.reading.framing, Framing::Head) && self.reading.unread().is_empty()
+    }
+
+    /// The request goes by the general path instead, and so does every later one: the server
+    /// redirected it, or its TLS refused the connection before a byte of an answer (then the
+    /// general path's error says why, with what was trusted).
+    fn hand_over(&mut self, t: &HttpTransport) {
+        self.finished = true;
+        self.sock = None;
+        self.connecting = None;
+        let out = self.out.clone();
+        t.direct_handed_over(&self.request[self.body_at..], out, self.id.clone());
     }
 
     /// Writes what is left of the request; `false` when the socket takes no more now (or the
     /// write failed: then the exchange is finished, or goes on with a new connection when a
     /// kept-alive one turned out closed before any of it was written).
     fn write(&mut self, t: &HttpTransport) -> bool {
-        let Some(mut sock) = self.sock.as_ref() else {
+        let Some(link) = self.sock.as_mut() else {
             return false;
         };
         loop {
-            match sock.write(&self.request[self.written..]) {
-                Ok(n) => {
-                    self.written += n;
-                    if self.written == self.request.len() {
+            let r = if self.written == self.request.len() {
+                match link.flush() {
+                    Ok(true) => {
+                        self.sent = true;
                         return true;
                     }
+                    Ok(false) => return false,
+                    Err(e) => Err(e),
                 }
+            } else {
+                link.send(&self.request[self.written..])
+            };
+            match r {
+                Ok(n) => self.written += n,
                 Err(e) if e.kind() == IoKind::WouldBlock => return false,
                 Err(e) if e.kind() == IoKind::Interrupted => {}
                 Err(_) if self.reused && self.written == 0 => {
                     // Nothing of the request reached the server: a fresh connection is safe.
                     self.sock = None;
                     self.reused = false;
+                    self.written = 0;
                     return false;
                 }
                 Err(e) => {
@@ -600,8 +633,8 @@ impl Exchange {
         }
     }
 
-    /// Opens a connection, waiting up to `wait`: `true` when the turn should go on, `false`
-    /// to end it (not connected yet, or failed).
+    /// Opens a connection (and its TLS session, for `https`), waiting up to `wait`: `true` when
+    /// the turn should go on, `false` to end it (not connected yet, or failed).
     fn connect(&mut self, t: &HttpTransport, wait: Duration) -> bool {
         if self.connecting.is_none() {
             let addrs = match t.direct().map(Direct::addresses) {
@@ -621,6 +654,7 @@ impl Exchange {
                 deadline: Instant::now() + t.limits().connect_timeout,
                 error: None,
                 pending: None,
+                handshaking: None,
             });
         }
         let c = self.connecting.as_mut().expect("set");
@@ -634,6 +668,35 @@ impl Exchange {
             ));
             self.fail(t, e);
             return false;
+        }
+        if let Some(link) = &mut c.handshaking {
+            match link.handshake() {
+                Ok(None) => {
+                    tracing::debug!(
+                        target: "mcplug::transport",
+                        "{}: a direct connection ({})",
+                        t.url(),
+                        link.describe()
+                    );
+                    self.sock = c.handshaking.take();
+                    self.connecting = None;
+                    self.write(t);
+                    return true;
+                }
+                Ok(Some(ready)) => {
+                    return sys::fd::wait_ready(link.sock(), ready, wait.min(c.deadline - now));
+                }
+                Err(e) if link::is_tls(&e) => {
+                    self.hand_over(t);
+                    return false;
+                }
+                Err(e) => {
+                    // This address failed; the next one is tried.
+                    c.handshaking = None;
+                    c.error = Some(e);
+                    return true;
+                }
+            }
         }
         if c.pending.is_none() {
             let Some(addr) = c.addrs.get(c.next).copied() else {
@@ -661,21 +724,34 @@ impl Exchange {
             return false;
         }
         let sock = c.pending.take().expect("set");
-        match sock.take_error().and_then(|e| match e {
+        if let Err(e) = sock.take_error().and_then(|e| match e {
             Some(e) => Err(e),
             None => sock.set_nodelay(true),
         }) {
-            Ok(()) => {
-                self.connecting = None;
-                self.sock = Some(sock);
-                self.write(t);
-                true
-            }
-            Err(e) => {
-                c.error = Some(e);
-                true
-            }
+            c.error = Some(e);
+            return true;
         }
+        match t.direct().and_then(|d| d.tls.as_ref()) {
+            None => {
+                tracing::debug!(
+                    target: "mcplug::transport",
+                    "{}: a direct connection (plain)",
+                    t.url()
+                );
+                self.connecting = None;
+                self.sock = Some(Link::plain(sock));
+                self.write(t);
+            }
+            Some(to) => match Link::tls(sock, to) {
+                // Its ClientHello goes out on the next look.
+                Ok(link) => c.handshaking = Some(link),
+                Err(_) => {
+                    self.hand_over(t);
+                    return false;
+                }
+            },
+        }
+        true
     }
 
     /// Handles what is buffered. `Some(())` when it made progress worth another look, `None`
@@ -760,10 +836,7 @@ impl Exchange {
         self.status = status;
         if matches!(status, 301 | 302 | 303 | 307 | 308) {
             // Not handled here: the general path follows the redirect.
-            self.finished = true;
-            self.sock = None;
-            let out = self.out.clone();
-            t.direct_redirected(&self.request[self.body_at..], out, self.id.clone());
+            self.hand_over(t);
             return None;
         }
         if crate::transport::credentials::is_challenge(status) && t.judges_challenges() {

@@ -94,7 +94,7 @@ pub struct HttpTransport {
     credential: u64,
     /// What supplies each request's credentials (OAuth), when anything does.
     credentials: Option<Arc<dyn Credentials>>,
-    /// The direct path for callers that wait on their own thread (plain http, no proxy).
+    /// The direct path for callers that wait on their own thread (no proxy).
     direct: Option<Direct>,
 }
 
@@ -152,7 +152,7 @@ impl HttpTransport {
                 .iter()
                 .map(|(name, value)| (name.as_str().as_bytes(), value.as_bytes())),
         );
-        let direct = Direct::new(&url, &headers, via.is_some());
+        let direct = Direct::new(&url, &headers, via.is_some(), &trust);
         Ok(Arc::new_cyclic(|me| HttpTransport {
             me: me.clone(),
             http,
@@ -705,9 +705,11 @@ impl HttpTransport {
         inflight.insert(key, task.abort_handle());
     }
 
-    /// The server redirected a direct POST (it did not handle it): the request goes again by
-    /// the general path, which follows redirects, and so does every later one.
-    fn direct_redirected(&self, body: &[u8], out: Outgoing, id: String) {
+    /// A direct POST was redirected (the server did not handle it), or the TLS of its
+    /// connection failed before an answer: the request goes again by the general path (which
+    /// follows redirects, and explains a TLS failure with what was trusted), and so does every
+    /// later one.
+    fn direct_handed_over(&self, body: &[u8], out: Outgoing, id: String) {
         if let Some(direct) = &self.direct {
             direct.disable();
         }

@@ -2,11 +2,10 @@
 //! (length, chunked, to the end), and the SSE events of a stream (`sse-stream`, fed the body as
 //! it arrives), each bounded by the message limit.
 
-use super::{read_some, MAX_HEAD, READ_CHUNK};
+use super::{Link, MAX_HEAD, READ_CHUNK};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::io::ErrorKind as IoKind;
-use std::net::TcpStream;
 use std::sync::Arc;
 
 /// How a response body is delimited, and how far it has been read.
@@ -241,7 +240,7 @@ impl Reading {
     /// Reads on a kept connection's unread response end without blocking: `Some(true)` once
     /// it ended (the connection can take a request), `Some(false)` while it has not, `None`
     /// when the connection is of no more use.
-    pub(super) fn finish_now(&mut self, sock: &TcpStream) -> Option<bool> {
+    pub(super) fn finish_now(&mut self, link: &mut Link) -> Option<bool> {
         loop {
             match self.body(None, false) {
                 Ok(true) => return self.unread().is_empty().then_some(true),
@@ -249,7 +248,7 @@ impl Reading {
                 Err(_) => return None,
             }
             self.compact();
-            match read_some(sock, &mut self.buf) {
+            match link.recv(&mut self.buf) {
                 Ok(0) => return None,
                 Ok(_) => {}
                 Err(e) if e.kind() == IoKind::WouldBlock => return Some(false),
