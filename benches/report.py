@@ -30,7 +30,8 @@ ERA = {MC: '2026-07-28, negotiated', MNODE: '2026-07-28, negotiated', MPY: '2026
        MC_L: f'{LEGACY}, as the raw client', MNODE_L: f'{LEGACY}, as the TS SDK'}
 TS_HTTP = 'TS SDK 1.32.2 StreamableHTTPClientTransport'   # benches/http_bench.py's row of the TS SDK
 # benches/http_bench.py's scenarios: S2 against peer-bench's rmcp HTTP server, with and without TCP_NODELAY
-HTTP_SCENARIOS = [('h2', 'server TCP_NODELAY'), ('h2n', 'server Nagle on')]
+HTTP_SCENARIOS = [('h2', 'server TCP_NODELAY'), ('h2n', 'server Nagle on'), ('h2t', 'HTTPS through nginx'),
+                  ('h2p', 'plain HTTP through nginx')]
 HTTP_REQUIRED = ['p50_us', 'p99_us', 'calls_per_s', 'cpu_us_per_call']
 SHORT = {FLOOR: 'floor', RAW: 'raw client', RM_C: 'rmcp (current_thread)', RM_M: 'rmcp (multi_thread)',
          TS: 'TS SDK', PY: 'Python SDK', MC: 'mcplug (C)', MC_L: f'mcplug (C), {LEGACY}'}
@@ -267,7 +268,9 @@ def cg_section(cgdir, n1, n2):
     names = [('mcplug-c', 'mcplug (C) over the C ABI', ['mcplug_client']),
              ('raw', 'raw Rust client (hand-written, blocking pipes)', ['floor']),
              ('rmcp', 'rmcp 3.11 client, tokio current_thread', ['rmcp_client']),
-             ('mcplug-c-http', 'mcplug (C) over Streamable HTTP (rmcp HTTP server, TCP_NODELAY)', ['mcplug_client'])]
+             ('mcplug-c-http', 'mcplug (C) over Streamable HTTP (rmcp HTTP server, TCP_NODELAY)', ['mcplug_client']),
+             ('mcplug-c-https', 'mcplug (C) over HTTPS (nginx with TLS in front of the rmcp HTTP server)',
+              ['mcplug_client'])]
     per_call = {}
     for tag, label, bins in names:
         f1, f2 = f'{cgdir}/{tag}.{n1}.out', f'{cgdir}/{tag}.{n2}.out'
@@ -321,6 +324,38 @@ def bearer_section(path):
             f'{"met" if ratio <= 1.05 else "missed"}**.', '']
 
 
+def https_section(path, cg_per_call):
+    """benches/https_bench.py: what TLS costs a call, pinned; returns the lines and the figures for the targets"""
+    b = json.load(open(path))
+    med, per = b['median_us'], b['per_call_us']
+    ts = b.get('ts') or ''
+    rounds = lambda key: ' / '.join(f'{v:.1f}' for v in per.get(key, []))
+    L = ['## HTTPS (S2 through nginx, pinned)', '',
+         '`benches/https_bench.py`: S2 against peer-bench\'s rmcp Streamable HTTP server with Debian\'s nginx in front '
+         '(keep-alive to the client and to the server; TLS 1.3 from a private CA made for the run, trusted through '
+         'NODE_EXTRA_CA_CERTS), over HTTPS and over plain HTTP through the same nginx. Everything pinned to one CPU; '
+         'client CPU per call as the difference of two sizes (start-up, connect and handshakes cancel), '
+         f'{b["rounds"]} rotated rounds, medians. Sizes: '
+         + ', '.join(f'{k} {v[0]}/{v[1]}' for k, v in b['sizes'].items()) + '.', '',
+         '| client | plain HTTP us/call | HTTPS us/call | HTTPS / plain | HTTPS / TS SDK HTTPS | TLS connections per 2 runs (resumed) | rounds HTTPS (us) |',
+         '|---|---:|---:|---:|---:|---|---|']
+    for name in b['sizes']:
+        plain, https = med.get(f'{name}|plain HTTP'), med.get(f'{name}|HTTPS')
+        t = b['tls'].get(name) or []
+        conns = f'{st.median(x["connections"] for x in t):.0f} ({st.median(x["resumed"] for x in t):.0f}) for ' \
+                f'{t[0]["calls"]} calls' if t else '-'
+        L.append(f'| {name} | {fnum(plain, 2)} | {fnum(https, 2)} | {fratio(b["https_over_plain"].get(name))} | '
+                 f'{fratio3(b["over_ts"].get(name)) if name != ts else ""} | {conns} | {rounds(f"{name}|HTTPS")} |')
+    its, ih = cg_per_call.get('mcplug-c-https'), cg_per_call.get('mcplug-c-http')
+    L.append('')
+    if its and ih:
+        L.append(f'Instructions per call from C (callgrind, see the Streamable HTTP section): HTTPS {its:,.0f}, plain '
+                 f'HTTP {ih:,.0f}: {its / ih:.2f}x. A TLS connection carries every call of a run: the handshake '
+                 '(resumed when the session store has the server) is paid per connection, not per call.')
+        L.append('')
+    return L, b
+
+
 def http_section(values, per_rep, notes, ns, cg_per_call, stderr_log):
     """the Streamable HTTP runs of benches/http_bench.py: a table, and mcplug / the TS SDK"""
     M = lambda row, key: med(values, row, key)
@@ -338,7 +373,10 @@ def http_section(values, per_rep, notes, ns, cg_per_call, stderr_log):
          f'Calls per run: {fmt_n(n_rest)}; the TS SDK against the Nagle-on server {fmt_n(n_ts_nagle)} (each of its '
          'calls waits ~41 ms there for the end of the response stream). mcplug negotiates the 2026-07-28 era with '
          'this server (no session: one POST per call, answered with an SSE stream); the TS SDK speaks 2025-11-25 '
-         '(a session). run_all.sh\'s own HTTP rows (TS and Python SDKs, separate runs) are in the table above.', '',
+         '(a session). run_all.sh\'s own HTTP rows (TS and Python SDKs, separate runs) are in the table above. '
+         '"through nginx": Debian\'s nginx in front of the TCP_NODELAY instance, keeping its connections to it alive, '
+         'with TLS 1.3 from a private CA made for the run (trusted through NODE_EXTRA_CA_CERTS), or plain HTTP on '
+         'another port of the same nginx.', '',
          '| client | server | S2 p50 us | S2 p99 us | calls/s | client CPU us/call | VmHWM MiB | calls/s / TS SDK | CPU per call / TS SDK |',
          '|---|---|---:|---:|---:|---:|---:|---:|---:|']
     for scen, label in HTTP_SCENARIOS:
@@ -361,6 +399,14 @@ def http_section(values, per_rep, notes, ns, cg_per_call, stderr_log):
     if ih:
         L.append(f'- Instructions per call, mcplug (C) over Streamable HTTP (callgrind, as below): {ih:,.0f}'
                  + (f' ({ih / i:.1f}x its stdio call)' if i else '') + '.')
+    its = cg_per_call.get('mcplug-c-https')
+    if its and ih:
+        L.append(f'- Instructions per call, mcplug (C) over HTTPS through nginx: {its:,.0f} ({its / ih:.2f}x its plain '
+                 'HTTP call).')
+    tls = [(M(row, 'h2t.tls_connections'), M(row, 'h2t.tls_requests')) for row in [TS_HTTP] + MCPLUG]
+    tls_rows = [f'{row} {fnum(c, 0)} for {fnum(r, 0)} requests' for row, (c, r) in zip([TS_HTTP] + MCPLUG, tls) if c]
+    if tls_rows:
+        L.append('- TLS connections per HTTPS run (nginx\'s log; medians): ' + '; '.join(tls_rows) + '.')
     for n in notes:
         L.append(f'- Failed: {n}')
     if stderr_log:
@@ -392,6 +438,7 @@ def main():
                          "their SDKs' and their language's bare start-up, rotated")
     ap.add_argument('--server-cpu', default='', help="benches/layers/server_cpu.py's runs (jsonl): the server's CPU in S3")
     ap.add_argument('--bearer', default='', help="benches/bearer_bench.py's result (json)")
+    ap.add_argument('--https', default='', help="benches/https_bench.py's result (json)")
     ap.add_argument('--quick', action='store_true')
     a = ap.parse_args()
 
@@ -439,6 +486,13 @@ def main():
         failures += [n for n in http_notes if n.startswith('mcplug')]
     cg_n1, cg_n2 = a.cg_n
     cg_rows, cg_breakdowns, cg_per_call = cg_section(a.callgrind, cg_n1, cg_n2)
+    https_lines, https = ([], None)
+    if a.https:
+        if os.path.exists(a.https):
+            https_lines, https = https_section(a.https, cg_per_call)
+            failures += [f'{c}: no HTTPS CPU per call' for c in MCPLUG if https['median_us'].get(f'{c}|HTTPS') is None]
+        else:
+            failures.append(f'no HTTPS runs ({a.https} is missing)')
 
     rss = [json.loads(l) for l in open(a.rss) if l.strip()]
     with_lib = [d for d in rss if d.get('client') == 'mcplug-c']
@@ -564,6 +618,20 @@ def main():
                    f'{fnum(M(MC, f"{scen}.cpu_us_per_call"), 1)} vs {fnum(M(TS_HTTP, f"{scen}.cpu_us_per_call"), 1)} us: '
                    f'{fratio3(r)}', le(r, 0.1))
 
+    if https:
+        # issue #35: a call over HTTPS costs close to a plain one, and a tenth of the TS SDK's over HTTPS
+        lang = {MC: 'C', MPY: 'Python', MNODE: 'Node'}
+        ts_https = f"{https['ts']}|HTTPS"
+        for c in MCPLUG:
+            m = https['median_us']
+            r = https['https_over_plain'].get(c)
+            target(lang[c], 'HTTPS S2 client CPU per call <= 1.3x its plain-HTTP call (through the same nginx, pinned)',
+                   f'{fnum(m.get(f"{c}|HTTPS"), 2)} vs {fnum(m.get(f"{c}|plain HTTP"), 2)} us: {fratio(r)}', le(r, 1.3))
+            r = https['over_ts'].get(c)
+            target(lang[c], 'HTTPS S2 client CPU per call <= 1/10 of the TS SDK\'s over the same HTTPS (pinned)',
+                   f'{fnum(m.get(f"{c}|HTTPS"), 2)} vs {fnum(m.get(ts_https), 1)} us: {fratio3(r)}',
+                   le(r, 0.1))
+
     # ---- the document ----
     mach = machine()
     # what was measured: the commit, plus any uncommitted change to the code that ran (taken by run.sh
@@ -640,6 +708,8 @@ def main():
     L.append('')
     if a.http:
         L += http_section(values, per_rep, http_notes, http_ns, cg_per_call, a.http_stderr_log)
+    if https_lines:
+        L += https_lines
     if a.bearer and os.path.exists(a.bearer):
         L += bearer_section(a.bearer)
     L.append('## mcplug against the floor and each peer')

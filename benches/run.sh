@@ -15,8 +15,10 @@
 # counts instructions per call
 # with callgrind (C client, raw client, rmcp); measures what the library adds to a C host's peak RSS;
 # runs S2 over Streamable HTTP (benches/http_bench.py: mcplug's clients beside the TS SDK's, against
-# peer-bench's rmcp HTTP server with and without TCP_NODELAY; run_all.sh's HTTP rows have its own
-# clients only) with the C client's instructions per call over HTTP;
+# peer-bench's rmcp HTTP server with and without TCP_NODELAY, and through nginx over HTTPS and plain
+# HTTP; run_all.sh's HTTP rows have its own clients only) with the C client's instructions per call
+# over HTTP and HTTPS; what TLS costs a call (benches/https_bench.py: pinned CPU per call, HTTPS
+# beside plain HTTP through the same nginx, and beside the TS SDK over HTTPS);
 # then benches/report.py writes the report.
 #
 # Environment:
@@ -176,13 +178,28 @@ http_args=(--server-bin "$R/mcp_http_server" --reps "${REPS:-3}" --n "${NH:-2000
   --client "mcplug (C)|$out/mcplug_client"
   --client "mcplug (Python)|$PY $root/benches/clients/mcplug_client.py"
   --client "mcplug (Node)|$NODE $root/benches/clients/mcplug_client.js"
-  --out "$out/http.jsonl" --log "$out/http.stderr")
+  --out "$out/http.jsonl" --log "$out/http.stderr" --https)
 # --quick: the TS SDK against the Nagle-on server is left out (its 200 warm-up calls alone take 8 s)
 [ $quick = 1 ] && http_args+=(--skip "$TS_HTTP|h2n")
 command -v valgrind >/dev/null &&
   http_args+=(--callgrind-dir "$cg" --callgrind-client "$out/mcplug_client" --cg-n "$CG_N1" "$CG_N2")
 echo "== Streamable HTTP: S2 x ${NH:-2000}, server TCP_NODELAY and Nagle on, x ${REPS:-3}" >&2
 python3 benches/http_bench.py "${http_args[@]}"
+
+# ---- what TLS costs a call: nginx in front, HTTPS beside plain HTTP, pinned CPU per call, with the TS SDK ----
+https_args=(--server-bin "$R/mcp_http_server" --ts "$TS_HTTP" --out "$out/https.json"
+  --client "$TS_HTTP|$NODE $PEER_BENCH_WORK/node/client.mjs"
+  --client "mcplug (C)|$out/mcplug_client"
+  --client "mcplug (Python)|$PY $root/benches/clients/mcplug_client.py"
+  --client "mcplug (Node)|$NODE $root/benches/clients/mcplug_client.js")
+if [ $quick = 1 ]; then
+  https_args+=(--rounds 1 --sizes "$TS_HTTP=5,15" --sizes "mcplug (C)=20,60" --sizes "mcplug (Python)=20,60"
+    --sizes "mcplug (Node)=20,60")
+else
+  https_args+=(--rounds 4 --sizes "$TS_HTTP=200,1200" --sizes "mcplug (Node)=1000,6000")
+fi
+echo "== HTTPS through nginx beside plain HTTP (benches/https_bench.py)" >&2
+python3 benches/https_bench.py "${https_args[@]}" | tee "$out/https.txt" >&2
 
 # ---- a bearer token on the direct HTTP path: the C client with and without a stored OAuth token ----
 bearer_args=(--server-bin "$R/mcp_http_server" --client "$out/mcplug_client" --out "$out/bearer.json")
@@ -204,6 +221,7 @@ args=(--table "$out/run_all.out" --raw "$raw_jsonl" --stderr-log "$stderr_log" -
   --cg-n "$CG_N1" "$CG_N2" --rss "$out/rss.jsonl" --out "$report" --started "$started"
   --run-all-seconds "$t_run_all" --peer-bench "$PB" --commit "$commit" --dirty "$dirty" --load "$load"
   --http "$out/http.jsonl" --http-stderr-log "$out/http.stderr" --s1-loop "$out/s1.jsonl" --bearer "$out/bearer.json"
+  --https "$out/https.json"
   --s1-lang "$out/s1lang.jsonl" --server-cpu "$out/server_cpu.jsonl")
 [ $quick = 1 ] && args+=(--quick)
 # kept so that the report can be written again from this run's outputs (after editing its analysis)

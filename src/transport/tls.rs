@@ -219,7 +219,7 @@ fn build(
             sources.push(format!("tls.ca_pem ({n})"));
         }
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::transport(format!("cannot set up TLS: {e}")))?
@@ -259,6 +259,27 @@ fn build(
         sources,
         client_cert,
     })
+}
+
+/// ring's suites, with TLS 1.3's AES-128-GCM offered before AES-256-GCM (as browsers and Go
+/// order them): every suite stays, but a server that takes the client's order encrypts each call
+/// with 10 AES rounds instead of 14 — a fifth of what TLS adds to a small call.
+fn provider() -> rustls::crypto::CryptoProvider {
+    use rustls::crypto::ring::cipher_suite as suite;
+    let mut provider = rustls::crypto::ring::default_provider();
+    let rank = |s: &rustls::SupportedCipherSuite| {
+        let s = s.suite();
+        [
+            suite::TLS13_AES_128_GCM_SHA256,
+            suite::TLS13_AES_256_GCM_SHA384,
+            suite::TLS13_CHACHA20_POLY1305_SHA256,
+        ]
+        .iter()
+        .position(|t| t.suite() == s)
+        .unwrap_or(3)
+    };
+    provider.cipher_suites.sort_by_key(rank);
+    provider
 }
 
 fn read_file(path: &str, what: &str) -> Result<Vec<u8>, Error> {

@@ -86,19 +86,24 @@ def make_pki(d: Path) -> Dict[str, Path]:
 class Nginx:
     """nginx in front of `upstream` (host:port, plain HTTP), and of `routes` (a path prefix to
     another upstream, host:port with an optional path that replaces the prefix): `https` on one
-    port, `mtls` on another that requires a client certificate of the CA, and `short` on a third
+    port, `mtls` on another that requires a client certificate of the CA, `short` on a third
     that closes a connection after 4 requests (a client must open new ones: resumed sessions
-    show). WebSocket upgrades pass through; nothing is buffered (SSE streams flow). `static/`
-    under its folder is served at /static/. Every request is logged in `access_log`: the
-    connection's number, its request count, `r` for a resumed TLS session (else `.`), the
-    method, URI and status."""
+    show), and plain HTTP on `http_port` (the same hop without TLS, for the benchmarks).
+    WebSocket upgrades pass through; nothing is buffered (SSE streams flow). With
+    `keepalive_upstream`, nginx keeps its connections to `upstream` open between requests (as a
+    production front does) and a client's connection for any number of requests (the benchmarks
+    want both). `static/` under its folder is served at
+    /static/. Every request is logged in `access_log`: the connection's number, its request
+    count, `r` for a resumed TLS session (else `.`), the method, URI, status and port."""
 
-    def __init__(self, d: Path, pki: Dict[str, Path], upstream: str, routes: Optional[Dict[str, str]] = None) -> None:
+    def __init__(self, d: Path, pki: Dict[str, Path], upstream: str, routes: Optional[Dict[str, str]] = None,
+                 keepalive_upstream: bool = False) -> None:
         nginx = _require("nginx")
         self.dir = d
         d.mkdir(parents=True, exist_ok=True)
         (d / "static").mkdir(exist_ok=True)
-        self.https_port, self.mtls_port, self.short_port = free_port(), free_port(), free_port()
+        self.https_port, self.mtls_port, self.short_port, self.http_port = (free_port(), free_port(), free_port(),
+                                                                             free_port())
         self.access_log = d / "access.log"
         def location(prefix: str, to: str) -> str:
             return f"""
@@ -112,7 +117,14 @@ class Nginx:
                 proxy_set_header Connection $connection_upgrade;
                 proxy_read_timeout 300s;
             }}"""
-        proxy = f"location /static/ {{ alias {d}/static/; default_type application/json; }}" + location("/", upstream)
+        pool = ""
+        main = upstream
+        if keepalive_upstream:
+            # ... and on the clients' side, connections last: a handshake per connection shows,
+            # not nginx's default of a new connection every 1000 requests.
+            pool = f"upstream main {{ server {upstream}; keepalive 16; }} keepalive_requests 1000000;"
+            main = "main"
+        proxy = f"location /static/ {{ alias {d}/static/; default_type application/json; }}" + location("/", main)
         for prefix, to in (routes or {}).items():
             proxy += location(prefix, to)
         tls = f"ssl_certificate {pki['server_cert']}; ssl_certificate_key {pki['server_key']}; ssl_protocols TLSv1.2 TLSv1.3;"
@@ -124,7 +136,7 @@ pid {d}/nginx.pid;
 error_log {d}/error.log warn;
 events {{ worker_connections 256; }}
 http {{
-    log_format conns '$connection $connection_requests $ssl_session_reused $request_method $request_uri $status';
+    log_format conns '$connection $connection_requests $ssl_session_reused $request_method $request_uri $status $server_port';
     access_log {self.access_log} conns;
     client_body_temp_path {d}/tmp-body;
     proxy_temp_path {d}/tmp-proxy;
@@ -132,7 +144,8 @@ http {{
     uwsgi_temp_path {d}/tmp-uwsgi;
     scgi_temp_path {d}/tmp-scgi;
     keepalive_timeout 60s;
-    map $http_upgrade $connection_upgrade {{ default upgrade; '' close; }}
+    map $http_upgrade $connection_upgrade {{ default upgrade; '' {'""' if keepalive_upstream else 'close'}; }}
+    {pool}
     server {{
         listen 127.0.0.1:{self.https_port} ssl;
         server_name localhost;
@@ -154,6 +167,11 @@ http {{
         keepalive_requests 4;
         {proxy}
     }}
+    server {{
+        listen 127.0.0.1:{self.http_port};
+        server_name localhost;
+        {proxy}
+    }}
 }}
 """)
         self.proc = subprocess.Popen([nginx, "-p", str(d), "-c", str(d / "nginx.conf")],
@@ -166,7 +184,7 @@ http {{
                 log = (d / "error.log").read_text() if (d / "error.log").exists() else ""
                 raise RuntimeError(f"nginx exited at start: {err}\n{log}")
             try:
-                for port in (self.https_port, self.mtls_port, self.short_port):
+                for port in (self.https_port, self.mtls_port, self.short_port, self.http_port):
                     socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
                 break
             except OSError:
@@ -178,13 +196,13 @@ http {{
         port = self.mtls_port if mtls else self.short_port if short else self.https_port
         return f"https://{host}:{port}{path}"
 
-    def requests(self) -> "list[tuple[int, int, bool, str, str, int]]":
+    def requests(self) -> "list[tuple[int, int, bool, str, str, int, int]]":
         """The requests logged so far: (connection, its request number, TLS session resumed,
-        method, URI, status)."""
+        method, URI, status, port)."""
         out = []
         for line in self.access_log.read_text().splitlines() if self.access_log.exists() else []:
-            conn, n, reused, method, uri, status = line.split(" ")
-            out.append((int(conn), int(n), reused == "r", method, uri, int(status)))
+            conn, n, reused, method, uri, status, port = line.split(" ")
+            out.append((int(conn), int(n), reused == "r", method, uri, int(status), int(port)))
         return out
 
     def stop(self) -> None:

@@ -9,7 +9,7 @@
 use super::READ_CHUNK;
 use crate::sys::{self, fd::Ready, net::NoSignal};
 use rustls::pki_types::ServerName;
-use std::io::{self, ErrorKind as IoKind, Read, Write};
+use std::io::{self, BufRead, ErrorKind as IoKind, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 
@@ -163,25 +163,16 @@ impl Link {
             buf.reserve(READ_CHUNK);
             return sys::net::recv_spare(&self.sock, buf);
         };
+        // The plaintext of what was read before has all been taken: read, then decrypt.
         loop {
-            let state = tls.process_new_packets().map_err(tls_error)?;
-            let n = state.plaintext_bytes_to_read();
-            if n > 0 {
-                let at = buf.len();
-                buf.resize(at + n, 0);
-                let mut got = 0;
-                while got < n {
-                    match tls.reader().read(&mut buf[at + got..])? {
-                        0 => break,
-                        k => got += k,
-                    }
-                }
-                buf.truncate(at + got);
-                return Ok(got);
-            }
-            if state.peer_has_closed() {
+            if tls.read_tls(&mut NoSignal(&self.sock))? == 0 {
+                // A stream ended without close_notify ends like a plain one: the body's
+                // framing says whether it was whole (as for plain HTTP).
                 return Ok(0);
             }
+            let state = tls.process_new_packets().map_err(tls_error)?;
+            let n = state.plaintext_bytes_to_read();
+            let closed = state.peer_has_closed();
             // What the session wants to say (a key update's answer) goes when it can.
             if tls.wants_write() {
                 match tls.write_tls(&mut NoSignal(&self.sock)) {
@@ -189,11 +180,22 @@ impl Link {
                     _ => {}
                 }
             }
-            // A stream ended without close_notify ends like a plain one: the body's framing
-            // says whether it was whole (as for plain HTTP).
-            match tls.read_tls(&mut NoSignal(&self.sock))? {
-                0 => return Ok(0),
-                _ => continue,
+            if n > 0 {
+                buf.reserve(n);
+                let mut reader = tls.reader();
+                loop {
+                    let chunk = match reader.fill_buf() {
+                        Ok(c) if !c.is_empty() => c,
+                        _ => break,
+                    };
+                    let k = chunk.len();
+                    buf.extend_from_slice(chunk);
+                    reader.consume(k);
+                }
+                return Ok(n);
+            }
+            if closed {
+                return Ok(0);
             }
         }
     }
