@@ -614,6 +614,8 @@ fn c_networks() {
             ("MCPLUG_TLS_PASSPHRASE", s("passphrase")),
             ("MCPLUG_PROXY_PORT", s("proxy_port")),
             ("MCPLUG_PROXY_LOG", s("proxy_log")),
+            ("MCPLUG_GUARDED_PROXY_PORT", s("guarded_proxy_port")),
+            ("MCPLUG_GUARDED_PROXY_AUTH", s("guarded_proxy_auth")),
         ],
     );
 }

@@ -3,7 +3,8 @@
  * CA, the error naming the host, the reason and what was trusted; connected with the entry's
  * `tls.ca_file` and with the connection's `tls` option; behind nginx requiring a client
  * certificate, connected with `tls.client_cert`/`client_key`, and with an encrypted key and its
- * passphrase; a bad `tls` option named. */
+ * passphrase; through tinyproxy (a CONNECT tunnel in its log), HTTPS_PROXY with and without NO_PROXY
+ * naming the host, a proxy that is down, one that wants credentials; a bad `tls` option named. */
 #include "check.h"
 
 static mcplug_client *try_connect(const char *url, const char *tls, const char *options, char **out) {
@@ -101,6 +102,48 @@ int main(void) {
     CHECK_OUT(c == NULL && is_error(out, "transport", "through the proxy http://127.0.0.1:1") && !contains(out, "s3cret"), out,
               "a proxy that is down is named, without its credentials");
     drop(&out);
+
+    /* The environment's proxy, and NO_PROXY naming the host (a dead proxy shows which way it went). */
+    snprintf(tls, sizeof tls, "{\"ca_file\":\"%s\"}", ca);
+    setenv("HTTPS_PROXY", "http://127.0.0.1:1", 1);
+    setenv("NO_PROXY", "localhost", 1);
+    c = try_connect(url, tls, NULL, &out);
+    CHECK_OUT(c != NULL, out, "NO_PROXY=localhost goes around HTTPS_PROXY");
+    drop(&out);
+    if (c) {
+        echo_over(c, "NO_PROXY");
+        mcplug_client_free(c);
+    }
+    setenv("NO_PROXY", "example.com,10.0.0.0/8", 1);
+    c = try_connect(url, tls, NULL, &out);
+    CHECK_OUT(c == NULL && is_error(out, "transport", "through the proxy http://127.0.0.1:1"), out,
+              "a NO_PROXY that does not name the host leaves it to HTTPS_PROXY");
+    drop(&out);
+    unsetenv("NO_PROXY");
+    unsetenv("HTTPS_PROXY");
+
+    /* A proxy that wants credentials: a 407 explained, the credentials never shown, then through it. */
+    {
+        const char *auth = peer("MCPLUG_GUARDED_PROXY_AUTH"), *port = peer("MCPLUG_GUARDED_PROXY_PORT");
+        snprintf(options, sizeof options, "{\"tls\":{\"ca_file\":\"%s\"},\"proxy\":\"http://127.0.0.1:%s\"}", ca, port);
+        c = try_connect(url, NULL, options, &out);
+        CHECK_OUT(c == NULL && is_error(out, "transport", "407") && contains(out, "credentials"), out,
+                  "a proxy wanting credentials: its 407 explained");
+        drop(&out);
+        snprintf(options, sizeof options, "{\"tls\":{\"ca_file\":\"%s\"},\"proxy\":\"http://alice:wr0ng@127.0.0.1:%s\"}", ca,
+                 port);
+        c = try_connect(url, NULL, options, &out);
+        CHECK_OUT(c == NULL && !contains(out, "wr0ng"), out, "wrong credentials refused, never shown");
+        drop(&out);
+        snprintf(options, sizeof options, "{\"tls\":{\"ca_file\":\"%s\"},\"proxy\":\"http://%s@127.0.0.1:%s\"}", ca, auth, port);
+        c = try_connect(url, NULL, options, &out);
+        CHECK_OUT(c != NULL, out, "through the proxy with its credentials");
+        drop(&out);
+        if (c) {
+            echo_over(c, "with the proxy's credentials");
+            mcplug_client_free(c);
+        }
+    }
 
     c = try_connect(url, "{\"ca\":\"x\"}", NULL, &out);
     CHECK_OUT(c == NULL && is_error(out, "invalid_argument", "unknown key `ca`"), out, "a bad tls option is named");

@@ -8,9 +8,10 @@ As a program, for the C and Node tests:
     python3 tests/servers/tls_front.py <dir> <upstream host:port> [--proxy] [<path prefix>=<host:port> ...]
 
 prints one JSON line — {"https_port", "mtls_port", "short_port", "access_log", "ca", "other_ca",
-"client_cert", "client_key", "client_key_enc", "passphrase"}, and with --proxy "proxy_port" and "proxy_log" of
-a tinyproxy beside — once they listen, and stops them when it is terminated (or its standard
-input closes)."""
+"client_cert", "client_key", "client_key_enc", "passphrase"}; with --proxy also "proxy_port" and
+"proxy_log" of a tinyproxy beside, and "guarded_proxy_port" and "guarded_proxy_auth" of one that
+wants those credentials — once they listen, and stops them when it is terminated (or its
+standard input closes)."""
 from __future__ import annotations
 
 import shutil
@@ -22,6 +23,8 @@ from typing import Dict, Optional
 
 
 PASSPHRASE = "s3cret pass"
+#: The credentials of the proxy that wants them (--proxy).
+GUARDED_AUTH = "alice:pa55word"
 
 
 def _require(program: str) -> str:
@@ -259,18 +262,21 @@ if __name__ == "__main__":
     routes = dict(a.split("=", 1) for a in rest if a != "--proxy")
     front = Nginx(where / "nginx", pki, sys.argv[2], routes)
     proxy = Tinyproxy(where / "proxy") if "--proxy" in rest else None
+    guarded = Tinyproxy(where / "guarded", auth=GUARDED_AUTH) if "--proxy" in rest else None
 
     def stop() -> None:
         front.stop()
-        if proxy:
-            proxy.stop()
+        for p in (proxy, guarded):
+            if p:
+                p.stop()
 
     signal.signal(signal.SIGTERM, lambda *_: (stop(), sys.exit(0)))
     info = {"https_port": front.https_port, "mtls_port": front.mtls_port, "short_port": front.short_port,
             "access_log": str(front.access_log), "passphrase": PASSPHRASE,
             **{k: str(v) for k, v in pki.items()}}
-    if proxy:
-        info.update(proxy_port=proxy.port, proxy_log=str(proxy.log))
+    if proxy and guarded:
+        info.update(proxy_port=proxy.port, proxy_log=str(proxy.log), guarded_proxy_port=guarded.port,
+                    guarded_proxy_auth=GUARDED_AUTH)
     print(json.dumps(info), flush=True)
     try:
         sys.stdin.read()
