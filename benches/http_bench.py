@@ -18,8 +18,8 @@ many of those resumed a session (tls_requests, tls_connections, tls_resumed).
 Writes one JSON line per run to --out: {"rep", "row", "scen": "h2" (server TCP_NODELAY), "h2n"
 (Nagle on), "h2t" or "h2p", ...the client's line}; a run that failed is a line {"note": "..."}. With
 --callgrind-dir, also counts the C client's instructions per call over HTTP (callgrind, S2 at two
-sizes against the TCP_NODELAY server: mcplug-c-http.N.out; with --https also over HTTPS through
-nginx: mcplug-c-https.N.out). Stdlib only.
+sizes against the TCP_NODELAY server: mcplug-c-http.N.out; with --https also through nginx over
+HTTPS and over plain HTTP: mcplug-c-https.N.out, mcplug-c-http-nginx.N.out). Stdlib only.
 """
 import argparse
 import json
@@ -167,6 +167,7 @@ def main():
             kinds = [('mcplug-c-http', NODELAY, 'Streamable HTTP')]
             if HTTPS in urls:
                 kinds.append(('mcplug-c-https', HTTPS, 'HTTPS through nginx'))
+                kinds.append(('mcplug-c-http-nginx', FRONT, 'plain HTTP through nginx'))
             for tag, scen, what in kinds:
                 for n in a.cg_n:
                     f = f'{a.callgrind_dir}/{tag}.{n}'

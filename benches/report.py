@@ -232,6 +232,8 @@ LIBC_BENCH = ('vfprintf', '_IO_', 'vsnprintf', 'snprintf', 'sprintf', 'msort', '
 
 def group_of(fn, obj, bench_bins):
     name = fn
+    if fn.startswith(('ring_core_', '_aesni_', 'aes_hw_', 'gcm_', 'ecp_nistz256', 'fe_', 'ge_', 'x25519')):
+        return 'ring'  # ring's assembly and C (AES-GCM, GHASH, curves): TLS's cryptography
     if name.startswith('<') and ' as ' in name:
         # <Type as Trait>::method: the Type's crate, unless the Type is a primitive (str, [T], A)
         left, right = name[1:].split(' as ', 1)
@@ -270,7 +272,8 @@ def cg_section(cgdir, n1, n2):
              ('rmcp', 'rmcp 3.11 client, tokio current_thread', ['rmcp_client']),
              ('mcplug-c-http', 'mcplug (C) over Streamable HTTP (rmcp HTTP server, TCP_NODELAY)', ['mcplug_client']),
              ('mcplug-c-https', 'mcplug (C) over HTTPS (nginx with TLS in front of the rmcp HTTP server)',
-              ['mcplug_client'])]
+              ['mcplug_client']),
+             ('mcplug-c-http-nginx', 'mcplug (C) over plain HTTP through the same nginx', ['mcplug_client'])]
     per_call = {}
     for tag, label, bins in names:
         f1, f2 = f'{cgdir}/{tag}.{n1}.out', f'{cgdir}/{tag}.{n2}.out'
@@ -346,11 +349,11 @@ def https_section(path, cg_per_call):
                 f'{t[0]["calls"]} calls' if t else '-'
         L.append(f'| {name} | {fnum(plain, 2)} | {fnum(https, 2)} | {fratio(b["https_over_plain"].get(name))} | '
                  f'{fratio3(b["over_ts"].get(name)) if name != ts else ""} | {conns} | {rounds(f"{name}|HTTPS")} |')
-    its, ih = cg_per_call.get('mcplug-c-https'), cg_per_call.get('mcplug-c-http')
+    its, ih = cg_per_call.get('mcplug-c-https'), cg_per_call.get('mcplug-c-http-nginx')
     L.append('')
     if its and ih:
-        L.append(f'Instructions per call from C (callgrind, see the Streamable HTTP section): HTTPS {its:,.0f}, plain '
-                 f'HTTP {ih:,.0f}: {its / ih:.2f}x. A TLS connection carries every call of a run: the handshake '
+        L.append(f'Instructions per call from C (callgrind, through the same nginx; breakdowns below): HTTPS {its:,.0f}, '
+                 f'plain HTTP {ih:,.0f}: {its / ih:.2f}x. A TLS connection carries every call of a run: the handshake '
                  '(resumed when the session store has the server) is paid per connection, not per call.')
         L.append('')
     return L, b
@@ -399,10 +402,10 @@ def http_section(values, per_rep, notes, ns, cg_per_call, stderr_log):
     if ih:
         L.append(f'- Instructions per call, mcplug (C) over Streamable HTTP (callgrind, as below): {ih:,.0f}'
                  + (f' ({ih / i:.1f}x its stdio call)' if i else '') + '.')
-    its = cg_per_call.get('mcplug-c-https')
-    if its and ih:
-        L.append(f'- Instructions per call, mcplug (C) over HTTPS through nginx: {its:,.0f} ({its / ih:.2f}x its plain '
-                 'HTTP call).')
+    its, ihn = cg_per_call.get('mcplug-c-https'), cg_per_call.get('mcplug-c-http-nginx')
+    if its and ihn:
+        L.append(f'- Instructions per call, mcplug (C) through nginx: HTTPS {its:,.0f}, plain HTTP {ihn:,.0f} '
+                 f'({its / ihn:.2f}x).')
     tls = [(M(row, 'h2t.tls_connections'), M(row, 'h2t.tls_requests')) for row in [TS_HTTP] + MCPLUG]
     tls_rows = [f'{row} {fnum(c, 0)} for {fnum(r, 0)} requests' for row, (c, r) in zip([TS_HTTP] + MCPLUG, tls) if c]
     if tls_rows:
