@@ -3,7 +3,10 @@ HTTP) behind Debian's nginx with TLS from a private CA made at test time: refuse
 error without the CA, connected with it through `tls.ca_file` (entry and connection), `ca_pem`,
 `SSL_CERT_FILE` and `NODE_EXTRA_CA_CERTS`; nginx requiring a client certificate: refused without
 one, connected with `tls.client_cert`/`client_key` (also an encrypted key and its passphrase) and
-with the `CLAUDE_CODE_CLIENT_*` variables. Through the Python binding (so the C ABI)."""
+with the `CLAUDE_CODE_CLIENT_*` variables. The 2026-07-28 era's server behind the same nginx: its
+calls on the direct path over TLS, one handshake per connection, sessions resumed. Then proxies
+(tinyproxy): every remote transport through one, NO_PROXY, a server's own proxy, a proxy that is
+down or wants credentials, the OAuth flow through one. Through the Python binding (so the C ABI)."""
 from __future__ import annotations
 
 import os
@@ -167,7 +170,8 @@ def test_a_manager_server_entry_carries_its_tls(tls_peer: Tuple[Nginx, Dict[str,
 def test_every_remote_transport_over_tls(tls_peer: Tuple[Nginx, Dict[str, Path]]) -> None:
     nginx, pki = tls_peer
     ca = {"ca_file": str(pki["ca"])}
-    for kind, path, scheme in [("http", "/mcp", "https"), ("sse", "/sse", "https"), ("ws", "/ws", "wss")]:
+    for kind, path, scheme in [("http", "/mcp", "https"), ("http", "/modern", "https"), ("sse", "/sse", "https"),
+                               ("ws", "/ws", "wss")]:
         url = nginx.url(path).replace("https://", f"{scheme}://")
         with pytest.raises(mcplug.TransportError) as e:
             connect(url, kind=kind)
@@ -183,6 +187,7 @@ def test_the_modern_era_over_https_on_the_direct_path_one_handshake_per_connecti
     calls. nginx's `short` port closes a connection after 4 requests, so new ones are needed."""
     nginx, pki = tls_peer
     ca = {"ca_file": str(pki["ca"])}
+    logged = len(nginx.requests())
     mcplug.capture_logs("mcplug::transport=debug")
     try:
         mcplug.next_log_records(timeout=0, max_records=10000)
@@ -201,7 +206,7 @@ def test_the_modern_era_over_https_on_the_direct_path_one_handshake_per_connecti
     # connections of 4 requests each, and every connection after the first resumed its session.
     deadline = time.monotonic() + 10
     while True:
-        posts = [r for r in nginx.requests() if r[3] == "POST" and r[4] == "/modern"]
+        posts = [r for r in nginx.requests()[logged:] if r[3] == "POST" and r[6] == nginx.short_port]
         if len(posts) >= 14 or time.monotonic() > deadline:
             break
         time.sleep(0.05)
@@ -280,10 +285,13 @@ def test_every_remote_transport_through_a_proxy(tls_peer: Tuple[Nginx, Dict[str,
     ca = {"ca_file": str(pki["ca"])}
     monkeypatch.setenv("HTTPS_PROXY", proxy.url())
     monkeypatch.setenv("http_proxy", proxy.url())
-    # HTTPS, HTTP+SSE over TLS and WebSocket over TLS: CONNECT tunnels.
-    for kind, path, scheme in [("http", "/mcp", "https"), ("sse", "/sse", "https"), ("ws", "/ws", "wss")]:
+    # HTTPS (both eras), HTTP+SSE over TLS and WebSocket over TLS: CONNECT tunnels.
+    for kind, path, scheme in [("http", "/mcp", "https"), ("http", "/modern", "https"), ("sse", "/sse", "https"),
+                               ("ws", "/ws", "wss")]:
         with connect(nginx.url(path).replace("https://", f"{scheme}://"), ca, kind=kind) as c:
             assert echo(c) == "Echo: over TLS", kind
+            if path == "/modern":
+                assert c.protocol_version == "2026-07-28"
     assert f"CONNECT localhost:{nginx.https_port}" in proxy.seen(), proxy.seen()
     # Plain HTTP goes as absolute-form requests, as curl sends them; a plain WebSocket through a
     # tunnel too.
