@@ -163,3 +163,24 @@ describe('listing options', () => {
     }
   });
 });
+
+// connect() calls not awaited apply in the order they were made: the control lane runs several
+// native calls at once, and a configuration (or a host server's connect) once overtook a later
+// one, leaving the manager on the earlier configuration.
+test('configurations given without awaiting apply in call order; the last one stays', async () => {
+  const m = new h.mcplug.Manager();
+  try {
+    const names = [];
+    const calls = [];
+    for (let i = 0; i < 12; i++) {
+      const name = `s${i}`;
+      names.push(name);
+      calls.push(m.connect({ mcpServers: { [name]: { command: 'mcplug-no-such-command', args: [String(i)] } } }));
+    }
+    calls.push(m.addHostServer('host', [{ name: 'ping', handler: () => 'pong' }]));
+    await Promise.all(calls);
+    assert.deepStrictEqual(Object.keys((await m.status()).servers).sort(), ['host', 's11']);
+  } finally {
+    await m.close();
+  }
+});

@@ -545,3 +545,23 @@ def test_started_call_errors_progress_and_close(everything_server: Dict[str, Any
             await m.call_tool("mcp__fault__echo", {"message": "late"})
 
     run(main())
+
+
+def test_configurations_given_at_once_apply_in_call_order() -> None:
+    """connect and add_host_server gathered without awaiting each: they apply in the order they
+    were called (the pool's threads once ran a later configuration before an earlier one)."""
+
+    async def main() -> List[str]:
+        m = await mcplug.aio.Manager.create()
+        try:
+            calls: List[Any] = [
+                m.connect({"mcpServers": {f"s{i}": {"command": "mcplug-no-such-command", "args": [str(i)]}}})
+                for i in range(12)
+            ]
+            calls.append(m.add_host_server("host", [{"name": "ping", "handler": lambda args: "pong"}]))
+            await asyncio.gather(*calls)
+            return sorted((await m.status())["servers"])
+        finally:
+            await m.close()
+
+    assert asyncio.run(main()) == ["host", "s11"]

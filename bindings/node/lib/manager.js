@@ -117,6 +117,9 @@ class Manager extends Handle {
     // name -> {handlers: Map<tool, fn>, tools: [its tools now, without handlers], entry: its config entry}
     this._hostServers = new Map();
     this._config = null; // the last configuration given to connect (without the host servers)
+    // connect() calls apply in the order they were made (the control lane runs several native
+    // calls at once: two configurations must not overtake each other).
+    this._connects = Promise.resolve();
     this._waiters = new Set(); // wait() calls: re-checked after each drain
     this._drainLater = null;
     this._completing = []; // [Started, completion event] of calls with onProgress, settled after one more pull
@@ -144,11 +147,31 @@ class Manager extends Handle {
       throw errorOf('invalid_argument', '`config` must be an object such as {mcpServers: {name: {command, args}}}');
     }
     const json = toJson(this._withHostServers(config), 'config');
-    // It returns at once (servers connect in the background), but may first close the servers
-    // the new configuration drops: a short wait, on the control lane.
-    const status = await this._blocking('connect', controlGate, mnative.connect, [json]);
-    this._config = config;
-    return status;
+    return this._apply(() => ({ config, json }));
+  }
+
+  /**
+   * Gives the library a configuration, after every one given before (`make` says which, when its
+   * turn comes). It returns at once (servers connect in the background), but may first close
+   * the servers the configuration drops: a short wait, on the control lane.
+   */
+  _apply(make) {
+    const applied = this._connects.then(async () => {
+      const { config, json } = make();
+      const status = await this._blocking('connect', controlGate, mnative.connect, [json]);
+      this._config = config;
+      return status;
+    });
+    this._connects = applied.then(() => undefined, () => undefined);
+    return applied;
+  }
+
+  /** The last configuration given to connect() (or none), with the host servers as they are now. */
+  _again() {
+    return this._apply(() => {
+      const config = this._config || { mcpServers: {} };
+      return { config, json: toJson(this._withHostServers(config), 'config') };
+    });
   }
 
   /**
@@ -413,7 +436,7 @@ class Manager extends Handle {
         return this._sync(this._need(mnative.set_tools, 'mcplug_manager_set_tools'), [name, toolsJson]);
       }
       this._hostServers.set(name, { handlers, tools: entries, entry: { type: 'sdk', tools: entries } });
-      const status = await this.connect(this._config || { mcpServers: {} });
+      const status = await this._again();
       return status.servers[name];
     } catch (e) {
       if (before === undefined) this._hostServers.delete(name);
@@ -430,7 +453,7 @@ class Manager extends Handle {
     this._checkOpen('removeHostServer');
     this._hostServers.delete(name);
     try {
-      await this.connect(this._config || { mcpServers: {} });
+      await this._again();
     } catch (e) {
       this._hostServers.set(name, before);
       throw e;

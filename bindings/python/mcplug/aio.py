@@ -541,6 +541,9 @@ class Manager(AsyncManaged):
         handle, info, checked, manual = new_manager(options, handlers, True, "Manager")
         self._sink = _LoopSink(loop)
         self._core = ManagerCore(handle, info, checked, manual, _LoopRunner(loop), self._sink)
+        # Configurations apply in the order they were given (connect, add/remove_host_server):
+        # the pool's threads could otherwise run a later one first.
+        self._configuring = asyncio.Lock()
         self._core.start()
         self._attach(self._core.close)
 
@@ -551,7 +554,8 @@ class Manager(AsyncManaged):
 
     async def connect(self, config: Union[Mapping[str, Any], str]) -> Dict[str, Any]:
         """See ``mcplug.Manager.connect``: returns at once with the status."""
-        return await _run(lambda: self._core.connect(config), None)
+        async with self._configuring:
+            return await _run(lambda: self._core.connect(config), None)
 
     async def wait(self, timeout: Timeout = None) -> Dict[str, Any]:
         """Until no server is ``pending``; the status. TimeoutError after ``timeout`` seconds."""
@@ -662,11 +666,13 @@ class Manager(AsyncManaged):
 
     async def add_host_server(self, name: str, tools: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
         """See ``mcplug.Manager.add_host_server``; the tools' handlers may be ``async def``."""
-        return await _run(lambda: self._core.add_host_server(name, tools, True, "Manager"), None)
+        async with self._configuring:
+            return await _run(lambda: self._core.add_host_server(name, tools, True, "Manager"), None)
 
     async def remove_host_server(self, name: str) -> bool:
         """See ``mcplug.Manager.remove_host_server``."""
-        return await _run(lambda: self._core.remove_host_server(name), None)
+        async with self._configuring:
+            return await _run(lambda: self._core.remove_host_server(name), None)
 
     @property
     def host_servers(self) -> List[str]:
