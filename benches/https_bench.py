@@ -23,10 +23,10 @@ import os
 import resource
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
-from pathlib import Path
+
+from http_bench import start_front, start_server, tls_counts  # the same server, front and log reading
 
 PLAIN, HTTPS = 'plain HTTP', 'HTTPS'
 
@@ -60,20 +60,13 @@ def main():
         sizes[name] = tuple(int(n) for n in ns.split(','))
     if hasattr(os, 'sched_setaffinity'):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tests' / 'servers'))
-    import tls_front
-    work = Path(tempfile.mkdtemp(prefix='mcplug-https-bench-'))
-    port = tls_front.free_port()
-    server = subprocess.Popen([a.server_bin, str(port)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True)
+    with open(os.devnull, 'w') as quiet:
+        server, url = start_server(a.server_bin, {}, quiet)
     front = None
     try:
-        if 'listening' not in server.stdout.readline():
-            raise SystemExit(f'{a.server_bin} did not start')
-        pki = tls_front.make_pki(work / 'pki')
-        front = tls_front.Nginx(work / 'nginx', pki, f'127.0.0.1:{port}', keepalive_upstream=True)
+        front, ca = start_front(url, tempfile.mkdtemp(prefix='mcplug-https-bench-'))
         urls = {PLAIN: f'http://127.0.0.1:{front.http_port}/mcp', HTTPS: f'https://127.0.0.1:{front.https_port}/mcp'}
-        env = dict(os.environ, NODE_EXTRA_CA_CERTS=str(pki['ca']))
+        env = dict(os.environ, NODE_EXTRA_CA_CERTS=ca)
         runs = [(name, kind) for name in clients for kind in (PLAIN, HTTPS) if not (name == a.ts and kind == PLAIN)]
         per_call = {f'{name}|{kind}': [] for name, kind in runs}
         tls = {name: [] for name in clients}
@@ -90,12 +83,10 @@ def main():
                 line = f'round {r + 1} {name:44s} {kind:10s} {us:8.2f} us CPU per call (pinned)'
                 if kind == HTTPS:
                     time.sleep(0.05)  # nginx logs a request when its response has ended
-                    conns = {}
-                    for conn, _, reused, *_ in (x for x in front.requests()[logged:] if x[6] == front.https_port):
-                        conns[conn] = conns.get(conn, False) or reused
-                    calls = n1 + n2
-                    tls[name].append({'calls': calls, 'connections': len(conns), 'resumed': sum(conns.values())})
-                    line += f'; {len(conns)} TLS connections for 2 runs, {sum(conns.values())} resumed'
+                    seen = tls_counts(front.requests()[logged:], front.https_port)
+                    tls[name].append({'calls': n1 + n2, 'connections': seen['tls_connections'],
+                                      'resumed': seen['tls_resumed']})
+                    line += f'; {seen["tls_connections"]} TLS connections for 2 runs, {seen["tls_resumed"]} resumed'
                 print(line, flush=True)
         med = {key: statistics.median(v) for key, v in per_call.items()}
         ratios, vs_ts = {}, {}

@@ -263,7 +263,8 @@ fn build(
 
 /// ring's suites, with TLS 1.3's AES-128-GCM offered before AES-256-GCM (as browsers and Go
 /// order them): every suite stays, but a server that takes the client's order encrypts each call
-/// with 10 AES rounds instead of 14 — a fifth of what TLS adds to a small call.
+/// with 10 AES rounds instead of 14 (measured on a small call: the cryptography's ~4.5k
+/// instructions down to ~4.1k).
 fn provider() -> rustls::crypto::CryptoProvider {
     use rustls::crypto::ring::cipher_suite as suite;
     let mut provider = rustls::crypto::ring::default_provider();

@@ -32,6 +32,19 @@ impl TlsTo {
     }
 }
 
+/// Sends the records the session holds, as far as the socket takes them: whether all went.
+fn send_records(tls: &mut rustls::ClientConnection, sock: &TcpStream) -> io::Result<bool> {
+    while tls.wants_write() {
+        match tls.write_tls(&mut NoSignal(sock)) {
+            Ok(_) => {}
+            Err(e) if e.kind() == IoKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == IoKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
 pub(super) struct Link {
     sock: TcpStream,
     tls: Option<Box<rustls::ClientConnection>>,
@@ -75,13 +88,8 @@ impl Link {
             return Ok(None);
         };
         loop {
-            while tls.wants_write() {
-                match tls.write_tls(&mut NoSignal(&self.sock)) {
-                    Ok(_) => {}
-                    Err(e) if e.kind() == IoKind::WouldBlock => return Ok(Some(Ready::Write)),
-                    Err(e) if e.kind() == IoKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
+            if !send_records(tls, &self.sock)? {
+                return Ok(Some(Ready::Write));
             }
             if !tls.is_handshaking() {
                 return Ok(None);
@@ -96,7 +104,7 @@ impl Link {
                 Ok(_) => {
                     if let Err(e) = tls.process_new_packets() {
                         // The alert it queued tells the server why.
-                        let _ = tls.write_tls(&mut NoSignal(&self.sock));
+                        let _ = send_records(tls, &self.sock);
                         return Err(tls_error(e));
                     }
                 }
@@ -142,18 +150,10 @@ impl Link {
     /// Sends what the TLS session holds: whether all of it went (`false`: the socket takes no
     /// more now). Plain connections hold nothing.
     pub(super) fn flush(&mut self) -> io::Result<bool> {
-        let Some(tls) = &mut self.tls else {
-            return Ok(true);
-        };
-        while tls.wants_write() {
-            match tls.write_tls(&mut NoSignal(&self.sock)) {
-                Ok(_) => {}
-                Err(e) if e.kind() == IoKind::WouldBlock => return Ok(false),
-                Err(e) if e.kind() == IoKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+        match &mut self.tls {
+            Some(tls) => send_records(tls, &self.sock),
+            None => Ok(true),
         }
-        Ok(true)
     }
 
     /// Reads what has come into `buf`'s spare room (decrypted, with TLS): the count, 0 at the
@@ -174,12 +174,7 @@ impl Link {
             let n = state.plaintext_bytes_to_read();
             let closed = state.peer_has_closed();
             // What the session wants to say (a key update's answer) goes when it can.
-            if tls.wants_write() {
-                match tls.write_tls(&mut NoSignal(&self.sock)) {
-                    Err(e) if e.kind() != IoKind::WouldBlock => return Err(e),
-                    _ => {}
-                }
-            }
+            send_records(tls, &self.sock)?;
             if n > 0 {
                 buf.reserve(n);
                 let mut reader = tls.reader();
